@@ -1,0 +1,350 @@
+// Package node wires Ledge together: the partition owners, the registries
+// of producers and consumer sessions, and (later) the group coordinator.
+//
+// The partition owner (Owner) is the single place where a partition's
+// history and its consumers' progress change. It hands package fence the
+// facts and applies fence's decisions; it orders effects under its lock and
+// waits for their durability outside it. See docs/FENCING.md.
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// OwnerConfig is what an owner is built from.
+type OwnerConfig struct {
+	Topic     fence.TopicID
+	Partition uint32
+	Log       PartitionLog
+	Meta      Metadata
+	// Producers is the node-wide producer registry; nil refuses idempotent
+	// batches.
+	Producers *Producers
+	// Sessions is the topic's session registry; nil means named consumers
+	// never attach (every session is epoch 0).
+	Sessions *Sessions
+	// Members answers for the group coordinator; nil means no groups.
+	Members Members
+	// SnapshotEvery is how many appended batches go by between snapshots
+	// of the producer state (they bound the log scan at open). Default
+	// 4096.
+	SnapshotEvery int
+}
+
+// Owner owns one partition. Its methods are safe for concurrent use.
+type Owner struct {
+	topic     fence.TopicID
+	index     uint32
+	log       PartitionLog
+	meta      Metadata
+	producers *Producers
+	sessions  *Sessions
+	members   Members
+	snapEvery int
+
+	// skipFence turns every fence check off, for benchmarks that measure
+	// what fencing costs. Never set outside tests.
+	skipFence bool
+
+	purgeMu sync.Mutex // one purge at a time
+
+	mu            sync.Mutex
+	consumers     map[string]*progress // named consumers
+	groups        map[string]*progress // groups
+	assignments   map[string]assignment
+	producerState map[fence.ProducerID]*fence.ProducerState
+	sinceSnapshot int
+	lineage       []fence.HistoryTransition // cached for lineageEpoch
+	lineageEpoch  fence.HistoryEpoch
+	// purging is non-nil while a purge waits for its syncs; appends wait
+	// for it to close, so none lands between the producer snapshot and
+	// the purge.
+	purging chan struct{}
+}
+
+// NewOwner builds the owner of a partition, restoring its producers' state
+// from the last snapshot and the log appended after it.
+func NewOwner(ctx context.Context, cfg OwnerConfig) (*Owner, error) {
+	o := &Owner{
+		topic:         cfg.Topic,
+		index:         cfg.Partition,
+		log:           cfg.Log,
+		meta:          cfg.Meta,
+		producers:     cfg.Producers,
+		sessions:      cfg.Sessions,
+		members:       cfg.Members,
+		snapEvery:     cfg.SnapshotEvery,
+		consumers:     map[string]*progress{},
+		groups:        map[string]*progress{},
+		assignments:   map[string]assignment{},
+		producerState: map[fence.ProducerID]*fence.ProducerState{},
+	}
+	if o.snapEvery <= 0 {
+		o.snapEvery = 4096
+	}
+	if err := o.restoreProducers(ctx); err != nil {
+		return nil, fmt.Errorf("node: partition %d: restoring producer state: %w", o.index, err)
+	}
+	return o, nil
+}
+
+// PartitionState is a partition's state as clients see it.
+type PartitionState = fence.Partition
+
+// State returns the partition's current state.
+func (o *Owner) State() PartitionState { return o.facts() }
+
+// facts returns the partition's current state as fence sees it.
+func (o *Owner) facts() fence.Partition {
+	st := o.log.State()
+	return fence.Partition{Topic: o.topic, Index: o.index, History: st.History, LogStart: st.LogStart, HighWatermark: st.HighWatermark}
+}
+
+// lineageOf returns the partition's lineage ending at p.History. Called
+// with o.mu held.
+func (o *Owner) lineageOf(p fence.Partition) []fence.HistoryTransition {
+	if o.lineage == nil || o.lineageEpoch != p.History {
+		o.lineage = o.log.Lineage()
+		if n := len(o.lineage); n > 0 {
+			o.lineageEpoch = o.lineage[n-1].Epoch
+		}
+	}
+	return o.lineage
+}
+
+// holder returns what the owner knows now of the consumer c. Called with
+// o.mu held.
+func (o *Owner) holder(c Consumer) fence.Holder {
+	switch c.kind() {
+	case fence.HolderConsumer:
+		h := fence.Holder{Kind: fence.HolderConsumer, Consumer: fence.NameHash(c.Name)}
+		if o.sessions != nil {
+			h.Session = o.sessions.Current(c.Name)
+		}
+		return h
+	case fence.HolderMember:
+		f := fence.MemberFacts{ID: fence.NameHash(c.Member)}
+		if o.members != nil {
+			f.Known, f.Epoch = o.members.Member(c.Name, c.Member)
+		}
+		if a, ok := o.assignments[c.Name]; ok && a.member == c.Member {
+			f.Holds, f.AssignmentEpoch = true, a.assignmentEpoch
+		}
+		return fence.Holder{Kind: fence.HolderMember, Consumer: fence.NameHash(c.Name), Member: f}
+	}
+	return fence.Holder{Kind: fence.HolderAnonymous}
+}
+
+// checkRequester checks the identity a request claims before new work is
+// created for it: the session it attached with, or the member epoch it
+// states. Called with o.mu held.
+func (o *Owner) checkRequester(c Consumer, h fence.Holder) error {
+	if o.skipFence {
+		return nil
+	}
+	switch h.Kind {
+	case fence.HolderConsumer:
+		return fence.CheckSession(h.Session, c.Session)
+	case fence.HolderMember:
+		return fence.CheckMember(h.Member, c.MemberEpoch)
+	}
+	return nil
+}
+
+// progressOf returns the progress record of a named consumer or group,
+// creating it on first use; nil for anonymous consumers. Called with o.mu
+// held.
+func (o *Owner) progressOf(c Consumer) *progress {
+	var m map[string]*progress
+	var prefix string
+	switch c.kind() {
+	case fence.HolderConsumer:
+		m, prefix = o.consumers, "c/"
+	case fence.HolderMember:
+		m, prefix = o.groups, "g/"
+	default:
+		return nil
+	}
+	pr, ok := m[c.Name]
+	if !ok {
+		pr = &progress{key: prefix + c.Name}
+		m[c.Name] = pr
+	}
+	return pr
+}
+
+// loadCommitted fills pr's bookmark cache. Called with o.mu held.
+func (o *Owner) loadCommitted(pr *progress) error {
+	if pr.loaded {
+		return nil
+	}
+	b, ok, err := o.log.Bookmark(pr.key)
+	if err != nil {
+		return err
+	}
+	pr.committed, pr.hasCommitted, pr.loaded = b, ok, true
+	return nil
+}
+
+// resolveCommitted resolves pr's bookmark in the current history. ok is
+// false when the consumer has no bookmark. Called with o.mu held.
+func (o *Owner) resolveCommitted(p fence.Partition, pr *progress) (res fence.Resolution, ok bool, err error) {
+	if err := o.loadCommitted(pr); err != nil || !pr.hasCommitted {
+		return fence.Resolution{}, false, err
+	}
+	res, err = fence.ResolveBookmark(p, o.lineageOf(p), pr.committed.Offset, pr.committed.History)
+	return res, err == nil, err
+}
+
+// committedFloor is the offset progress may not go below without a reset:
+// the resolved committed offset, or 0 when there is none (or it fell below
+// the log start). Called with o.mu held.
+func (o *Owner) committedFloor(p fence.Partition, pr *progress) (uint64, error) {
+	res, ok, err := o.resolveCommitted(p, pr)
+	if err != nil || !ok || res.Outcome != fence.ResumeAt {
+		return 0, err
+	}
+	return res.Offset, nil
+}
+
+// setCommitted orders the write of pr's bookmark. Called with o.mu held.
+func (o *Owner) setCommitted(pr *progress, b Bookmark) (Ticket, error) {
+	t, err := o.log.SetBookmark(pr.key, b)
+	if err != nil {
+		return 0, err
+	}
+	pr.committed, pr.hasCommitted, pr.loaded = b, true, true
+	return t, nil
+}
+
+// snapshotKey is where the partition's producer state snapshot lives.
+func (o *Owner) snapshotKey() []byte {
+	k := make([]byte, 0, 32)
+	k = append(k, "pstate/"...)
+	k = append(k, o.topic[:]...)
+	return binary.BigEndian.AppendUint32(k, o.index)
+}
+
+const snapshotVersion = 1
+
+// snapshotProducers orders a write of every producer's state on this
+// partition, with the log end it covers. Called with o.mu held.
+func (o *Owner) snapshotProducers() (Ticket, error) {
+	st := o.log.State()
+	b := []byte{snapshotVersion}
+	b = binary.BigEndian.AppendUint64(b, st.HighWatermark)
+	b = binary.BigEndian.AppendUint64(b, uint64(st.History))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(o.producerState)))
+	for id, s := range o.producerState {
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+		n := len(b)
+		b = append(b, 0, 0)
+		b, _ = s.AppendBinary(b)
+		binary.BigEndian.PutUint16(b[n:], uint16(len(b)-n-2))
+	}
+	o.sinceSnapshot = 0
+	return o.meta.Put(o.snapshotKey(), b)
+}
+
+// restoreProducers loads the last snapshot, forgets batches a later lossy
+// recovery lost, and replays the batches appended after the snapshot.
+func (o *Owner) restoreProducers(ctx context.Context) error {
+	from, history := uint64(0), fence.HistoryEpoch(0)
+	v, ok, err := o.meta.Get(o.snapshotKey())
+	if err != nil {
+		return err
+	}
+	if ok {
+		if from, history, err = o.decodeSnapshot(v); err != nil {
+			return err
+		}
+	}
+	for _, tr := range o.log.Lineage() {
+		if tr.Epoch > history && tr.Kind == fence.TransitionLossyRecovery {
+			for _, s := range o.producerState {
+				s.Forget(tr.KeptEnd)
+			}
+		}
+	}
+	st := o.log.State()
+	from = max(from, st.LogStart)
+	for from < st.HighWatermark {
+		plan, err := o.log.PlanRead(from, 1<<20)
+		if err != nil {
+			return err
+		}
+		res, err := plan.Execute(ctx)
+		plan.Release()
+		if err != nil {
+			return err
+		}
+		for _, b := range res.Batches {
+			h, err := wire.ParseBatchHeader(b)
+			if err != nil {
+				return err
+			}
+			if h.ProducerID == 0 {
+				continue
+			}
+			id := fence.ProducerID(h.ProducerID)
+			s := o.producerState[id]
+			if s == nil {
+				s = new(fence.ProducerState)
+				o.producerState[id] = s
+			}
+			s.Record(produceRequest(h), h.BaseOffset, h.LastOffset())
+		}
+		if res.Next <= from {
+			return fmt.Errorf("read at %d made no progress", from)
+		}
+		from = res.Next
+	}
+	return nil
+}
+
+func (o *Owner) decodeSnapshot(v []byte) (end uint64, history fence.HistoryEpoch, err error) {
+	bad := errors.New("malformed producer snapshot")
+	if len(v) < 21 || v[0] != snapshotVersion {
+		return 0, 0, bad
+	}
+	end = binary.BigEndian.Uint64(v[1:])
+	history = fence.HistoryEpoch(binary.BigEndian.Uint64(v[9:]))
+	n := binary.BigEndian.Uint32(v[17:])
+	v = v[21:]
+	for range n {
+		if len(v) < 10 {
+			return 0, 0, bad
+		}
+		id := fence.ProducerID(binary.BigEndian.Uint64(v))
+		l := int(binary.BigEndian.Uint16(v[8:]))
+		if len(v) < 10+l {
+			return 0, 0, bad
+		}
+		s := new(fence.ProducerState)
+		if err := s.UnmarshalBinary(v[10 : 10+l]); err != nil {
+			return 0, 0, err
+		}
+		o.producerState[id] = s
+		v = v[10+l:]
+	}
+	if len(v) != 0 {
+		return 0, 0, bad
+	}
+	return end, history, nil
+}
+
+func produceRequest(h wire.BatchHeader) fence.ProduceRequest {
+	return fence.ProduceRequest{
+		Producer:     fence.ProducerID(h.ProducerID),
+		Epoch:        fence.ProducerEpoch(h.ProducerEpoch),
+		BaseSequence: h.BaseSequence,
+		Count:        int32(h.RecordCount),
+	}
+}

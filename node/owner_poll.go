@@ -1,0 +1,412 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/ledgemq/ledge/fence"
+)
+
+// Position says where a poll starts.
+type Position uint8
+
+const (
+	// FromOffset starts at PollRequest.Offset.
+	FromOffset Position = iota
+	// FromFirst starts at the log start offset.
+	FromFirst
+	// FromLast starts at the last record (the high watermark if the log
+	// is empty).
+	FromLast
+	// FromEnd starts at the high watermark: only records appended from now.
+	FromEnd
+	// FromNext continues the consumer: its delivered position while that
+	// is current, else its committed offset resolved in the current
+	// history, else the reset policy.
+	FromNext
+)
+
+// ResetPolicy says where FromNext starts when the consumer has no usable
+// position: no bookmark, or one that retention overtook.
+type ResetPolicy uint8
+
+const (
+	// ResetEarliest starts at the log start offset (the default).
+	ResetEarliest ResetPolicy = iota
+	// ResetLatest starts at the high watermark.
+	ResetLatest
+	// ResetNone fails the poll with ErrNoPosition.
+	ResetNone
+)
+
+// AutoCommit says whether and when a poll commits what it delivers.
+type AutoCommit uint8
+
+const (
+	// AutoCommitOff commits nothing; the consumer commits with the token.
+	AutoCommitOff AutoCommit = iota
+	// AutoCommitOnDelivery commits the end of what a poll returns before
+	// the reply leaves (at most once).
+	AutoCommitOnDelivery
+	// AutoCommitOnNextPoll commits, at the start of a poll, what the
+	// consumer's previous poll delivered (at least once).
+	AutoCommitOnNextPoll
+)
+
+// ErrNoPosition: a FromNext poll with ResetNone found no usable position.
+var ErrNoPosition = errors.New("node: the consumer has no committed position and the reset policy is none")
+
+// ErrNoConsumer: the request needs a named consumer or a group member.
+var ErrNoConsumer = errors.New("node: the request needs a consumer name")
+
+// PollRequest is one partition's part of a poll.
+type PollRequest struct {
+	Consumer   Consumer
+	From       Position
+	Offset     uint64 // for FromOffset
+	Reset      ResetPolicy
+	AutoCommit AutoCommit
+	// MaxBytes bounds the reply (at least one batch is returned). Default
+	// 1 MiB.
+	MaxBytes int
+	// MaxWait is how long a poll that finds nothing to read waits for
+	// records. 0 answers at once.
+	MaxWait time.Duration
+}
+
+// PollResult is a validated poll reply.
+type PollResult struct {
+	// Batches are whole stored batches, immutable.
+	Batches [][]byte
+	// Next is the position after the delivered records.
+	Next uint64
+	// Token is the fence token of the delivery, covering [From, Next).
+	Token fence.Token
+	// State is the partition's state at the completion.
+	State PartitionState
+}
+
+// pendingPoll is a planned poll: its token, and either a read plan, a
+// channel to park on, or neither (nothing to read, answer at once).
+type pendingPoll struct {
+	tok  fence.Token
+	plan ReadPlan
+	wait <-chan struct{}
+}
+
+// Poll reads from the partition through the poll lifecycle: plan on the
+// owner, read off it, complete on it. A completion whose world changed
+// while the read ran (a purge, a new session, a reassignment) is refused
+// with a retryable fence error: no records, no change of progress. A poll
+// that finds nothing waits up to MaxWait; when it wakes it re-validates.
+func (o *Owner) Poll(ctx context.Context, req PollRequest) (PollResult, error) {
+	pend, err := o.plan(req, nil)
+	if err != nil {
+		return PollResult{}, err
+	}
+	if pend.wait != nil {
+		timer := time.NewTimer(req.MaxWait)
+		defer timer.Stop()
+		for pend.wait != nil {
+			select {
+			case <-pend.wait:
+				tok := pend.tok
+				if pend, err = o.plan(req, &tok); err != nil {
+					return PollResult{}, err
+				}
+			case <-timer.C:
+				pend.wait = nil
+			case <-ctx.Done():
+				return PollResult{}, ctx.Err()
+			}
+		}
+	}
+	return o.readAndComplete(ctx, req, pend)
+}
+
+func (o *Owner) readAndComplete(ctx context.Context, req PollRequest, pend pendingPoll) (PollResult, error) {
+	res := ReadResult{Next: pend.tok.From}
+	if pend.plan != nil {
+		var err error
+		res, err = pend.plan.Execute(ctx)
+		pend.plan.Release()
+		if err != nil {
+			return PollResult{}, err
+		}
+	}
+	return o.complete(ctx, req, pend.tok, res)
+}
+
+// plan is the first owner step of a poll. With parked set, it is a parked
+// poll waking: the world must still be the one its token was issued in.
+func (o *Owner) plan(req PollRequest, parked *fence.Token) (pendingPoll, error) {
+	var changed <-chan struct{}
+	if req.MaxWait > 0 {
+		// Taken before the state is read, so no change after it is missed.
+		changed = o.log.Changed()
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.facts()
+	h := o.holder(req.Consumer)
+	var tok fence.Token
+	if parked != nil {
+		if !o.skipFence {
+			if err := fence.CheckCurrent(p, h, *parked); err != nil {
+				return pendingPoll{}, err
+			}
+		}
+		tok = *parked
+	} else {
+		if err := o.checkRequester(req.Consumer, h); err != nil {
+			return pendingPoll{}, err
+		}
+		pr := o.progressOf(req.Consumer)
+		if req.AutoCommit == AutoCommitOnNextPoll && pr != nil && !pr.delivered.IsZero() {
+			if err := o.applyQueuedCommit(p, h, pr); err != nil {
+				return pendingPoll{}, err
+			}
+		}
+		from, err := o.position(p, h, pr, req)
+		if err != nil {
+			return pendingPoll{}, err
+		}
+		if err := fence.CheckPosition(p, from); err != nil {
+			return pendingPoll{}, err
+		}
+		tok = fence.Issue(p, h, from)
+	}
+	if tok.From >= p.HighWatermark {
+		if changed != nil {
+			return pendingPoll{tok: tok, wait: changed}, nil
+		}
+		return pendingPoll{tok: tok}, nil
+	}
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 1 << 20
+	}
+	plan, err := o.log.PlanRead(tok.From, maxBytes)
+	if err != nil {
+		return pendingPoll{}, fmt.Errorf("node: planning a read at %d: %w", tok.From, err)
+	}
+	return pendingPoll{tok: tok, plan: plan}, nil
+}
+
+// applyQueuedCommit applies a commit-on-next-poll: the end of the previous
+// delivery, if its token is still current. A stale one is dropped, along
+// with the delivered position it came from. Called with o.mu held.
+func (o *Owner) applyQueuedCommit(p fence.Partition, h fence.Holder, pr *progress) error {
+	floor, err := o.committedFloor(p, pr)
+	if err != nil {
+		return err
+	}
+	advance := pr.delivered.Next > floor
+	if !o.skipFence {
+		if advance, err = fence.CheckAutoCommit(p, h, pr.delivered, floor); err != nil {
+			pr.delivered = fence.Token{}
+			return nil
+		}
+	}
+	if advance {
+		// Not waited for: losing it in a crash re-delivers one poll's worth,
+		// which at-least-once allows.
+		_, err = o.setCommitted(pr, Bookmark{Offset: pr.delivered.Next, History: p.History})
+	}
+	return err
+}
+
+// position resolves where a new poll starts. Called with o.mu held.
+func (o *Owner) position(p fence.Partition, h fence.Holder, pr *progress, req PollRequest) (uint64, error) {
+	switch req.From {
+	case FromOffset:
+		return req.Offset, nil
+	case FromFirst:
+		return p.LogStart, nil
+	case FromLast:
+		if p.HighWatermark > p.LogStart {
+			return p.HighWatermark - 1, nil
+		}
+		return p.HighWatermark, nil
+	case FromEnd:
+		return p.HighWatermark, nil
+	case FromNext:
+		if pr == nil {
+			return 0, ErrNoConsumer
+		}
+		return o.nextPosition(p, h, pr, req.Reset)
+	}
+	return 0, fmt.Errorf("node: unknown poll position %d", req.From)
+}
+
+// nextPosition is where "next" reads: the delivered position while it is
+// current, else the committed offset resolved in the current history, else
+// the reset policy. Called with o.mu held.
+func (o *Owner) nextPosition(p fence.Partition, h fence.Holder, pr *progress, reset ResetPolicy) (uint64, error) {
+	if !pr.delivered.IsZero() {
+		if o.skipFence || fence.CheckCurrent(p, h, pr.delivered) == nil {
+			if pr.delivered.Next >= p.LogStart {
+				return pr.delivered.Next, nil
+			}
+			return resetPosition(p, reset)
+		}
+		pr.delivered = fence.Token{}
+	}
+	res, ok, err := o.resolveCommitted(p, pr)
+	if err != nil {
+		return 0, err
+	}
+	if ok && res.Outcome == fence.ResumeAt {
+		return res.Offset, nil
+	}
+	return resetPosition(p, reset)
+}
+
+func resetPosition(p fence.Partition, reset ResetPolicy) (uint64, error) {
+	switch reset {
+	case ResetLatest:
+		return p.HighWatermark, nil
+	case ResetNone:
+		return 0, ErrNoPosition
+	}
+	return p.LogStart, nil
+}
+
+// complete is the last owner step of a poll, in one critical section:
+// validate the token extended to the read's end, apply a commit-on-delivery,
+// advance the delivered position, authorize the reply. A commit-on-delivery
+// reply leaves only once its commit is durable.
+func (o *Owner) complete(ctx context.Context, req PollRequest, tok fence.Token, res ReadResult) (PollResult, error) {
+	o.mu.Lock()
+	p := o.facts()
+	h := o.holder(req.Consumer)
+	t := tok.Through(res.Next)
+	if !o.skipFence {
+		if err := fence.CheckPollCompletion(p, h, t); err != nil {
+			o.mu.Unlock()
+			return PollResult{}, err
+		}
+	}
+	pr := o.progressOf(req.Consumer)
+	var ticket Ticket
+	synced := false
+	if pr != nil && req.AutoCommit == AutoCommitOnDelivery {
+		floor, err := o.committedFloor(p, pr)
+		advance := t.Next > floor
+		if err == nil && !o.skipFence {
+			advance, err = fence.CheckAutoCommit(p, h, t, floor)
+		}
+		if err == nil && advance {
+			ticket, err = o.setCommitted(pr, Bookmark{Offset: t.Next, History: p.History})
+			synced = true
+		}
+		if err != nil {
+			o.mu.Unlock()
+			return PollResult{}, err
+		}
+	}
+	if pr != nil {
+		pr.delivered = t
+	}
+	o.mu.Unlock()
+	if synced {
+		if err := o.meta.Sync(ctx, ticket); err != nil {
+			return PollResult{}, err
+		}
+	}
+	return PollResult{Batches: res.Batches, Next: t.Next, Token: t, State: p}, nil
+}
+
+// PartitionPoll is one partition of a multi-partition poll.
+type PartitionPoll struct {
+	Owner   *Owner
+	Request PollRequest // its MaxWait is ignored: PollMany's applies
+}
+
+// PartitionResult is one partition's answer to a multi-partition poll.
+type PartitionResult struct {
+	Result PollResult
+	Err    error
+}
+
+// PollMany polls several partitions at once. If none has records it waits
+// up to maxWait for any of them to change; every parked partition is
+// re-validated when the poll wakes. Each partition answers on its own: a
+// stale partition's fence error does not fail the others.
+func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration) []PartitionResult {
+	out := make([]PartitionResult, len(polls))
+	pend := make([]pendingPoll, len(polls))
+	live := make([]bool, len(polls))
+	plan := func(i int, parked *fence.Token) {
+		req := polls[i].Request
+		req.MaxWait = maxWait
+		var err error
+		pend[i], err = polls[i].Owner.plan(req, parked)
+		live[i] = err == nil
+		if err != nil {
+			out[i].Err = err
+		}
+	}
+	for i := range polls {
+		plan(i, nil)
+	}
+	var timer *time.Timer
+	for {
+		ready, waiting := false, false
+		for i := range polls {
+			if live[i] {
+				ready = ready || pend[i].wait == nil
+				waiting = waiting || pend[i].wait != nil
+			}
+		}
+		if ready || !waiting {
+			break
+		}
+		if timer == nil {
+			timer = time.NewTimer(maxWait)
+			defer timer.Stop()
+		}
+		cases := []reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		}
+		idx := []int{-1, -1}
+		for i := range polls {
+			if live[i] && pend[i].wait != nil {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pend[i].wait)})
+				idx = append(idx, i)
+			}
+		}
+		chosen, _, _ := reflect.Select(cases)
+		if chosen == 0 {
+			for i := range polls {
+				if live[i] {
+					out[i].Err, live[i] = ctx.Err(), false
+				}
+			}
+			return out
+		}
+		if chosen == 1 {
+			break
+		}
+		// Something changed: re-validate every parked partition.
+		for _, i := range idx[2:] {
+			tok := pend[i].tok
+			plan(i, &tok)
+		}
+	}
+	for i := range polls {
+		if !live[i] {
+			continue
+		}
+		if pend[i].wait != nil {
+			pend[i].wait = nil
+		}
+		req := polls[i].Request
+		out[i].Result, out[i].Err = polls[i].Owner.readAndComplete(ctx, req, pend[i])
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package quic
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	quicgo "github.com/quic-go/quic-go"
+)
+
+// ClientConn is a client's connection to a node. The first stream opened on
+// it must carry the authentication frame (when the node expects one).
+type ClientConn struct {
+	qc  *quicgo.Conn
+	cfg ClientConfig
+}
+
+// Dial connects to a node at addr (host:port) over QUIC with TLS 1.3 and
+// ALPN [ALPN], enforced on a copy of tlsConf (see [ClientTLSConfig]). An
+// error matching ErrConnectionRefused means the node is at its connection
+// limit or shutting down: retry later.
+func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfig) (*ClientConn, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if tlsConf == nil {
+		return nil, errors.New("quic: Dial needs a tls.Config")
+	}
+	qc, err := quicgo.DialAddr(ctx, addr, enforceTLS(tlsConf), cfg.quicConfig())
+	if err != nil {
+		return nil, fmt.Errorf("quic: dial %s: %w", addr, mapError(err))
+	}
+	return &ClientConn{qc: qc, cfg: cfg}, nil
+}
+
+// OpenStream opens a bidirectional stream, waiting while the node's
+// stream limit is reached.
+func (c *ClientConn) OpenStream(ctx context.Context) (*ClientStream, error) {
+	qs, err := c.qc.OpenStreamSync(ctx)
+	if err != nil {
+		if cerr := c.qc.Context().Err(); cerr != nil {
+			return nil, mapError(context.Cause(c.qc.Context()))
+		}
+		return nil, mapError(err)
+	}
+	return &ClientStream{
+		c:  c,
+		qs: qs,
+		fr: newFrameReader(qs, c.cfg.Framing, c.cfg.MaxFrameSize),
+		bw: bufio.NewWriterSize(qs, defaultStreamBufferSize),
+	}, nil
+}
+
+// Context returns a context that ends when the connection closes; its
+// cause, through [ClientConn.Err], says why.
+func (c *ClientConn) Context() context.Context { return c.qc.Context() }
+
+// Err returns why the connection closed (a *[CloseError] when the node
+// closed it with a code), or nil while it is open.
+func (c *ClientConn) Err() error {
+	ctx := c.qc.Context()
+	if ctx.Err() == nil {
+		return nil
+	}
+	return mapError(context.Cause(ctx))
+}
+
+// RemoteAddr returns the node's address.
+func (c *ClientConn) RemoteAddr() net.Addr { return c.qc.RemoteAddr() }
+
+// LocalAddr returns the local address.
+func (c *ClientConn) LocalAddr() net.Addr { return c.qc.LocalAddr() }
+
+// TLS returns the connection's TLS state.
+func (c *ClientConn) TLS() tls.ConnectionState { return c.qc.ConnectionState().TLS }
+
+// Close closes the connection with CodeNoError. Requests without a reply
+// are abandoned.
+func (c *ClientConn) Close() error {
+	return c.qc.CloseWithError(quicgo.ApplicationErrorCode(CodeNoError), "")
+}
+
+// ClientStream is a client's bidirectional stream: request frames out,
+// reply frames in. One goroutine reads; writes are safe for concurrent use.
+type ClientStream struct {
+	c  *ClientConn
+	qs *quicgo.Stream
+	fr *frameReader
+
+	wmu     sync.Mutex
+	bw      *bufio.Writer
+	wclosed bool
+}
+
+// ID returns the QUIC stream id.
+func (s *ClientStream) ID() int64 { return int64(s.qs.StreamID()) }
+
+// WriteFrame buffers one whole frame (header included); Flush sends it.
+func (s *ClientStream) WriteFrame(frame []byte) error {
+	if err := checkFrame(s.c.cfg.Framing, frame, 0); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.wclosed {
+		return ErrClosed
+	}
+	_, err := s.bw.Write(frame)
+	return mapError(err)
+}
+
+// Flush sends the buffered frames.
+func (s *ClientStream) Flush() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.wclosed {
+		return ErrClosed
+	}
+	return mapError(s.bw.Flush())
+}
+
+// ReadFrame reads the next reply frame, bounded by MaxFrameSize before
+// allocation (a larger one resets the stream and matches
+// ErrFrameTooLarge). io.EOF means the node ended the stream: it has
+// answered every request it read, so requests still without a reply were
+// not processed.
+func (s *ClientStream) ReadFrame() ([]byte, error) {
+	n, err := s.fr.readHeader()
+	if err == nil {
+		var frame []byte
+		if frame, err = s.fr.readBody(n); err == nil {
+			return frame, nil
+		}
+	}
+	switch {
+	case err == io.EOF:
+		return nil, io.EOF
+	case errors.Is(err, ErrFrameTooLarge):
+		s.Reset(CodeFrameTooLarge)
+		return nil, err
+	case errors.Is(err, ErrProtocol):
+		s.Reset(CodeProtocolError)
+		return nil, err
+	}
+	if ctx := s.c.qc.Context(); ctx.Err() != nil {
+		return nil, mapError(context.Cause(ctx))
+	}
+	return nil, mapError(err)
+}
+
+// CloseWrite flushes and ends the send side. The node answers what it
+// read, then ends its side: read until io.EOF.
+func (s *ClientStream) CloseWrite() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.wclosed {
+		return nil
+	}
+	s.wclosed = true
+	err := s.bw.Flush()
+	if cerr := s.qs.Close(); err == nil {
+		err = cerr
+	}
+	return mapError(err)
+}
+
+// Reset aborts both directions with code.
+func (s *ClientStream) Reset(code Code) {
+	s.qs.CancelRead(quicgo.StreamErrorCode(code))
+	s.wmu.Lock()
+	s.wclosed = true
+	s.qs.CancelWrite(quicgo.StreamErrorCode(code))
+	s.wmu.Unlock()
+}

@@ -1,0 +1,180 @@
+package quic
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	quicgo "github.com/quic-go/quic-go"
+)
+
+// Conn is an authenticated server-side connection. Its streams carry
+// requests; the connection is closed by the client, by [Conn.Close], by
+// [Listener.CloseToken], or by the listener's shutdown.
+type Conn struct {
+	l  *Listener
+	qc *quicgo.Conn
+	id Identity // set before the connection is handed to Accept
+
+	drainCtx    context.Context // ends when the listener starts draining this connection
+	drainCancel context.CancelFunc
+
+	mu        sync.Mutex
+	first     *Stream // the authentication stream, returned by the first AcceptStream
+	delivered bool
+	draining  bool
+	streams   map[*Stream]struct{}
+}
+
+func newConn(l *Listener, qc *quicgo.Conn) *Conn {
+	ctx, cancel := context.WithCancel(qc.Context())
+	return &Conn{l: l, qc: qc, drainCtx: ctx, drainCancel: cancel, streams: make(map[*Stream]struct{})}
+}
+
+// Identity returns what authentication established.
+func (c *Conn) Identity() Identity { return c.id }
+
+// RemoteAddr returns the client's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.qc.RemoteAddr() }
+
+// TLS returns the connection's TLS state.
+func (c *Conn) TLS() tls.ConnectionState { return c.qc.ConnectionState().TLS }
+
+// Context returns a context that ends when the connection is closed.
+func (c *Conn) Context() context.Context { return c.qc.Context() }
+
+// AcceptStream returns the next stream the client opened. The first call
+// returns the authentication stream, positioned after the authentication
+// frame. It returns ErrServerClosed once the listener is shutting down,
+// and a *[CloseError] (or another error) once the connection is gone.
+func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
+	c.mu.Lock()
+	if s := c.first; s != nil {
+		c.first = nil
+		c.mu.Unlock()
+		return s, nil
+	}
+	draining := c.draining
+	c.mu.Unlock()
+	if draining {
+		return nil, ErrServerClosed
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.drainCtx, func() { cancel(ErrServerClosed) })
+	defer stop()
+	qs, err := c.qc.AcceptStream(actx)
+	if err != nil {
+		if c.qc.Context().Err() != nil {
+			return nil, mapError(context.Cause(c.qc.Context()))
+		}
+		if actx.Err() != nil {
+			return nil, context.Cause(actx)
+		}
+		return nil, mapError(err)
+	}
+	s := c.track(qs)
+	if s == nil {
+		qs.CancelRead(quicgo.StreamErrorCode(CodeShutdown))
+		qs.CancelWrite(quicgo.StreamErrorCode(CodeShutdown))
+		return nil, ErrServerClosed
+	}
+	return s, nil
+}
+
+// Close closes the connection with code and reason (at most 256 bytes are
+// sent). Requests in flight on it get no reply.
+func (c *Conn) Close(code Code, reason string) error {
+	c.close(code, reason)
+	return nil
+}
+
+func (c *Conn) close(code Code, reason string) {
+	_ = c.qc.CloseWithError(quicgo.ApplicationErrorCode(code), truncateReason(reason))
+}
+
+// track wraps and records a new stream; it returns nil while draining.
+func (c *Conn) track(qs *quicgo.Stream) *Stream {
+	s := &Stream{
+		c:           c,
+		qs:          qs,
+		fr:          newFrameReader(qs, c.l.cfg.Framing, c.l.cfg.MaxFrameSize),
+		bw:          bufio.NewWriterSize(qs, defaultStreamBufferSize),
+		outstanding: make(map[*Request]struct{}),
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining {
+		return nil
+	}
+	c.streams[s] = struct{}{}
+	c.l.stats.streamsAccepted.Add(1)
+	c.l.stats.streamsOpen.Add(1)
+	return s
+}
+
+func (c *Conn) untrack(s *Stream) {
+	c.mu.Lock()
+	if _, ok := c.streams[s]; ok {
+		delete(c.streams, s)
+		c.l.stats.streamsOpen.Add(-1)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Conn) snapshotStreams() []*Stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Stream, 0, len(c.streams))
+	for s := range c.streams {
+		out = append(out, s)
+	}
+	return out
+}
+
+// watch releases what the connection holds once it is gone.
+func (c *Conn) watch() {
+	<-c.qc.Context().Done()
+	c.drainCancel()
+	for _, s := range c.snapshotStreams() {
+		s.finish()
+	}
+	c.l.forget(c)
+}
+
+// drain ends the connection gracefully: each stream answers what it read,
+// sends its end, and waits for the client to read it; then the connection
+// closes with CodeShutdown. A stream whose last replies the client cannot
+// confirm (it had closed its side before them) makes the connection wait
+// for the client to close it, or for ctx.
+func (c *Conn) drain(ctx context.Context) {
+	c.mu.Lock()
+	c.draining = true
+	delivered := c.delivered
+	c.mu.Unlock()
+	c.drainCancel()
+	if !delivered {
+		c.close(CodeShutdown, "server shutting down")
+		return
+	}
+	var wg sync.WaitGroup
+	var unconfirmed atomic.Bool
+	for _, s := range c.snapshotStreams() {
+		wg.Go(func() {
+			if !s.drain(ctx) {
+				unconfirmed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	if unconfirmed.Load() && ctx.Err() == nil {
+		select {
+		case <-c.qc.Context().Done():
+		case <-ctx.Done():
+		}
+	}
+	c.close(CodeShutdown, "server shutting down")
+}

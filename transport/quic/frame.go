@@ -1,0 +1,129 @@
+package quic
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+)
+
+// Framing tells the transport where a frame ends, so that it can bound the
+// frame before allocating it. The transport never interprets anything else
+// in a frame: it hands whole frames (header included) to the caller and
+// writes whole frames it is given. The wire codec supplies the real layout;
+// [LengthPrefixed] is the minimal one.
+type Framing struct {
+	// HeaderLen is the fixed number of bytes at the start of every frame
+	// that FrameLen needs.
+	HeaderLen int
+	// FrameLen returns the total length of the frame (header included)
+	// that begins with header, or an error for a malformed header. It must
+	// not retain header.
+	FrameLen func(header []byte) (int, error)
+}
+
+// lengthPrefixLen is the size of the [LengthPrefixed] header.
+const lengthPrefixLen = 4
+
+// LengthPrefixed is the minimal framing: a little-endian uint32 holding
+// the number of bytes that follow it.
+func LengthPrefixed() Framing {
+	return Framing{
+		HeaderLen: lengthPrefixLen,
+		FrameLen: func(h []byte) (int, error) {
+			n := uint64(binary.LittleEndian.Uint32(h))
+			if n > math.MaxInt-lengthPrefixLen {
+				return 0, fmt.Errorf("%w: length %d", ErrProtocol, n)
+			}
+			return lengthPrefixLen + int(n), nil
+		},
+	}
+}
+
+// AppendLengthPrefixed appends body to dst as one [LengthPrefixed] frame.
+func AppendLengthPrefixed(dst, body []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(body)))
+	return append(dst, body...)
+}
+
+// LengthPrefixedBody returns the body of a [LengthPrefixed] frame.
+func LengthPrefixedBody(frame []byte) []byte {
+	if len(frame) < lengthPrefixLen {
+		return nil
+	}
+	return frame[lengthPrefixLen:]
+}
+
+// frameReader reads frames from a stream, bounding each before it is
+// allocated. It is not safe for concurrent use.
+type frameReader struct {
+	br      *bufio.Reader
+	framing Framing
+	max     int
+	header  []byte
+}
+
+func newFrameReader(r io.Reader, f Framing, max int) *frameReader {
+	return &frameReader{
+		br:      bufio.NewReaderSize(r, defaultStreamBufferSize),
+		framing: f,
+		max:     max,
+		header:  make([]byte, f.HeaderLen),
+	}
+}
+
+// readHeader reads the next frame header and returns the frame's total
+// length, checked against the limit. io.EOF means the stream ended cleanly
+// between frames.
+func (fr *frameReader) readHeader() (int, error) {
+	if _, err := io.ReadFull(fr.br, fr.header); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return 0, fmt.Errorf("%w: stream ended inside a frame header", ErrProtocol)
+		}
+		return 0, err
+	}
+	n, err := fr.framing.FrameLen(fr.header)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	if n < fr.framing.HeaderLen {
+		return 0, fmt.Errorf("%w: frame length %d is shorter than its header", ErrProtocol, n)
+	}
+	if n > fr.max {
+		return n, &FrameTooLargeError{Size: n, Max: fr.max}
+	}
+	return n, nil
+}
+
+// readBody allocates the frame of total length n announced by the last
+// header and reads the rest of it.
+func (fr *frameReader) readBody(n int) ([]byte, error) {
+	frame := make([]byte, n)
+	copy(frame, fr.header)
+	if _, err := io.ReadFull(fr.br, frame[fr.framing.HeaderLen:]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, fmt.Errorf("%w: stream ended inside a frame", ErrProtocol)
+		}
+		return nil, err
+	}
+	return frame, nil
+}
+
+// checkFrame verifies that frame is exactly one frame under f.
+func checkFrame(f Framing, frame []byte, max int) error {
+	if len(frame) < f.HeaderLen {
+		return fmt.Errorf("%w: %d bytes cannot hold a frame header", ErrProtocol, len(frame))
+	}
+	n, err := f.FrameLen(frame[:f.HeaderLen])
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	if n != len(frame) {
+		return fmt.Errorf("%w: header says %d bytes, frame has %d", ErrProtocol, n, len(frame))
+	}
+	if max > 0 && n > max {
+		return &FrameTooLargeError{Size: n, Max: max}
+	}
+	return nil
+}

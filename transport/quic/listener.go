@@ -1,0 +1,463 @@
+package quic
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+)
+
+// Listener accepts authenticated QUIC connections. Create one with
+// [Listen]; it is safe for concurrent use.
+type Listener struct {
+	cfg    Config
+	udp    *net.UDPConn
+	tr     *quicgo.Transport
+	ln     *quicgo.Listener
+	budget *budget
+
+	ctx      context.Context // ends at Close
+	cancel   context.CancelFunc
+	accepted chan *Conn
+	drainCh  chan struct{} // closed when Shutdown begins
+
+	admitMu        sync.Mutex
+	refusing       bool
+	admitted       int
+	windowReserved uint64
+
+	mu        sync.Mutex
+	draining  bool
+	conns     map[*Conn]struct{}
+	byToken   map[string]map[*Conn]struct{}
+	connsGone chan struct{} // closed and replaced when a connection goes away
+
+	closeOnce sync.Once
+	stats     counters
+}
+
+type counters struct {
+	connsAccepted, connsRefused, authFailures     atomic.Uint64
+	streamsAccepted, framesRead, bytesRead        atomic.Uint64
+	framesTooLarge, protocolErrors, windowDenials atomic.Uint64
+	connsOpen, streamsOpen, requestsInFlight      atomic.Int64
+}
+
+// Stats are counters and gauges of a listener, for metrics.
+type Stats struct {
+	ConnsOpen        int64  // connections accepted by quic-go and not yet gone
+	ConnsAccepted    uint64 // connections that completed the handshake
+	ConnsRefused     uint64 // connection attempts refused (limit, window budget, shutdown)
+	AuthFailures     uint64 // connections closed because authentication failed or timed out
+	StreamsOpen      int64
+	StreamsAccepted  uint64
+	FramesRead       uint64
+	BytesRead        uint64
+	FramesTooLarge   uint64 // streams reset because a frame exceeded MaxFrameSize
+	ProtocolErrors   uint64 // streams reset because of a malformed frame header
+	RequestsInFlight int64  // frames read and not yet released
+	BudgetCapacity   int64  // Config.InflightBudget
+	BudgetInUse      int64  // bytes of requests in flight
+	BudgetWaits      uint64 // reads that waited for the budget (backpressure events)
+	BudgetWaiting    int64  // readers waiting for the budget now
+	WindowReserved   uint64 // bytes of connection receive windows granted
+	WindowDenials    uint64 // window increases refused by ReceiveWindowBudget
+}
+
+type admissionKey struct{}
+
+// admission is a connection's share of the connection limit and of the
+// receive window budget.
+type admission struct {
+	reserved uint64
+	released bool
+}
+
+// Listen listens for QUIC connections on the UDP address addr (host:port;
+// port 0 picks one). tlsConf must provide the server certificate
+// (Certificates or GetCertificate); Listen enforces TLS 1.3 and the ALPN
+// protocol [ALPN] on a copy of it.
+func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if tlsConf == nil || (len(tlsConf.Certificates) == 0 && tlsConf.GetCertificate == nil && tlsConf.GetConfigForClient == nil) {
+		return nil, errors.New("quic: Listen needs a tls.Config with a server certificate")
+	}
+	tlsConf = enforceTLS(tlsConf)
+	udpAddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("quic: resolve %q: %w", addr, err)
+	}
+	udp, err := net.ListenUDP("udp", udpAddr)
+	if err != nil {
+		return nil, fmt.Errorf("quic: listen on %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Listener{
+		cfg:       cfg,
+		udp:       udp,
+		budget:    newBudget(cfg.InflightBudget),
+		ctx:       ctx,
+		cancel:    cancel,
+		accepted:  make(chan *Conn),
+		drainCh:   make(chan struct{}),
+		conns:     make(map[*Conn]struct{}),
+		byToken:   make(map[string]map[*Conn]struct{}),
+		connsGone: make(chan struct{}),
+	}
+	l.tr = &quicgo.Transport{Conn: udp, ConnContext: l.admit}
+	ln, err := l.tr.Listen(tlsConf, cfg.quicConfig(l.allowWindowIncrease))
+	if err != nil {
+		cancel()
+		_ = l.tr.Close()
+		_ = udp.Close()
+		return nil, fmt.Errorf("quic: listen on %s: %w", addr, err)
+	}
+	l.ln = ln
+	go l.acceptLoop()
+	return l, nil
+}
+
+// Addr returns the UDP address the listener is bound to.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// Accept returns the next authenticated connection. It returns
+// ErrServerClosed once the listener is shutting down or closed.
+func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	select {
+	case c := <-l.accepted:
+		return c, nil
+	case <-l.drainCh:
+		return nil, ErrServerClosed
+	case <-l.ctx.Done():
+		return nil, ErrServerClosed
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// Draining returns a channel closed when Shutdown begins.
+func (l *Listener) Draining() <-chan struct{} { return l.drainCh }
+
+// admit is quic-go's ConnContext: it refuses a connection past MaxConns,
+// past the receive window budget, or while shutting down. The counts are
+// given back when the connection's context ends.
+func (l *Listener) admit(ctx context.Context, _ *quicgo.ClientInfo) (context.Context, error) {
+	initial := l.cfg.InitialConnectionReceiveWindow
+	l.admitMu.Lock()
+	switch {
+	case l.refusing:
+		l.admitMu.Unlock()
+		l.stats.connsRefused.Add(1)
+		return nil, ErrServerClosed
+	case l.admitted >= l.cfg.MaxConns || l.windowReserved+initial > l.cfg.ReceiveWindowBudget:
+		l.admitMu.Unlock()
+		l.stats.connsRefused.Add(1)
+		return nil, errors.New("quic: connection limit reached")
+	}
+	l.admitted++
+	l.windowReserved += initial
+	l.admitMu.Unlock()
+	a := &admission{reserved: initial}
+	context.AfterFunc(ctx, func() {
+		l.admitMu.Lock()
+		a.released = true
+		l.admitted--
+		l.windowReserved -= a.reserved
+		l.admitMu.Unlock()
+	})
+	return context.WithValue(ctx, admissionKey{}, a), nil
+}
+
+// allowWindowIncrease lets a connection's receive window grow only while
+// the receive window budget covers it.
+func (l *Listener) allowWindowIncrease(qc *quicgo.Conn, delta uint64) bool {
+	a, ok := qc.Context().Value(admissionKey{}).(*admission)
+	if !ok {
+		return false
+	}
+	l.admitMu.Lock()
+	defer l.admitMu.Unlock()
+	if a.released || l.windowReserved+delta > l.cfg.ReceiveWindowBudget {
+		l.stats.windowDenials.Add(1)
+		return false
+	}
+	a.reserved += delta
+	l.windowReserved += delta
+	return true
+}
+
+func (l *Listener) acceptLoop() {
+	for {
+		qc, err := l.ln.Accept(l.ctx)
+		if err != nil {
+			return
+		}
+		l.stats.connsAccepted.Add(1)
+		go l.setup(qc)
+	}
+}
+
+// setup registers a new connection, authenticates it and hands it to
+// Accept.
+func (l *Listener) setup(qc *quicgo.Conn) {
+	c := newConn(l, qc)
+	l.mu.Lock()
+	if l.draining {
+		l.mu.Unlock()
+		_ = qc.CloseWithError(quicgo.ApplicationErrorCode(CodeShutdown), "server shutting down")
+		return
+	}
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	l.stats.connsOpen.Add(1)
+	go c.watch()
+
+	var id Identity
+	if l.cfg.Authenticate != nil {
+		var err error
+		if id, err = l.authenticate(c); err != nil {
+			l.stats.authFailures.Add(1)
+			code, reason := CodeUnauthenticated, err.Error()
+			var ce *CloseError
+			if errors.As(err, &ce) {
+				code, reason = ce.Code, ce.Reason
+			}
+			l.cfg.Logger.Info("connection refused", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
+			c.close(code, reason)
+			return
+		}
+	}
+	if !l.register(c, id) {
+		c.close(CodeShutdown, "server shutting down")
+		return
+	}
+	c.mu.Lock()
+	c.delivered = true
+	c.mu.Unlock()
+	select {
+	case l.accepted <- c:
+	case <-l.drainCh:
+		c.close(CodeShutdown, "server shutting down")
+	case <-l.ctx.Done():
+	case <-qc.Context().Done():
+	}
+}
+
+// authenticate reads the first frame of the first stream and asks the
+// node. The stream stays open: it becomes the connection's first stream.
+func (l *Listener) authenticate(c *Conn) (Identity, error) {
+	ctx, cancel := context.WithTimeout(c.qc.Context(), l.cfg.AuthTimeout)
+	defer cancel()
+	timeout := &CloseError{Code: CodeAuthTimeout, Reason: fmt.Sprintf("no authentication frame within %v", l.cfg.AuthTimeout)}
+	qs, err := c.qc.AcceptStream(ctx)
+	if err != nil {
+		if ctx.Err() != nil && c.qc.Context().Err() == nil {
+			return Identity{}, timeout
+		}
+		return Identity{}, &CloseError{Code: CodeProtocolError, Reason: "connection ended before authentication"}
+	}
+	s := c.track(qs)
+	if s == nil {
+		return Identity{}, &CloseError{Code: CodeShutdown, Reason: "server shutting down"}
+	}
+	_ = qs.SetReadDeadline(time.Now().Add(l.cfg.AuthTimeout))
+	req, err := s.ReadFrame()
+	_ = qs.SetReadDeadline(time.Time{})
+	switch {
+	case errors.Is(err, ErrFrameTooLarge):
+		return Identity{}, &CloseError{Code: CodeUnauthenticated, Reason: "authentication frame too large"}
+	case errors.Is(err, ErrServerClosed):
+		return Identity{}, &CloseError{Code: CodeShutdown, Reason: "server shutting down"}
+	case isTimeout(err):
+		return Identity{}, timeout
+	case err != nil:
+		return Identity{}, &CloseError{Code: CodeProtocolError, Reason: "no authentication frame: " + err.Error()}
+	}
+	id, reply, err := l.cfg.Authenticate(ctx, AuthRequest{
+		Frame:      req.Frame,
+		RemoteAddr: c.qc.RemoteAddr(),
+		TLS:        c.qc.ConnectionState().TLS,
+	})
+	if err != nil {
+		req.Release()
+		return Identity{}, err
+	}
+	if reply != nil {
+		if err := s.Reply(req, reply); err != nil {
+			return Identity{}, &CloseError{Code: CodeProtocolError, Reason: "authentication reply: " + err.Error()}
+		}
+	} else {
+		req.Release()
+	}
+	c.mu.Lock()
+	c.first = s
+	c.mu.Unlock()
+	return id, nil
+}
+
+// register records an authenticated connection under its token id.
+func (l *Listener) register(c *Conn, id Identity) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.draining {
+		return false
+	}
+	c.id = id
+	if c.id.TokenID != "" {
+		set := l.byToken[c.id.TokenID]
+		if set == nil {
+			set = make(map[*Conn]struct{})
+			l.byToken[c.id.TokenID] = set
+		}
+		set[c] = struct{}{}
+	}
+	return true
+}
+
+// forget drops a connection that went away.
+func (l *Listener) forget(c *Conn) {
+	l.mu.Lock()
+	if _, ok := l.conns[c]; ok {
+		delete(l.conns, c)
+		l.stats.connsOpen.Add(-1)
+	}
+	if set := l.byToken[c.id.TokenID]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(l.byToken, c.id.TokenID)
+		}
+	}
+	close(l.connsGone)
+	l.connsGone = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// CloseToken closes every connection that authenticated with tokenID, with
+// [CodeTokenRevoked] and reason, and returns how many it closed. The node
+// calls it when it revokes a token.
+func (l *Listener) CloseToken(tokenID, reason string) int {
+	l.mu.Lock()
+	conns := make([]*Conn, 0, len(l.byToken[tokenID]))
+	for c := range l.byToken[tokenID] {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { c.close(CodeTokenRevoked, reason) })
+	}
+	wg.Wait()
+	return len(conns)
+}
+
+// Shutdown stops accepting connections and streams, lets requests already
+// read be answered, ends each stream once its client has read the replies,
+// and closes every connection with [CodeShutdown]. When ctx ends first, the
+// remaining connections are closed at once and ctx's error is returned.
+// Requests that got no reply were never read: clients may retry them.
+func (l *Listener) Shutdown(ctx context.Context) error {
+	l.mu.Lock()
+	if !l.draining {
+		l.draining = true
+		close(l.drainCh)
+	}
+	conns := make([]*Conn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	l.admitMu.Lock()
+	l.refusing = true
+	l.admitMu.Unlock()
+	_ = l.ln.Close()
+
+	for _, c := range conns {
+		go c.drain(ctx)
+	}
+	var err error
+	for {
+		l.mu.Lock()
+		n, gone := len(l.conns), l.connsGone
+		l.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-gone:
+			continue
+		case <-ctx.Done():
+			err = context.Cause(ctx)
+		}
+		break
+	}
+	if cerr := l.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close closes every connection with [CodeShutdown] at once and releases
+// the UDP socket. Prefer Shutdown.
+func (l *Listener) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		if !l.draining {
+			l.draining = true
+			close(l.drainCh)
+		}
+		conns := make([]*Conn, 0, len(l.conns))
+		for c := range l.conns {
+			conns = append(conns, c)
+		}
+		l.mu.Unlock()
+		l.admitMu.Lock()
+		l.refusing = true
+		l.admitMu.Unlock()
+		l.cancel()
+		_ = l.ln.Close()
+		var wg sync.WaitGroup
+		for _, c := range conns {
+			wg.Go(func() { c.close(CodeShutdown, "server shutting down") })
+		}
+		wg.Wait()
+		_ = l.tr.Close()
+		err = l.udp.Close()
+	})
+	return err
+}
+
+// Stats returns the listener's counters.
+func (l *Listener) Stats() Stats {
+	l.admitMu.Lock()
+	reserved := l.windowReserved
+	l.admitMu.Unlock()
+	return Stats{
+		ConnsOpen:        l.stats.connsOpen.Load(),
+		ConnsAccepted:    l.stats.connsAccepted.Load(),
+		ConnsRefused:     l.stats.connsRefused.Load(),
+		AuthFailures:     l.stats.authFailures.Load(),
+		StreamsOpen:      l.stats.streamsOpen.Load(),
+		StreamsAccepted:  l.stats.streamsAccepted.Load(),
+		FramesRead:       l.stats.framesRead.Load(),
+		BytesRead:        l.stats.bytesRead.Load(),
+		FramesTooLarge:   l.stats.framesTooLarge.Load(),
+		ProtocolErrors:   l.stats.protocolErrors.Load(),
+		RequestsInFlight: l.stats.requestsInFlight.Load(),
+		BudgetCapacity:   l.budget.capacity,
+		BudgetInUse:      l.budget.inUse(),
+		BudgetWaits:      l.budget.waits.Load(),
+		BudgetWaiting:    l.budget.waiting.Load(),
+		WindowReserved:   reserved,
+		WindowDenials:    l.stats.windowDenials.Load(),
+	}
+}

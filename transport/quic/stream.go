@@ -1,0 +1,355 @@
+package quic
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+)
+
+// Stream is a server-side bidirectional stream: a sequence of request
+// frames in, a sequence of reply frames out, replies in request order.
+//
+// One goroutine reads ([Stream.ReadFrame]); writes ([Stream.WriteFrame],
+// [Stream.Flush], [Stream.Reply]) are safe from any goroutine. The usual
+// loop reads until ReadFrame fails, answers what it read, then calls
+// [Stream.Close].
+type Stream struct {
+	c  *Conn
+	qs *quicgo.Stream
+	fr *frameReader
+
+	wmu     sync.Mutex
+	bw      *bufio.Writer
+	wclosed bool
+
+	mu            sync.Mutex
+	reading       bool // inside ReadFrame
+	inHeader      bool // waiting for a frame header: shutdown may interrupt it
+	draining      bool
+	done          bool // finished: budget released, no longer tracked
+	readEOF       bool // the client closed its side
+	readBroken    bool // reading stopped after a bad frame
+	wroteAfterEOF bool // replies written after the client closed its side
+	outstanding   map[*Request]struct{}
+	watch         chan struct{} // closed on the next state change, when set
+}
+
+// Request is one frame read from a stream. Its bytes count against the
+// listener's in-flight budget until [Request.Release] (or [Stream.Reply]).
+type Request struct {
+	// Frame is the whole frame, header included. It belongs to the caller.
+	Frame []byte
+
+	s        *Stream
+	n        int64
+	released atomic.Bool
+}
+
+// Stream returns the stream the request arrived on.
+func (r *Request) Stream() *Stream { return r.s }
+
+// Release gives the request's bytes back to the in-flight budget. Call it
+// once the reply was sent (Reply does). It is idempotent; requests still
+// held when their stream or connection ends are released then.
+func (r *Request) Release() {
+	if r == nil || !r.released.CompareAndSwap(false, true) {
+		return
+	}
+	s := r.s
+	s.c.l.budget.release(r.n)
+	s.c.l.stats.requestsInFlight.Add(-1)
+	s.mu.Lock()
+	delete(s.outstanding, r)
+	s.notifyLocked()
+	s.mu.Unlock()
+}
+
+// ID returns the QUIC stream id.
+func (s *Stream) ID() int64 { return int64(s.qs.StreamID()) }
+
+// Conn returns the stream's connection.
+func (s *Stream) Conn() *Conn { return s.c }
+
+// ReadFrame reads the next request. Its length is checked against
+// MaxFrameSize before anything is allocated, and its bytes are taken from
+// the in-flight budget before its body is read: past the budget ReadFrame
+// waits, and QUIC flow control holds the client back.
+//
+// Errors: io.EOF when the client closed its side between frames;
+// ErrServerClosed once the listener is shutting down (frames the client
+// sent after that are not read, and never answered); an error matching
+// ErrFrameTooLarge or ErrProtocol after a bad frame (the transport has
+// stopped reading the stream with that code; earlier requests can still be
+// answered); otherwise the stream's or connection's error.
+func (s *Stream) ReadFrame() (*Request, error) {
+	s.mu.Lock()
+	switch {
+	case s.done:
+		s.mu.Unlock()
+		return nil, s.goneError()
+	case s.draining:
+		s.mu.Unlock()
+		return nil, ErrServerClosed
+	case s.readEOF:
+		s.mu.Unlock()
+		return nil, io.EOF
+	case s.readBroken:
+		s.mu.Unlock()
+		return nil, ErrProtocol
+	}
+	s.reading, s.inHeader = true, true
+	s.mu.Unlock()
+
+	req, err := s.readFrame()
+
+	s.mu.Lock()
+	s.reading, s.inHeader = false, false
+	if req != nil {
+		s.outstanding[req] = struct{}{}
+		if s.done { // the connection went away meanwhile
+			s.mu.Unlock()
+			req.Release()
+			return nil, s.goneError()
+		}
+	}
+	if err == io.EOF {
+		s.readEOF = true
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+	return req, err
+}
+
+func (s *Stream) readFrame() (*Request, error) {
+	n, err := s.fr.readHeader()
+	s.mu.Lock()
+	s.inHeader = false
+	interrupted := s.draining
+	s.mu.Unlock()
+	l := s.c.l
+	if err != nil {
+		var tooLarge *FrameTooLargeError
+		switch {
+		case err == io.EOF:
+			return nil, io.EOF
+		case interrupted && isTimeout(err):
+			return nil, ErrServerClosed
+		case errors.As(err, &tooLarge):
+			l.stats.framesTooLarge.Add(1)
+			s.stopReading(CodeFrameTooLarge)
+			return nil, err
+		case errors.Is(err, ErrProtocol):
+			l.stats.protocolErrors.Add(1)
+			s.stopReading(CodeProtocolError)
+			return nil, err
+		}
+		return nil, mapError(err)
+	}
+	if interrupted {
+		// The header arrived before the shutdown: this request is in
+		// flight and is read and answered.
+		_ = s.qs.SetReadDeadline(time.Time{})
+	}
+	if _, err := l.budget.acquire(s.c.qc.Context(), int64(n), l.cfg.OnBackpressure); err != nil {
+		return nil, s.goneError()
+	}
+	frame, err := s.fr.readBody(n)
+	if err != nil {
+		l.budget.release(int64(n))
+		if errors.Is(err, ErrProtocol) {
+			l.stats.protocolErrors.Add(1)
+			s.stopReading(CodeProtocolError)
+			return nil, err
+		}
+		return nil, mapError(err)
+	}
+	l.stats.framesRead.Add(1)
+	l.stats.bytesRead.Add(uint64(n))
+	l.stats.requestsInFlight.Add(1)
+	return &Request{Frame: frame, s: s, n: int64(n)}, nil
+}
+
+// stopReading tells the client to stop sending (STOP_SENDING with code);
+// the write side stays open for the replies of earlier requests.
+func (s *Stream) stopReading(code Code) {
+	s.mu.Lock()
+	s.readBroken = true
+	s.mu.Unlock()
+	s.qs.CancelRead(quicgo.StreamErrorCode(code))
+}
+
+// goneError is the error of a stream whose connection or life ended.
+func (s *Stream) goneError() error {
+	if ctx := s.c.qc.Context(); ctx.Err() != nil {
+		return mapError(context.Cause(ctx))
+	}
+	return ErrClosed
+}
+
+// WriteFrame buffers one whole frame (header included) for sending; Flush
+// sends what is buffered. Safe for concurrent use; frames are not
+// interleaved.
+func (s *Stream) WriteFrame(frame []byte) error {
+	if err := checkFrame(s.c.l.cfg.Framing, frame, 0); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.writeLocked(frame)
+}
+
+func (s *Stream) writeLocked(frame []byte) error {
+	if s.wclosed {
+		return ErrClosed
+	}
+	s.mu.Lock()
+	if s.readEOF {
+		s.wroteAfterEOF = true
+	}
+	s.mu.Unlock()
+	_, err := s.bw.Write(frame)
+	return mapError(err)
+}
+
+// Flush sends the buffered frames.
+func (s *Stream) Flush() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.wclosed {
+		return ErrClosed
+	}
+	return mapError(s.bw.Flush())
+}
+
+// Reply writes frame, flushes, and releases req.
+func (s *Stream) Reply(req *Request, frame []byte) error {
+	defer req.Release()
+	if err := checkFrame(s.c.l.cfg.Framing, frame, 0); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writeLocked(frame); err != nil {
+		return err
+	}
+	return mapError(s.bw.Flush())
+}
+
+// Close flushes, ends the send side (the client reads the end after the
+// last reply), discards whatever the client still sends, and releases the
+// requests not yet released. While the listener is shutting down, the
+// shutdown finishes the stream instead, once the client has read the end.
+func (s *Stream) Close() error {
+	s.wmu.Lock()
+	var err error
+	if !s.wclosed {
+		err = mapError(s.bw.Flush())
+		s.wclosed = true
+		_ = s.qs.Close()
+	}
+	s.wmu.Unlock()
+	s.mu.Lock()
+	if s.draining || s.done {
+		s.mu.Unlock()
+		return err
+	}
+	eof := s.readEOF
+	s.mu.Unlock()
+	if !eof {
+		s.qs.CancelRead(quicgo.StreamErrorCode(CodeStreamClosed))
+	}
+	s.finish()
+	return err
+}
+
+// Reset aborts both directions of the stream with code; unsent replies are
+// dropped.
+func (s *Stream) Reset(code Code) {
+	s.qs.CancelRead(quicgo.StreamErrorCode(code))
+	s.wmu.Lock()
+	s.wclosed = true
+	s.qs.CancelWrite(quicgo.StreamErrorCode(code))
+	s.wmu.Unlock()
+	s.finish()
+}
+
+// finish releases what the stream holds and forgets it. Idempotent.
+func (s *Stream) finish() {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return
+	}
+	s.done = true
+	reqs := make([]*Request, 0, len(s.outstanding))
+	for r := range s.outstanding {
+		reqs = append(reqs, r)
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+	for _, r := range reqs {
+		r.Release()
+	}
+	s.c.untrack(s)
+}
+
+func (s *Stream) notifyLocked() {
+	if s.watch != nil {
+		close(s.watch)
+		s.watch = nil
+	}
+}
+
+// drain ends the stream for a shutdown: no new frame is read (a reader
+// waiting for a header is interrupted), requests already read are
+// answered, the send side is closed, and the client's end is awaited as
+// the sign it has read every reply. It reports whether that sign came.
+func (s *Stream) drain(ctx context.Context) bool {
+	s.mu.Lock()
+	s.draining = true
+	if s.inHeader {
+		_ = s.qs.SetReadDeadline(time.Now())
+	}
+	for !s.done && (s.reading || len(s.outstanding) > 0) {
+		w := make(chan struct{})
+		s.watch = w
+		s.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return false
+		}
+		s.mu.Lock()
+	}
+	if s.done {
+		s.mu.Unlock()
+		return true
+	}
+	eof, broken, unconfirmed := s.readEOF, s.readBroken, s.wroteAfterEOF
+	s.mu.Unlock()
+
+	s.wmu.Lock()
+	if !s.wclosed {
+		_ = s.bw.Flush()
+		s.wclosed = true
+		_ = s.qs.Close()
+	}
+	s.wmu.Unlock()
+
+	confirmed := !unconfirmed && !broken
+	if !eof && !broken {
+		_ = s.qs.SetReadDeadline(time.Time{})
+		stop := context.AfterFunc(ctx, func() { _ = s.qs.SetReadDeadline(time.Now()) })
+		_, err := io.Copy(io.Discard, s.fr.br)
+		stop()
+		confirmed = err == nil
+	}
+	s.finish()
+	return confirmed
+}

@@ -1,0 +1,305 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// AutoCommit says whether a poll commits progress on its own.
+type AutoCommit uint8
+
+// Automatic commit modes. Only a named consumer or a group member can
+// commit.
+const (
+	// AutoCommitNone: progress moves only by Commit or ResetPosition.
+	AutoCommitNone AutoCommit = 0
+	// AutoCommitOnDelivery (at most once): what a poll returns counts as
+	// consumed; the commit is applied, fenced, when the poll completes.
+	AutoCommitOnDelivery AutoCommit = 1
+	// AutoCommitOnNextPoll (at least once): a poll commits what the
+	// previous poll of the same consumer delivered, fenced by that poll's
+	// token.
+	AutoCommitOnNextPoll AutoCommit = 2
+	autoCommitMax                   = AutoCommitOnNextPoll
+)
+
+// String returns the mode's name.
+func (a AutoCommit) String() string {
+	switch a {
+	case AutoCommitNone:
+		return "none"
+	case AutoCommitOnDelivery:
+		return "on-delivery"
+	case AutoCommitOnNextPoll:
+		return "on-next-poll"
+	}
+	return "autocommit(" + strconv.Itoa(int(a)) + ")"
+}
+
+// FilterParam is one key=value parameter of a filter.
+type FilterParam struct {
+	Key   string
+	Value string
+}
+
+// Filter names a filter plugin to run on the node over the poll's result,
+// with its parameters. Reserved for plugins: a version 1 node without
+// plugins answers a poll naming a filter with StatusInvalidArgument.
+//
+//	name str16 (empty: no filter) | count u32 | (key str16 | value str16) × count
+type Filter struct {
+	Name   string
+	Params []FilterParam
+}
+
+func (f *Filter) put(w *fieldWriter) {
+	w.str16(f.Name, MaxNameLen, "filter name")
+	if len(f.Params) > MaxFilterParams {
+		w.fail(StatusInvalidArgument, "%d filter parameters exceed the limit of %d", len(f.Params), MaxFilterParams)
+	}
+	w.count(len(f.Params), "filter parameters")
+	for i := range f.Params {
+		w.str16(f.Params[i].Key, MaxNameLen, "parameter key")
+		w.str16(f.Params[i].Value, MaxParamValueLen, "parameter value")
+	}
+}
+
+func (f *Filter) get(r *fieldReader) {
+	r.str16(&f.Name, MaxNameLen, "filter name")
+	n := r.count(4, "filter parameters")
+	if n > MaxFilterParams {
+		r.fail("%d filter parameters exceed the limit of %d", n, MaxFilterParams)
+		n = 0
+	}
+	f.Params = resize(f.Params, n)
+	for i := range f.Params {
+		r.str16(&f.Params[i].Key, MaxNameLen, "parameter key")
+		r.str16(&f.Params[i].Value, MaxParamValueLen, "parameter value")
+	}
+}
+
+// PollPartition is one partition a poll reads.
+//
+//	topic str16 | topic id [16] (zero: any) | partition u32 | position (10 bytes) | max bytes u32
+type PollPartition struct {
+	Topic     string
+	TopicID   [16]byte
+	Partition uint32
+	Position  Position
+	// MaxBytes bounds this partition's share of the reply (0: only the
+	// poll's MaxBytes applies).
+	MaxBytes uint32
+}
+
+const pollPartitionMinSize = 2 + 16 + 4 + positionSize + 4
+
+// PollRequest reads one or several partitions. It is a long poll when
+// MaxWait is positive: the node parks it until at least one partition has
+// records to return, MaxWait passes (an OK reply with no records), or the
+// world of a partition changes (a fence status for that partition). A
+// poll may return less than MaxBytes; it returns at least one whole batch
+// when one is available, even past MaxBytes, so a large batch never stalls
+// a consumer.
+//
+//	consumer | max wait u64 ns | max messages u32 | max bytes u32 |
+//	auto commit u8 | filter | count u32 | poll partition × count
+type PollRequest struct {
+	Consumer Consumer
+	MaxWait  time.Duration
+	// MaxMessages and MaxBytes bound the whole reply (0: node default).
+	// Whole batches are returned, so a reply may hold up to one batch's
+	// records more than MaxMessages.
+	MaxMessages uint32
+	MaxBytes    uint32
+	AutoCommit  AutoCommit
+	Filter      Filter
+	Partitions  []PollPartition
+}
+
+// Kind implements Message.
+func (*PollRequest) Kind() Kind { return KindPoll }
+
+// Encode implements Message.
+func (m *PollRequest) Encode(dst []byte) ([]byte, error) {
+	w := newFieldWriter(dst, "poll")
+	m.Consumer.put(&w)
+	w.duration(m.MaxWait, "max wait")
+	w.u32(m.MaxMessages)
+	w.u32(m.MaxBytes)
+	w.enum(uint8(m.AutoCommit), uint8(autoCommitMax), "auto commit")
+	m.Filter.put(&w)
+	w.count(len(m.Partitions), "partitions")
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		w.str16(p.Topic, MaxNameLen, "topic")
+		w.fixed(p.TopicID[:])
+		w.u32(p.Partition)
+		p.Position.put(&w)
+		w.u32(p.MaxBytes)
+	}
+	return w.result()
+}
+
+// Decode implements Message. Decoding the same consumer, filter and topic
+// names into a reused request does not allocate.
+func (m *PollRequest) Decode(b []byte) error {
+	r := newFieldReader(b, "poll")
+	m.Consumer.get(&r)
+	m.MaxWait = r.duration("max wait")
+	m.MaxMessages = r.u32("max messages")
+	m.MaxBytes = r.u32("max bytes")
+	m.AutoCommit = AutoCommit(r.enum(uint8(autoCommitMax), "auto commit"))
+	m.Filter.get(&r)
+	m.Partitions = resize(m.Partitions, r.count(pollPartitionMinSize, "partitions"))
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		r.str16(&p.Topic, MaxNameLen, "topic")
+		copy(p.TopicID[:], r.fixed(16, "topic id"))
+		p.Partition = r.u32("partition")
+		p.Position.get(&r)
+		p.MaxBytes = r.u32("max bytes")
+	}
+	return r.finish()
+}
+
+// PayloadKind says what a poll reply's batch bytes are.
+type PayloadKind uint8
+
+// Payload kinds.
+const (
+	// PayloadStored: whole record batches exactly as stored, back to back
+	// (the producer's bytes with the base offset stamped).
+	PayloadStored PayloadKind = 0
+	// PayloadFiltered: record batches the node built from the records a
+	// filter kept. Reserved: version 1 nodes without plugins never send
+	// it. See PROTOCOL.md, "Node-built filtered batches".
+	PayloadFiltered PayloadKind = 1
+	payloadKindMax              = PayloadFiltered
+)
+
+// String returns the kind's name.
+func (k PayloadKind) String() string {
+	switch k {
+	case PayloadStored:
+		return "stored"
+	case PayloadFiltered:
+		return "filtered"
+	}
+	return "payload(" + strconv.Itoa(int(k)) + ")"
+}
+
+// PollPartitionReply is one partition's part of a poll reply.
+//
+//	status u16 | message str16 | topic id [16] | history u64 | start offset u64 |
+//	high watermark u64 | next u64 | token bytes16 | payload kind u8 | batches bytes32
+type PollPartitionReply struct {
+	// Status is StatusOK or why this partition returned nothing (a fence
+	// status, StatusOffsetOutOfRange, StatusUnknownPartition, ...). The
+	// state fields below are filled whenever the node knows them.
+	Status  Status
+	Message string
+	TopicID [16]byte
+	// History, StartOffset and HighWatermark describe the partition when
+	// the poll completed.
+	History       uint64
+	StartOffset   uint64
+	HighWatermark uint64
+	// Next is the position to poll from next: one past the last record
+	// the poll covered, including records a filter dropped.
+	Next uint64
+	// Token is the fence token of this poll: opaque bytes (at most
+	// MaxFenceTokenLen) that a commit or reset derived from this poll
+	// hands back unchanged. After Decode it aliases the frame body; copy it
+	// to keep it past the frame's buffer.
+	Token   []byte
+	Payload PayloadKind
+	// Batches are the record batches, back to back. After Decode it
+	// aliases the frame body. Encode writes Batches and then every element
+	// of BatchParts as one byte string.
+	Batches []byte
+	// BatchParts lets a node encode whole stored batches from its read
+	// result without first joining them. Decode leaves it empty.
+	BatchParts [][]byte
+}
+
+const pollPartitionReplyMinSize = 2 + 2 + 16 + 4*8 + 2 + 1 + 4
+
+// PollReply has one entry per partition of the request, in request order.
+//
+//	count u32 | poll partition reply × count
+type PollReply struct {
+	Partitions []PollPartitionReply
+}
+
+// Kind implements Message.
+func (*PollReply) Kind() Kind { return KindPoll }
+
+// Encode implements Message. It copies the batches into dst; with dst of
+// enough capacity it does not allocate.
+func (m *PollReply) Encode(dst []byte) ([]byte, error) {
+	w := newFieldWriter(dst, "poll reply")
+	w.count(len(m.Partitions), "partitions")
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		w.u16(uint16(p.Status))
+		w.text(p.Message)
+		w.fixed(p.TopicID[:])
+		w.u64(p.History)
+		w.u64(p.StartOffset)
+		w.u64(p.HighWatermark)
+		w.u64(p.Next)
+		w.bytes16(p.Token, MaxFenceTokenLen, "token")
+		w.enum(uint8(p.Payload), uint8(payloadKindMax), "payload kind")
+		n := len(p.Batches)
+		for _, part := range p.BatchParts {
+			n += len(part)
+		}
+		if n > math.MaxInt32 {
+			w.fail(StatusMessageTooLarge, "batches: %d bytes", n)
+		}
+		w.u32(uint32(n))
+		w.fixed(p.Batches)
+		for _, part := range p.BatchParts {
+			w.fixed(part)
+		}
+	}
+	return w.result()
+}
+
+// Decode implements Message. Into a reused reply it does not allocate.
+func (m *PollReply) Decode(b []byte) error {
+	r := newFieldReader(b, "poll reply")
+	m.Partitions = resize(m.Partitions, r.count(pollPartitionReplyMinSize, "partitions"))
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		p.Status = Status(r.u16("status"))
+		r.str16(&p.Message, MaxTextLen, "message")
+		copy(p.TopicID[:], r.fixed(16, "topic id"))
+		p.History = r.u64("history")
+		p.StartOffset = r.u64("start offset")
+		p.HighWatermark = r.u64("high watermark")
+		p.Next = r.u64("next")
+		p.Token = r.bytes16(MaxFenceTokenLen, "token")
+		p.Payload = PayloadKind(r.enum(uint8(payloadKindMax), "payload kind"))
+		p.Batches = r.bytes32(math.MaxInt32, "batches")
+		p.BatchParts = p.BatchParts[:0]
+	}
+	return r.finish()
+}
+
+// NextBatch splits the first record batch off b, a poll reply's Batches,
+// by the length in its header; it does not verify the batch (see
+// VerifyBatch and RecordIterator). It fails with ErrCorruptBatch when b
+// does not start with a whole batch header and body.
+func NextBatch(b []byte) (batch, rest []byte, err error) {
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return nil, b, err
+	}
+	if uint64(h.Length) > uint64(len(b)) {
+		return nil, b, fmt.Errorf("%w: batch of %d bytes, %d left", ErrCorruptBatch, h.Length, len(b))
+	}
+	return b[:h.Length:h.Length], b[h.Length:], nil
+}
