@@ -132,6 +132,5 @@ type progress struct {
 // assignment is a group's current assignment of the owner's partition.
 type assignment struct {
 	member          string
-	memberHash      uint64
 	assignmentEpoch fence.MemberEpoch
 }

@@ -8,10 +8,7 @@
 package node
 
 import (
-	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/ledgemq/ledge/fence"
@@ -32,10 +29,6 @@ type OwnerConfig struct {
 	Sessions *Sessions
 	// Members answers for the group coordinator; nil means no groups.
 	Members Members
-	// SnapshotEvery is how many appended batches go by between snapshots
-	// of the producer state (they bound the log scan at open). Default
-	// 4096.
-	SnapshotEvery int
 }
 
 // Owner owns one partition. Its methods are safe for concurrent use.
@@ -47,52 +40,36 @@ type Owner struct {
 	producers *Producers
 	sessions  *Sessions
 	members   Members
-	snapEvery int
 
 	// skipFence turns every fence check off, for benchmarks that measure
 	// what fencing costs. Never set outside tests.
 	skipFence bool
 
-	purgeMu sync.Mutex // one purge at a time
-
-	mu            sync.Mutex
-	consumers     map[string]*progress // named consumers
-	groups        map[string]*progress // groups
-	assignments   map[string]assignment
-	producerState map[fence.ProducerID]*fence.ProducerState
-	sinceSnapshot int
-	lineage       []fence.HistoryTransition // cached for lineageEpoch
-	lineageEpoch  fence.HistoryEpoch
-	// purging is non-nil while a purge waits for its syncs; appends wait
-	// for it to close, so none lands between the producer snapshot and
-	// the purge.
-	purging chan struct{}
+	mu           sync.Mutex
+	consumers    map[string]*progress // named consumers
+	groups       map[string]*progress // groups
+	assignments  map[string]assignment
+	lineage      []fence.HistoryTransition // cached for lineageEpoch
+	lineageEpoch fence.HistoryEpoch
 }
 
-// NewOwner builds the owner of a partition, restoring its producers' state
-// from the last snapshot and the log appended after it.
-func NewOwner(ctx context.Context, cfg OwnerConfig) (*Owner, error) {
-	o := &Owner{
-		topic:         cfg.Topic,
-		index:         cfg.Partition,
-		log:           cfg.Log,
-		meta:          cfg.Meta,
-		producers:     cfg.Producers,
-		sessions:      cfg.Sessions,
-		members:       cfg.Members,
-		snapEvery:     cfg.SnapshotEvery,
-		consumers:     map[string]*progress{},
-		groups:        map[string]*progress{},
-		assignments:   map[string]assignment{},
-		producerState: map[fence.ProducerID]*fence.ProducerState{},
+// NewOwner builds the owner of a partition.
+func NewOwner(cfg OwnerConfig) (*Owner, error) {
+	if cfg.Log == nil || cfg.Meta == nil {
+		return nil, errors.New("node: an owner needs a log and a metadata store")
 	}
-	if o.snapEvery <= 0 {
-		o.snapEvery = 4096
-	}
-	if err := o.restoreProducers(ctx); err != nil {
-		return nil, fmt.Errorf("node: partition %d: restoring producer state: %w", o.index, err)
-	}
-	return o, nil
+	return &Owner{
+		topic:       cfg.Topic,
+		index:       cfg.Partition,
+		log:         cfg.Log,
+		meta:        cfg.Meta,
+		producers:   cfg.Producers,
+		sessions:    cfg.Sessions,
+		members:     cfg.Members,
+		consumers:   map[string]*progress{},
+		groups:      map[string]*progress{},
+		assignments: map[string]assignment{},
+	}, nil
 }
 
 // PartitionState is a partition's state as clients see it.
@@ -222,122 +199,6 @@ func (o *Owner) setCommitted(pr *progress, b Bookmark) (Ticket, error) {
 	}
 	pr.committed, pr.hasCommitted, pr.loaded = b, true, true
 	return t, nil
-}
-
-// snapshotKey is where the partition's producer state snapshot lives.
-func (o *Owner) snapshotKey() []byte {
-	k := make([]byte, 0, 32)
-	k = append(k, "pstate/"...)
-	k = append(k, o.topic[:]...)
-	return binary.BigEndian.AppendUint32(k, o.index)
-}
-
-const snapshotVersion = 1
-
-// snapshotProducers orders a write of every producer's state on this
-// partition, with the log end it covers. Called with o.mu held.
-func (o *Owner) snapshotProducers() (Ticket, error) {
-	st := o.log.State()
-	b := []byte{snapshotVersion}
-	b = binary.BigEndian.AppendUint64(b, st.HighWatermark)
-	b = binary.BigEndian.AppendUint64(b, uint64(st.History))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(o.producerState)))
-	for id, s := range o.producerState {
-		b = binary.BigEndian.AppendUint64(b, uint64(id))
-		n := len(b)
-		b = append(b, 0, 0)
-		b, _ = s.AppendBinary(b)
-		binary.BigEndian.PutUint16(b[n:], uint16(len(b)-n-2))
-	}
-	o.sinceSnapshot = 0
-	return o.meta.Put(o.snapshotKey(), b)
-}
-
-// restoreProducers loads the last snapshot, forgets batches a later lossy
-// recovery lost, and replays the batches appended after the snapshot.
-func (o *Owner) restoreProducers(ctx context.Context) error {
-	from, history := uint64(0), fence.HistoryEpoch(0)
-	v, ok, err := o.meta.Get(o.snapshotKey())
-	if err != nil {
-		return err
-	}
-	if ok {
-		if from, history, err = o.decodeSnapshot(v); err != nil {
-			return err
-		}
-	}
-	for _, tr := range o.log.Lineage() {
-		if tr.Epoch > history && tr.Kind == fence.TransitionLossyRecovery {
-			for _, s := range o.producerState {
-				s.Forget(tr.KeptEnd)
-			}
-		}
-	}
-	st := o.log.State()
-	from = max(from, st.LogStart)
-	for from < st.HighWatermark {
-		plan, err := o.log.PlanRead(from, 1<<20)
-		if err != nil {
-			return err
-		}
-		res, err := plan.Execute(ctx)
-		plan.Release()
-		if err != nil {
-			return err
-		}
-		for _, b := range res.Batches {
-			h, err := wire.ParseBatchHeader(b)
-			if err != nil {
-				return err
-			}
-			if h.ProducerID == 0 {
-				continue
-			}
-			id := fence.ProducerID(h.ProducerID)
-			s := o.producerState[id]
-			if s == nil {
-				s = new(fence.ProducerState)
-				o.producerState[id] = s
-			}
-			s.Record(produceRequest(h), h.BaseOffset, h.LastOffset())
-		}
-		if res.Next <= from {
-			return fmt.Errorf("read at %d made no progress", from)
-		}
-		from = res.Next
-	}
-	return nil
-}
-
-func (o *Owner) decodeSnapshot(v []byte) (end uint64, history fence.HistoryEpoch, err error) {
-	bad := errors.New("malformed producer snapshot")
-	if len(v) < 21 || v[0] != snapshotVersion {
-		return 0, 0, bad
-	}
-	end = binary.BigEndian.Uint64(v[1:])
-	history = fence.HistoryEpoch(binary.BigEndian.Uint64(v[9:]))
-	n := binary.BigEndian.Uint32(v[17:])
-	v = v[21:]
-	for range n {
-		if len(v) < 10 {
-			return 0, 0, bad
-		}
-		id := fence.ProducerID(binary.BigEndian.Uint64(v))
-		l := int(binary.BigEndian.Uint16(v[8:]))
-		if len(v) < 10+l {
-			return 0, 0, bad
-		}
-		s := new(fence.ProducerState)
-		if err := s.UnmarshalBinary(v[10 : 10+l]); err != nil {
-			return 0, 0, err
-		}
-		o.producerState[id] = s
-		v = v[10+l:]
-	}
-	if len(v) != 0 {
-		return 0, 0, bad
-	}
-	return end, history, nil
 }
 
 func produceRequest(h wire.BatchHeader) fence.ProduceRequest {

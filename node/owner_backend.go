@@ -52,8 +52,15 @@ type PartitionLog interface {
 	// ending with the current epoch.
 	Lineage() []fence.HistoryTransition
 	// Append validates and appends a batch, returning the offsets of its
-	// first and last record. The batch then belongs to the log.
+	// first and last record. The batch then belongs to the log. A batch of
+	// an idempotent producer also updates the producer's state (undone if
+	// the append fails before it is durable).
 	Append(batch []byte) (base, last uint64, err error)
+	// ProducerState returns the producer's state on this partition,
+	// including batches appended but not yet durable; false if it never
+	// appended here. It survives purge and restart; a lossy recovery
+	// forgets the batches it lost.
+	ProducerState(id fence.ProducerID) (fence.ProducerState, bool)
 	// WaitDurable returns once every offset <= off is durable per the
 	// topic's policy, or the partition failed.
 	WaitDurable(ctx context.Context, off uint64) error

@@ -27,49 +27,31 @@ func (o *Owner) Produce(ctx context.Context, batch []byte) (ProduceResult, error
 		return ProduceResult{}, err
 	}
 	r := produceRequest(h)
-	if err := o.lockForAppend(ctx); err != nil {
-		return ProduceResult{}, err
-	}
-	var s *fence.ProducerState
-	if r.Producer != 0 {
+	o.mu.Lock()
+	if r.Producer != 0 && !o.skipFence {
 		if o.producers == nil {
 			o.mu.Unlock()
 			return ProduceResult{}, errNoProducers
 		}
-		s = o.producerState[r.Producer]
-		if !o.skipFence {
-			v, err := fence.CheckProduce(o.producers.Registration(r.Producer), s, r)
-			if err != nil {
-				o.mu.Unlock()
+		// Checked and appended in one owner step: no other batch of this
+		// partition can come between the check and the append.
+		s, _ := o.log.ProducerState(r.Producer)
+		v, err := fence.CheckProduce(o.producers.Registration(r.Producer), &s, r)
+		if err != nil {
+			o.mu.Unlock()
+			return ProduceResult{}, err
+		}
+		if v.Duplicate {
+			o.mu.Unlock()
+			// The original may not be durable yet: answer only once it
+			// is, as the original reply would have.
+			if err := o.log.WaitDurable(ctx, v.Last); err != nil {
 				return ProduceResult{}, err
 			}
-			if v.Duplicate {
-				o.mu.Unlock()
-				// The original may not be durable yet: answer only once
-				// it is, as the original reply would have.
-				if err := o.log.WaitDurable(ctx, v.Last); err != nil {
-					return ProduceResult{}, err
-				}
-				return ProduceResult{Base: v.Base, Last: v.Last, Duplicate: true}, nil
-			}
+			return ProduceResult{Base: v.Base, Last: v.Last, Duplicate: true}, nil
 		}
 	}
 	base, last, err := o.log.Append(batch)
-	if err != nil {
-		o.mu.Unlock()
-		return ProduceResult{}, err
-	}
-	if r.Producer != 0 {
-		if s == nil {
-			s = new(fence.ProducerState)
-			o.producerState[r.Producer] = s
-		}
-		s.Record(r, base, last)
-		if o.sinceSnapshot++; o.sinceSnapshot >= o.snapEvery {
-			// Unsynced: a lost snapshot only lengthens the replay at open.
-			_, err = o.snapshotProducers()
-		}
-	}
 	o.mu.Unlock()
 	if err != nil {
 		return ProduceResult{}, err
@@ -78,21 +60,4 @@ func (o *Owner) Produce(ctx context.Context, batch []byte) (ProduceResult, error
 		return ProduceResult{}, err
 	}
 	return ProduceResult{Base: base, Last: last}, nil
-}
-
-// lockForAppend locks o.mu once no purge is waiting for its syncs.
-func (o *Owner) lockForAppend(ctx context.Context) error {
-	for {
-		o.mu.Lock()
-		wait := o.purging
-		if wait == nil {
-			return nil
-		}
-		o.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }

@@ -72,6 +72,17 @@ func (b *budget) acquire(ctx context.Context, n int64, onWait func(int)) (waited
 	return true, context.Cause(ctx)
 }
 
+// tryAcquire takes n bytes if they are available without waiting.
+func (b *budget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.waiters) == 0 && b.used+n <= b.capacity {
+		b.used += n
+		return true
+	}
+	return false
+}
+
 // release returns n bytes and wakes the waiters they unblock.
 func (b *budget) release(n int64) {
 	b.mu.Lock()

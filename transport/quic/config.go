@@ -10,31 +10,33 @@ import (
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // Server defaults. The package comment explains each choice.
 const (
-	DefaultMaxIncomingStreams             = 1024
-	DefaultServerInitialStreamWindow      = 768 << 10
-	DefaultServerMaxStreamWindow          = 8 << 20
-	DefaultServerInitialConnectionWindow  = 1 << 20
-	DefaultServerMaxConnectionWindow      = 32 << 20
-	DefaultReceiveWindowBudget            = 256 << 20
-	DefaultMaxConns                       = 256
-	DefaultMaxRequestFrame                = 8 << 20
-	DefaultInflightBudget                 = 64 << 20
-	DefaultMaxIdleTimeout                 = 60 * time.Second
-	DefaultHandshakeTimeout               = 10 * time.Second
-	DefaultAuthTimeout                    = 10 * time.Second
-	DefaultClientInitialStreamWindow      = 2 << 20
-	DefaultClientMaxStreamWindow          = 16 << 20
-	DefaultClientInitialConnectionWindow  = 4 << 20
-	DefaultClientMaxConnectionWindow      = 64 << 20
-	DefaultMaxReplyFrame                  = 64 << 20
-	DefaultClientKeepAlivePeriod          = 15 * time.Second
-	defaultStreamBufferSize               = 64 << 10
-	maxCloseReasonLen                     = 256
-	minWindow                      uint64 = 16 << 10
+	DefaultMaxIncomingStreams                   = 1024
+	DefaultServerInitialStreamWindow            = 768 << 10
+	DefaultServerMaxStreamWindow                = 8 << 20
+	DefaultServerInitialConnectionWindow        = 1 << 20
+	DefaultServerMaxConnectionWindow            = 32 << 20
+	DefaultReceiveWindowBudget                  = 256 << 20
+	DefaultMaxConns                             = 256
+	DefaultMaxRequestFrame                      = wire.DefaultMaxFrameSize
+	DefaultInflightBudget                       = 64 << 20
+	DefaultMaxIdleTimeout                       = 60 * time.Second
+	DefaultHandshakeTimeout                     = 10 * time.Second
+	DefaultAuthTimeout                          = 10 * time.Second
+	DefaultClientInitialStreamWindow            = 2 << 20
+	DefaultClientMaxStreamWindow                = 16 << 20
+	DefaultClientInitialConnectionWindow        = 4 << 20
+	DefaultClientMaxConnectionWindow            = 64 << 20
+	DefaultMaxReplyFrame                        = 64 << 20
+	DefaultClientKeepAlivePeriod                = 15 * time.Second
+	defaultStreamBufferSize                     = 64 << 10
+	maxCloseReasonLen                           = 256
+	minWindow                            uint64 = 16 << 10
 )
 
 // Identity is what a successful authentication yields.
@@ -106,7 +108,7 @@ type Config struct {
 	// AuthTimeout bounds the wait for the authentication frame after the
 	// handshake. Default 10 s.
 	AuthTimeout time.Duration
-	// Framing tells where frames end. Default [LengthPrefixed].
+	// Framing tells where frames end. Default [WireFraming].
 	Framing Framing
 	// Authenticate checks the first frame of the first stream of every
 	// connection. Nil means no authentication frame is expected (tests and
@@ -134,7 +136,7 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	setDefault(&c.AuthTimeout, DefaultAuthTimeout)
 	if c.Framing.FrameLen == nil {
-		c.Framing = LengthPrefixed()
+		c.Framing = WireFraming()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -175,6 +177,9 @@ func (c Config) quicConfig(allowIncrease func(*quicgo.Conn, uint64) bool) *quicg
 		AllowConnectionWindowIncrease:  allowIncrease,
 		MaxIncomingStreams:             c.MaxIncomingStreams,
 		MaxIncomingUniStreams:          -1, // the protocol uses bidirectional streams only
+		// Ending a stream after a bad frame delivers the replies written so
+		// far reliably, then the reason (RESET_STREAM_AT).
+		EnableStreamResetPartialDelivery: true,
 	}
 }
 
@@ -200,7 +205,7 @@ type ClientConfig struct {
 	KeepAlivePeriod time.Duration
 	// HandshakeTimeout bounds the QUIC and TLS handshake. Default 10 s.
 	HandshakeTimeout time.Duration
-	// Framing tells where frames end. Default [LengthPrefixed].
+	// Framing tells where frames end. Default [WireFraming].
 	Framing Framing
 }
 
@@ -217,7 +222,7 @@ func (c ClientConfig) withDefaults() (ClientConfig, error) {
 		c.KeepAlivePeriod = 0
 	}
 	if c.Framing.FrameLen == nil {
-		c.Framing = LengthPrefixed()
+		c.Framing = WireFraming()
 	}
 	err := errors.Join(
 		checkWindows("stream", c.InitialStreamReceiveWindow, c.MaxStreamReceiveWindow),
@@ -234,15 +239,16 @@ func (c ClientConfig) withDefaults() (ClientConfig, error) {
 
 func (c ClientConfig) quicConfig() *quicgo.Config {
 	return &quicgo.Config{
-		HandshakeIdleTimeout:           c.HandshakeTimeout / 2,
-		MaxIdleTimeout:                 c.MaxIdleTimeout,
-		KeepAlivePeriod:                c.KeepAlivePeriod,
-		InitialStreamReceiveWindow:     c.InitialStreamReceiveWindow,
-		MaxStreamReceiveWindow:         c.MaxStreamReceiveWindow,
-		InitialConnectionReceiveWindow: c.InitialConnectionReceiveWindow,
-		MaxConnectionReceiveWindow:     c.MaxConnectionReceiveWindow,
-		MaxIncomingStreams:             -1, // the server never opens streams
-		MaxIncomingUniStreams:          -1,
+		HandshakeIdleTimeout:             c.HandshakeTimeout / 2,
+		MaxIdleTimeout:                   c.MaxIdleTimeout,
+		KeepAlivePeriod:                  c.KeepAlivePeriod,
+		InitialStreamReceiveWindow:       c.InitialStreamReceiveWindow,
+		MaxStreamReceiveWindow:           c.MaxStreamReceiveWindow,
+		InitialConnectionReceiveWindow:   c.InitialConnectionReceiveWindow,
+		MaxConnectionReceiveWindow:       c.MaxConnectionReceiveWindow,
+		MaxIncomingStreams:               -1, // the server never opens streams
+		MaxIncomingUniStreams:            -1,
+		EnableStreamResetPartialDelivery: true,
 	}
 }
 

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // Framing tells the transport where a frame ends, so that it can bound the
 // frame before allocating it. The transport never interprets anything else
 // in a frame: it hands whole frames (header included) to the caller and
-// writes whole frames it is given. The wire codec supplies the real layout;
-// [LengthPrefixed] is the minimal one.
+// writes whole frames it is given. [WireFraming], the protocol's layout, is
+// the default; [LengthPrefixed] is a minimal alternative.
 type Framing struct {
 	// HeaderLen is the fixed number of bytes at the start of every frame
 	// that FrameLen needs.
@@ -21,6 +23,13 @@ type Framing struct {
 	// that begins with header, or an error for a malformed header. It must
 	// not retain header.
 	FrameLen func(header []byte) (int, error)
+}
+
+// WireFraming is the frame layout of the Ledge protocol (transport/wire):
+// a 12-byte header whose first field, a little-endian uint32, counts the
+// bytes after it.
+func WireFraming() Framing {
+	return Framing{HeaderLen: wire.FrameHeaderSize, FrameLen: wire.FrameLen}
 }
 
 // lengthPrefixLen is the size of the [LengthPrefixed] header.

@@ -32,6 +32,8 @@ type Listener struct {
 	admitted       int
 	windowReserved uint64
 
+	drainFlag atomic.Bool // set before drainCh is closed; read on every frame
+
 	mu        sync.Mutex
 	draining  bool
 	conns     map[*Conn]struct{}
@@ -350,6 +352,7 @@ func (l *Listener) CloseToken(tokenID, reason string) int {
 	for c := range l.byToken[tokenID] {
 		conns = append(conns, c)
 	}
+	delete(l.byToken, tokenID)
 	l.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {
@@ -368,6 +371,7 @@ func (l *Listener) Shutdown(ctx context.Context) error {
 	l.mu.Lock()
 	if !l.draining {
 		l.draining = true
+		l.drainFlag.Store(true)
 		close(l.drainCh)
 	}
 	conns := make([]*Conn, 0, len(l.conns))
@@ -413,6 +417,7 @@ func (l *Listener) Close() error {
 		l.mu.Lock()
 		if !l.draining {
 			l.draining = true
+			l.drainFlag.Store(true)
 			close(l.drainCh)
 		}
 		conns := make([]*Conn, 0, len(l.conns))
@@ -430,6 +435,17 @@ func (l *Listener) Close() error {
 			wg.Go(func() { c.close(CodeShutdown, "server shutting down") })
 		}
 		wg.Wait()
+		// Each closed connection releases what its streams held; wait for
+		// that so the counters are final when Close returns.
+		for {
+			l.mu.Lock()
+			n, gone := len(l.conns), l.connsGone
+			l.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			<-gone
+		}
 		_ = l.tr.Close()
 		err = l.udp.Close()
 	})

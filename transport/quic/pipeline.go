@@ -160,7 +160,8 @@ func (p *Pipeline) close(ctx context.Context) error {
 		p.abort()
 		return context.Cause(ctx)
 	}
-	if err := p.terminalErr(); err != nil && !errors.Is(err, ErrClosed) {
+	// The node ending its side after the last reply is the normal end.
+	if err := p.terminalErr(); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotProcessed) {
 		return err
 	}
 	return nil
@@ -257,8 +258,12 @@ func (p *Pipeline) reader() {
 // of stream means they were not processed), and so does every later Send.
 func (p *Pipeline) fail(err error) {
 	p.mu.Lock()
-	if err == io.EOF {
+	var reset *StreamResetError
+	switch {
+	case err == io.EOF:
 		err = &NotProcessedError{Cause: p.sendErr}
+	case errors.As(err, &reset) && reset.Remote && endsAfterReplies(reset.Code):
+		err = &NotProcessedError{Cause: err}
 	}
 	if p.err == nil {
 		p.err = err
@@ -270,7 +275,7 @@ func (p *Pipeline) fail(err error) {
 		p.idle = nil
 	}
 	p.mu.Unlock()
-	if _, ok := err.(*NotProcessedError); ok {
+	if _, ok := err.(*NotProcessedError); ok && reset == nil {
 		// The node ended its side after its last reply: confirm we read it.
 		// (In its own goroutine: the writer may hold the stream while a
 		// write waits for flow control.)
@@ -288,4 +293,10 @@ func (p *Pipeline) fail(err error) {
 			return
 		}
 	}
+}
+
+// endsAfterReplies reports whether a node resets a stream with code only
+// after every request it read was answered (or never read any).
+func endsAfterReplies(code Code) bool {
+	return code == CodeFrameTooLarge || code == CodeProtocolError || code == CodeShutdown
 }

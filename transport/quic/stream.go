@@ -24,9 +24,11 @@ type Stream struct {
 	qs *quicgo.Stream
 	fr *frameReader
 
-	wmu     sync.Mutex
-	bw      *bufio.Writer
-	wclosed bool
+	wmu      sync.Mutex
+	bw       *bufio.Writer
+	wclosed  bool
+	deferred []*Request  // answered by WriteReply, released at the next flush
+	dirty    atomic.Bool // deferred is not empty
 
 	mu            sync.Mutex
 	reading       bool // inside ReadFrame
@@ -34,7 +36,8 @@ type Stream struct {
 	draining      bool
 	done          bool // finished: budget released, no longer tracked
 	readEOF       bool // the client closed its side
-	readBroken    bool // reading stopped after a bad frame
+	readBroken    bool // reading stopped after a bad frame...
+	brokenCode    Code // ...with this code, which also ends the send side
 	wroteAfterEOF bool // replies written after the client closed its side
 	outstanding   map[*Request]struct{}
 	watch         chan struct{} // closed on the next state change, when set
@@ -93,15 +96,16 @@ func (s *Stream) ReadFrame() (*Request, error) {
 	case s.done:
 		s.mu.Unlock()
 		return nil, s.goneError()
-	case s.draining:
+	case s.draining || s.c.l.drainFlag.Load():
 		s.mu.Unlock()
 		return nil, ErrServerClosed
 	case s.readEOF:
 		s.mu.Unlock()
 		return nil, io.EOF
 	case s.readBroken:
+		err := codeSentinel(s.brokenCode)
 		s.mu.Unlock()
-		return nil, ErrProtocol
+		return nil, err
 	}
 	s.reading, s.inHeader = true, true
 	s.mu.Unlock()
@@ -127,11 +131,16 @@ func (s *Stream) ReadFrame() (*Request, error) {
 }
 
 func (s *Stream) readFrame() (*Request, error) {
+	if s.fr.br.Buffered() < s.fr.framing.HeaderLen {
+		s.flushDeferred() // about to wait for the network
+	}
 	n, err := s.fr.readHeader()
 	s.mu.Lock()
 	s.inHeader = false
 	interrupted := s.draining
 	s.mu.Unlock()
+	// A header read in full before the stream's drain began is a request
+	// in flight, even when the listener's drain has begun.
 	l := s.c.l
 	if err != nil {
 		var tooLarge *FrameTooLargeError
@@ -156,8 +165,15 @@ func (s *Stream) readFrame() (*Request, error) {
 		// flight and is read and answered.
 		_ = s.qs.SetReadDeadline(time.Time{})
 	}
-	if _, err := l.budget.acquire(s.c.qc.Context(), int64(n), l.cfg.OnBackpressure); err != nil {
-		return nil, s.goneError()
+	if !l.budget.tryAcquire(int64(n)) {
+		// Deferred replies hold budget: send them before waiting for it.
+		s.flushDeferred()
+		if _, err := l.budget.acquire(s.c.qc.Context(), int64(n), l.cfg.OnBackpressure); err != nil {
+			return nil, s.goneError()
+		}
+	}
+	if s.fr.br.Buffered() < n-s.fr.framing.HeaderLen {
+		s.flushDeferred()
 	}
 	frame, err := s.fr.readBody(n)
 	if err != nil {
@@ -179,7 +195,7 @@ func (s *Stream) readFrame() (*Request, error) {
 // the write side stays open for the replies of earlier requests.
 func (s *Stream) stopReading(code Code) {
 	s.mu.Lock()
-	s.readBroken = true
+	s.readBroken, s.brokenCode = true, code
 	s.mu.Unlock()
 	s.qs.CancelRead(quicgo.StreamErrorCode(code))
 }
@@ -224,7 +240,32 @@ func (s *Stream) Flush() error {
 	if s.wclosed {
 		return ErrClosed
 	}
-	return mapError(s.bw.Flush())
+	return s.flushLocked()
+}
+
+func (s *Stream) flushLocked() error {
+	err := mapError(s.bw.Flush())
+	if len(s.deferred) > 0 {
+		for i, r := range s.deferred {
+			r.Release()
+			s.deferred[i] = nil
+		}
+		s.deferred = s.deferred[:0]
+		s.dirty.Store(false)
+	}
+	return err
+}
+
+// flushDeferred sends replies written by WriteReply, if any.
+func (s *Stream) flushDeferred() {
+	if !s.dirty.Load() {
+		return
+	}
+	s.wmu.Lock()
+	if !s.wclosed {
+		_ = s.flushLocked()
+	}
+	s.wmu.Unlock()
 }
 
 // Reply writes frame, flushes, and releases req.
@@ -238,7 +279,30 @@ func (s *Stream) Reply(req *Request, frame []byte) error {
 	if err := s.writeLocked(frame); err != nil {
 		return err
 	}
-	return mapError(s.bw.Flush())
+	return s.flushLocked()
+}
+
+// WriteReply buffers frame as req's reply without flushing: the reply is
+// sent, and req released, at the next flush, which happens at the latest
+// when ReadFrame is about to wait for the network or for budget. Replies
+// to a burst of pipelined requests then leave in one write. Call it only
+// from the goroutine that calls ReadFrame (a reply written elsewhere
+// while ReadFrame waits would stay buffered); elsewhere use Reply, or
+// WriteFrame and Flush.
+func (s *Stream) WriteReply(req *Request, frame []byte) error {
+	if err := checkFrame(s.c.l.cfg.Framing, frame, 0); err != nil {
+		req.Release()
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writeLocked(frame); err != nil {
+		req.Release()
+		return err
+	}
+	s.deferred = append(s.deferred, req)
+	s.dirty.Store(true)
+	return nil
 }
 
 // Close flushes, ends the send side (the client reads the end after the
@@ -246,16 +310,9 @@ func (s *Stream) Reply(req *Request, frame []byte) error {
 // requests not yet released. While the listener is shutting down, the
 // shutdown finishes the stream instead, once the client has read the end.
 func (s *Stream) Close() error {
-	s.wmu.Lock()
-	var err error
-	if !s.wclosed {
-		err = mapError(s.bw.Flush())
-		s.wclosed = true
-		_ = s.qs.Close()
-	}
-	s.wmu.Unlock()
+	err := s.endWrite()
 	s.mu.Lock()
-	if s.draining || s.done {
+	if s.draining || s.done || s.c.l.drainFlag.Load() {
 		s.mu.Unlock()
 		return err
 	}
@@ -265,6 +322,30 @@ func (s *Stream) Close() error {
 		s.qs.CancelRead(quicgo.StreamErrorCode(CodeStreamClosed))
 	}
 	s.finish()
+	return err
+}
+
+// endWrite flushes and ends the send side: with a FIN normally; after a
+// bad frame, with a reset carrying its code at a reliable boundary, so the
+// client reads every reply written so far and then learns why the stream
+// ended (when the client supports partial-delivery resets; otherwise FIN).
+func (s *Stream) endWrite() error {
+	s.mu.Lock()
+	code := s.brokenCode
+	s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.wclosed {
+		return nil
+	}
+	err := s.flushLocked()
+	s.wclosed = true
+	if code != CodeNoError && err == nil && s.c.qc.ConnectionState().SupportsStreamResetPartialDelivery.Remote {
+		s.qs.SetReliableBoundary()
+		s.qs.CancelWrite(quicgo.StreamErrorCode(code))
+		return nil
+	}
+	_ = s.qs.Close()
 	return err
 }
 
@@ -334,13 +415,7 @@ func (s *Stream) drain(ctx context.Context) bool {
 	eof, broken, unconfirmed := s.readEOF, s.readBroken, s.wroteAfterEOF
 	s.mu.Unlock()
 
-	s.wmu.Lock()
-	if !s.wclosed {
-		_ = s.bw.Flush()
-		s.wclosed = true
-		_ = s.qs.Close()
-	}
-	s.wmu.Unlock()
+	_ = s.endWrite()
 
 	confirmed := !unconfirmed && !broken
 	if !eof && !broken {

@@ -5,11 +5,12 @@ import (
 	"crypto/x509"
 
 	"github.com/ledgemq/ledge/transport/quic/certs"
+	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // ALPN is the application protocol negotiated in the TLS handshake. A
 // client offering anything else is refused during the handshake.
-const ALPN = "ledge/1"
+const ALPN = wire.ALPN
 
 // ServerTLSConfig returns a TLS 1.3 server configuration for ALPN that
 // takes its certificate from getCert — typically [certs.Store.GetCertificate],

@@ -42,7 +42,8 @@ type Consumer struct {
 	// Name is the consumer's name (ConsumerNamed) or the group's name
 	// (ConsumerMember).
 	Name string
-	// Session is the session epoch AttachConsumer handed out (ConsumerNamed).
+	// Session is the session epoch AttachConsumer handed out for the
+	// topic the request names (ConsumerNamed).
 	Session uint64
 	// MemberID and MemberEpoch identify a group member (ConsumerMember).
 	MemberID    string
@@ -171,15 +172,17 @@ func (p *Position) get(r *fieldReader) {
 	p.Mode, p.Reset = mode, reset
 }
 
-// AttachConsumerRequest starts a session for a named consumer. The node
-// hands out a new, higher session epoch on every attach; polls and
-// commits carrying an older one are refused with StatusFencedSession, so
-// a second process attaching under the same name fences the first.
-// Sessions are per name, node-wide.
+// AttachConsumerRequest starts a session for a named consumer on a topic.
+// The node hands out a new, higher session epoch on every attach; polls,
+// commits and resets carrying an older one are refused with
+// StatusFencedSession, so a second process attaching under the same name
+// fences the first. Sessions are per topic and name: a named consumer's
+// request names partitions of the one topic its Session belongs to.
 //
-//	name str16
+//	topic str16 | name str16
 type AttachConsumerRequest struct {
-	Name string
+	Topic string
+	Name  string
 }
 
 // Kind implements Message.
@@ -188,6 +191,7 @@ func (*AttachConsumerRequest) Kind() Kind { return KindAttachConsumer }
 // Encode implements Message.
 func (m *AttachConsumerRequest) Encode(dst []byte) ([]byte, error) {
 	w := newFieldWriter(dst, "attach-consumer")
+	w.str16(m.Topic, MaxNameLen, "topic")
 	w.str16(m.Name, MaxNameLen, "consumer name")
 	return w.result()
 }
@@ -195,14 +199,17 @@ func (m *AttachConsumerRequest) Encode(dst []byte) ([]byte, error) {
 // Decode implements Message.
 func (m *AttachConsumerRequest) Decode(b []byte) error {
 	r := newFieldReader(b, "attach-consumer")
+	r.str16(&m.Topic, MaxNameLen, "topic")
 	r.str16(&m.Name, MaxNameLen, "consumer name")
 	return r.finish()
 }
 
-// AttachConsumerReply carries the session epoch to put in Consumer.Session.
+// AttachConsumerReply carries the session epoch to put in Consumer.Session
+// and the topic's id.
 //
-//	session epoch u64
+//	topic id [16] | session epoch u64
 type AttachConsumerReply struct {
+	TopicID [16]byte
 	Session uint64
 }
 
@@ -212,6 +219,7 @@ func (*AttachConsumerReply) Kind() Kind { return KindAttachConsumer }
 // Encode implements Message.
 func (m *AttachConsumerReply) Encode(dst []byte) ([]byte, error) {
 	w := newFieldWriter(dst, "attach-consumer reply")
+	w.fixed(m.TopicID[:])
 	w.u64(m.Session)
 	return w.result()
 }
@@ -219,6 +227,7 @@ func (m *AttachConsumerReply) Encode(dst []byte) ([]byte, error) {
 // Decode implements Message.
 func (m *AttachConsumerReply) Decode(b []byte) error {
 	r := newFieldReader(b, "attach-consumer reply")
+	copy(m.TopicID[:], r.fixed(16, "topic id"))
 	m.Session = r.u64("session epoch")
 	return r.finish()
 }

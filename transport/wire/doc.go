@@ -12,10 +12,12 @@
 // # Frames
 //
 // A frame is a 12-byte header (length, version, flags, kind, request id)
-// and a body. ReadFrame checks the declared length against a limit before
-// it allocates and reads into a caller's buffer; StartFrame, FinishFrame,
-// AppendRequest, AppendReply and AppendErrorReply append to a caller's
-// buffer. With reused buffers neither side allocates per frame.
+// and a body. ReadFrame checks the declared size against a limit before it
+// allocates and reads into a caller's buffer; a transport that moves whole
+// frames bounds them with FrameLen and parses them with ParseFrame.
+// StartFrame, FinishFrame, AppendRequest, AppendReply and AppendErrorReply
+// append to a caller's buffer. With reused buffers neither side allocates
+// per frame.
 //
 // On a stream the client sends request frames and the node answers each
 // with one reply frame, in request order. A node answers what it cannot

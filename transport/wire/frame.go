@@ -20,10 +20,11 @@ const (
 	DefaultPort = 7420
 	// FrameHeaderSize is the size of the fixed frame header.
 	FrameHeaderSize = 12
-	// DefaultMaxFrameSize is the largest frame body a node accepts unless
-	// configured otherwise; Authenticate's reply tells a client the
-	// node's actual limit.
-	DefaultMaxFrameSize = 16 << 20
+	// DefaultMaxFrameSize is the largest frame, header included, a node
+	// accepts unless configured otherwise; Authenticate's reply tells a
+	// client the node's actual limit. Clients accept larger reply frames
+	// (a poll reply is as large as the poll's MaxBytes allows).
+	DefaultMaxFrameSize = 8 << 20
 )
 
 // The frame header's length field counts the bytes after itself: the rest
@@ -76,13 +77,14 @@ type Frame struct {
 	Body []byte
 }
 
-// FrameTooLargeError reports a frame whose declared length exceeds the
+// FrameTooLargeError reports a frame whose declared size exceeds the
 // reader's limit. The header was read and is valid, and nothing was
-// allocated for the body: the reader may discard the body (Size bytes) and
-// answer the request with StatusMessageTooLarge, or reset the stream.
+// allocated for the body: the reader may discard the rest of the frame
+// (Size − FrameHeaderSize bytes) and answer the request with
+// StatusMessageTooLarge, or reset the stream.
 type FrameTooLargeError struct {
 	Header FrameHeader
-	Size   int // body length the frame declared
+	Size   int // size of the whole frame, header included
 	Max    int // the reader's limit
 }
 
@@ -96,34 +98,60 @@ func (e *FrameTooLargeError) Error() string {
 func (e *FrameTooLargeError) Is(target error) bool { return target == StatusMessageTooLarge }
 
 // ParseFrameHeader decodes the first FrameHeaderSize bytes of b and returns
-// the header and the body length that follows, which is at most limit. A length field too small
-// for a header is a *Error with StatusMalformedRequest: the stream has lost
-// its framing and must be reset. A body longer than limit is a
-// *FrameTooLargeError carrying the header.
+// the header and the length of the body that follows. Limits count whole
+// frames, header included, as a transport moving whole frames sees them. A
+// length field too small for a header is a *Error with
+// StatusMalformedRequest: the stream has lost its framing and must be
+// reset. A frame larger than limit is a *FrameTooLargeError carrying the
+// header.
 func ParseFrameHeader(b []byte, limit int) (FrameHeader, int, error) {
-	if len(b) < FrameHeaderSize {
-		return FrameHeader{}, 0, errorf(StatusMalformedRequest, "frame header truncated")
+	size, err := FrameLen(b)
+	if err != nil {
+		return FrameHeader{}, 0, err
 	}
 	le := binary.LittleEndian
-	length := le.Uint32(b)
 	h := FrameHeader{Version: b[4], Flags: FrameFlags(b[5]), Kind: Kind(le.Uint16(b[6:])), ID: le.Uint32(b[8:])}
-	if length < headerAfterLength {
-		return FrameHeader{}, 0, errorf(StatusMalformedRequest,
-			fmt.Sprintf("frame length %d is shorter than the frame header", length))
+	if size > limit {
+		return h, 0, &FrameTooLargeError{Header: h, Size: size, Max: limit}
 	}
-	size := uint64(length - headerAfterLength)
-	if limit < 0 || size > uint64(limit) {
-		return h, 0, &FrameTooLargeError{Header: h, Size: int(size), Max: limit}
-	}
-	return h, int(size), nil
+	return h, size - FrameHeaderSize, nil
 }
 
-// ReadFrame reads one frame from r. The declared length is checked against
-// limit before anything is allocated. The body is read into buf when
-// cap(buf) is large enough, and into a new slice otherwise; to reuse the
-// memory, pass f.Body[:0] as buf of the next call — unless something kept
-// a message decoded from the frame (a produce batch handed to storage),
-// which aliases the body.
+// FrameLen returns the size of the whole frame, header included, that
+// starts with header (at least FrameHeaderSize bytes). It is what a
+// transport that moves whole frames needs to bound one before reading it.
+func FrameLen(header []byte) (int, error) {
+	if len(header) < FrameHeaderSize {
+		return 0, errorf(StatusMalformedRequest, "frame header truncated")
+	}
+	length := binary.LittleEndian.Uint32(header)
+	if length < headerAfterLength {
+		return 0, errorf(StatusMalformedRequest,
+			fmt.Sprintf("frame length %d is shorter than the frame header", length))
+	}
+	return int(length) + 4, nil
+}
+
+// ParseFrame parses one whole frame, header included, as a transport
+// hands it over. Body aliases frame.
+func ParseFrame(frame []byte, limit int) (Frame, error) {
+	h, n, err := ParseFrameHeader(frame, limit)
+	if err != nil {
+		return Frame{FrameHeader: h}, err
+	}
+	if n != len(frame)-FrameHeaderSize {
+		return Frame{FrameHeader: h}, errorf(StatusMalformedRequest,
+			fmt.Sprintf("frame header says %d body bytes, frame has %d", n, len(frame)-FrameHeaderSize))
+	}
+	return Frame{FrameHeader: h, Body: frame[FrameHeaderSize:]}, nil
+}
+
+// ReadFrame reads one frame from r. The declared size is checked against
+// limit (which counts the whole frame) before anything is allocated. The
+// body is read into buf when cap(buf) is large enough, and into a new slice
+// otherwise; to reuse the memory, pass f.Body[:0] as buf of the next call —
+// unless something kept a message decoded from the frame (a produce batch
+// handed to storage), which aliases the body.
 //
 // A clean end of stream before a frame is io.EOF; one inside a frame is
 // io.ErrUnexpectedEOF. See ParseFrameHeader for the framing errors; after a

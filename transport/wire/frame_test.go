@@ -76,7 +76,7 @@ func TestReadFrameErrors(t *testing.T) {
 		{"too large", ok, 2, func(err error) bool {
 			var e *wire.FrameTooLargeError
 			return errors.As(err, &e) && errors.Is(err, wire.StatusMessageTooLarge) &&
-				e.Size == 3 && e.Max == 2 && e.Header.ID == 7 && e.Header.Kind == wire.KindPoll
+				e.Size == 15 && e.Max == 2 && e.Header.ID == 7 && e.Header.Kind == wire.KindPoll
 		}},
 		{"huge declared length", rawFrame(0xFFFFFFFF, 1, 0, wire.KindProduce, 1, nil), wire.DefaultMaxFrameSize,
 			func(err error) bool { return errors.Is(err, wire.StatusMessageTooLarge) }},
@@ -96,16 +96,16 @@ func TestSkipTooLargeFrame(t *testing.T) {
 	stream := rawFrame(8+100, 1, 0, wire.KindProduce, 1, make([]byte, 100))
 	stream, _ = wire.AppendRequest(stream, 2, &wire.ListTopicsRequest{})
 	r := bytes.NewReader(stream)
-	_, err := wire.ReadFrame(r, nil, 10)
+	_, err := wire.ReadFrame(r, nil, 20)
 	var tooLarge *wire.FrameTooLargeError
 	if !errors.As(err, &tooLarge) {
 		t.Fatalf("err %v", err)
 	}
 	reply := wire.AppendErrorReply(nil, tooLarge.Header, wire.StatusMessageTooLarge, err.Error())
-	if _, err := io.CopyN(io.Discard, r, int64(tooLarge.Size)); err != nil {
+	if _, err := io.CopyN(io.Discard, r, int64(tooLarge.Size-wire.FrameHeaderSize)); err != nil {
 		t.Fatal(err)
 	}
-	f, err := wire.ReadFrame(r, nil, 10)
+	f, err := wire.ReadFrame(r, nil, 20)
 	if err != nil || f.ID != 2 || f.Kind != wire.KindListTopics {
 		t.Fatalf("next frame %+v, %v", f.FrameHeader, err)
 	}
@@ -225,5 +225,28 @@ func TestAppendErrorReplyNeverFails(t *testing.T) {
 	status, msg, _, err := wire.ParseReply(f.Body)
 	if err != nil || status != wire.StatusInternal || len(msg) > wire.MaxTextLen || msg == "" {
 		t.Fatalf("status %v, %d-byte message, err %v", status, len(msg), err)
+	}
+}
+
+// A transport that moves whole frames bounds them with FrameLen and hands
+// them over for ParseFrame.
+func TestWholeFrames(t *testing.T) {
+	frame, _ := wire.AppendRequest(nil, 5, &wire.DescribeTopicRequest{Name: "t"})
+	n, err := wire.FrameLen(frame[:wire.FrameHeaderSize])
+	if err != nil || n != len(frame) {
+		t.Fatalf("FrameLen %d, %v; frame is %d bytes", n, err, len(frame))
+	}
+	f, err := wire.ParseFrame(frame, len(frame))
+	if err != nil || f.ID != 5 || &f.Body[0] != &frame[wire.FrameHeaderSize] {
+		t.Fatalf("ParseFrame: %+v %v", f, err)
+	}
+	if _, err := wire.ParseFrame(frame, len(frame)-1); !errors.Is(err, wire.StatusMessageTooLarge) {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if _, err := wire.ParseFrame(frame[:len(frame)-1], len(frame)); !errors.Is(err, wire.StatusMalformedRequest) {
+		t.Fatalf("short frame: %v", err)
+	}
+	if _, err := wire.FrameLen(frame[:4]); !errors.Is(err, wire.StatusMalformedRequest) {
+		t.Fatalf("short header: %v", err)
 	}
 }

@@ -158,7 +158,7 @@ func FuzzServeStream(f *testing.F) {
 				switch {
 				case errors.As(err, &tooLarge):
 					out = wire.AppendErrorReply(out[:0], tooLarge.Header, wire.StatusMessageTooLarge, err.Error())
-					if _, err := io.CopyN(io.Discard, r, int64(tooLarge.Size)); err != nil {
+					if _, err := io.CopyN(io.Discard, r, int64(tooLarge.Size-wire.FrameHeaderSize)); err != nil {
 						return
 					}
 					continue

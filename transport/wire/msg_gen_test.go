@@ -211,10 +211,10 @@ func messageCases() []messageCase {
 				AppendTime: rapid.Int64().Draw(t, "append time"), Duplicate: rapid.Bool().Draw(t, "duplicate")}
 		}), zeroOf[wire.ProduceReply]()},
 		{"AttachConsumerRequest", custom(func(t *rapid.T) *wire.AttachConsumerRequest {
-			return &wire.AttachConsumerRequest{Name: genName(t, "name")}
+			return &wire.AttachConsumerRequest{Topic: genName(t, "topic"), Name: genName(t, "name")}
 		}), zeroOf[wire.AttachConsumerRequest]()},
 		{"AttachConsumerReply", custom(func(t *rapid.T) *wire.AttachConsumerReply {
-			return &wire.AttachConsumerReply{Session: rapid.Uint64().Draw(t, "session")}
+			return &wire.AttachConsumerReply{TopicID: genID(t, "id"), Session: rapid.Uint64().Draw(t, "session")}
 		}), zeroOf[wire.AttachConsumerReply]()},
 		{"PollRequest", custom(genPollRequest), zeroOf[wire.PollRequest]()},
 		{"PollReply", custom(genPollReply), zeroOf[wire.PollReply]()},

@@ -1,0 +1,389 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// maxQueuedBytes bounds the appended bytes waiting for the flusher of one
+// partition; Append waits for room beyond it.
+const maxQueuedBytes = 64 << 20
+
+// Partition is one append-only log of a topic. Its methods are safe for
+// concurrent use; the owner in node orders them.
+type Partition struct {
+	t     *Topic
+	e     *Engine
+	index int
+	dir   string
+	cfg   *TopicConfig
+
+	// stateMu serializes writes of the durable partition state; durable is
+	// the last state written (guarded by stateMu).
+	stateMu sync.Mutex
+	durable partState
+
+	mu         sync.Mutex
+	start      uint64
+	next       uint64 // next offset to hand out
+	writtenEnd uint64 // end of what is written (page cache)
+	syncedEnd  uint64 // end of what is fsynced
+	epoch      fence.HistoryEpoch
+	lineage    []fence.HistoryTransition
+	ceiling    uint64     // durable reservation: offsets below it may be handed out
+	checkpoint checkpoint // newest durable point, written with the next state write
+	extending  bool
+	extendDone chan struct{}
+	failed     error // appends refused until reopen
+	corrupt    error // *CorruptLogError: nothing is served
+	closing    error // ErrClosed or ErrTopicDeleted once stopping
+	changed    chan struct{}
+	segs       []*segment // by base; the last is the active one
+	maxTS      int64      // largest record timestamp so far
+	queue      []*pending
+	queued     int
+	roomCh     chan struct{} // closed when queue room frees
+	rollWanted bool
+	barriers   []barrier
+	producers  map[fence.ProducerID]*fence.ProducerState
+	failures   []failedRange
+	tail       tailCache
+
+	wake        chan struct{} // flusher wake-up, capacity 1
+	flusherDone chan struct{}
+	fl          flusher // owned by the flusher goroutine
+}
+
+// pending is an appended batch waiting for the flusher.
+type pending struct {
+	b          []byte
+	base, last uint64
+	maxTS      int64
+	prod       prodRec
+	undo       *producerUndo
+}
+
+type failedRange struct {
+	base, last uint64
+	err        error
+}
+
+// barrier asks the flusher to make everything appended below upTo durable
+// and to report the durable producer state.
+type barrier struct {
+	upTo uint64
+	ch   chan barrierResult
+}
+
+type barrierResult struct {
+	snap producerSnapshot
+	err  error
+}
+
+// AppendResult is the offsets assigned to an appended batch.
+type AppendResult struct{ Base, Last uint64 }
+
+// PartitionState is a partition's offsets and history.
+type PartitionState struct {
+	// LogStart is the first offset readers may ask for.
+	LogStart uint64
+	// HighWatermark is the exclusive end of what readers may see.
+	HighWatermark uint64
+	// History is the current history epoch.
+	History fence.HistoryEpoch
+	// Lineage is how each epoch began, in increasing epoch order.
+	Lineage []fence.HistoryTransition
+	// Failed is non-nil when appends are refused until a restart (a failed
+	// fsync) or nothing is served (a corrupt log).
+	Failed error
+}
+
+// Topic returns the partition's topic.
+func (p *Partition) Topic() *Topic { return p.t }
+
+// Index returns the partition's number within its topic.
+func (p *Partition) Index() int { return p.index }
+
+// State returns the partition's current offsets and history.
+func (p *Partition) State() PartitionState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := PartitionState{
+		LogStart:      p.start,
+		HighWatermark: p.hwLocked(),
+		History:       p.epoch,
+		Lineage:       slices.Clone(p.lineage),
+		Failed:        p.failed,
+	}
+	if p.corrupt != nil {
+		s.Failed = p.corrupt
+	}
+	return s
+}
+
+// ackEndLocked is the exclusive end of what the policy counts as durable.
+func (p *Partition) ackEndLocked() uint64 {
+	if p.cfg.Durability == DurabilityAlways {
+		return p.syncedEnd
+	}
+	return p.writtenEnd
+}
+
+func (p *Partition) hwLocked() uint64 { return max(p.start, p.ackEndLocked()) }
+
+// Changed returns a channel closed at the next change of the high
+// watermark or of the partition's state (a purge, a failure, a close).
+func (p *Partition) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+func (p *Partition) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// Append validates batch (magic, version, CRC, size, dense offsets),
+// assigns its offsets, stamps its base offset (and, for append-time
+// topics, its timestamps), and queues it for the durability pipeline. It
+// returns at once with the offsets; WaitDurable says when they are
+// acknowledged. batch belongs to the engine from now on: it is cached and
+// served to readers, so the caller must not modify it.
+//
+// Append waits only when the offset reservation is exhausted (a metadata
+// fsync, normally done in the background) or when too many bytes await the
+// flusher. Errors: ErrInvalidBatch (with the wire error), ErrNoSpace is
+// reported by WaitDurable, ErrPartitionFailed, ErrClosed, ErrTopicDeleted.
+func (p *Partition) Append(batch []byte) (AppendResult, error) {
+	h, err := wire.VerifyBatch(batch, p.cfg.MaxBatchBytes)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	if uint64(h.RecordCount) != uint64(h.LastOffsetDelta)+1 {
+		return AppendResult{}, fmt.Errorf("%w: %d records span %d offsets (a producer's batch is dense)", ErrInvalidBatch, h.RecordCount, uint64(h.LastOffsetDelta)+1)
+	}
+	n := uint64(h.LastOffsetDelta) + 1
+	p.mu.Lock()
+	for {
+		if err := p.appendErrLocked(); err != nil {
+			p.mu.Unlock()
+			return AppendResult{}, err
+		}
+		if p.next+n > p.ceiling {
+			p.extendLocked(p.next + n)
+			ch := p.extendDone
+			p.mu.Unlock()
+			<-ch
+			p.mu.Lock()
+			continue
+		}
+		if p.queued > 0 && p.queued+len(batch) > maxQueuedBytes {
+			if p.roomCh == nil {
+				p.roomCh = make(chan struct{})
+			}
+			ch := p.roomCh
+			p.mu.Unlock()
+			<-ch
+			p.mu.Lock()
+			continue
+		}
+		break
+	}
+	base := p.next
+	p.next += n
+	wire.StampBaseOffset(batch, base)
+	if p.cfg.Timestamps == TimestampAppend {
+		now := p.e.opts.Now().UnixMilli()
+		wire.StampAppendTime(batch, now)
+		h.MaxTimestamp = now
+	}
+	if p.ceiling-p.next < p.e.opts.ReservationStep/2 {
+		p.extendLocked(0)
+	}
+	q := &pending{b: batch, base: base, last: base + n - 1, maxTS: h.MaxTimestamp}
+	if h.ProducerID != 0 {
+		q.prod = prodRec{id: fence.ProducerID(h.ProducerID), epoch: fence.ProducerEpoch(h.ProducerEpoch),
+			seq: h.BaseSequence, count: int32(h.RecordCount), base: q.base, last: q.last}
+		q.undo = p.applyProducerLocked(q.prod)
+	}
+	p.queue = append(p.queue, q)
+	p.queued += len(batch)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return AppendResult{Base: q.base, Last: q.last}, nil
+}
+
+func (p *Partition) appendErrLocked() error {
+	switch {
+	case p.closing != nil:
+		return p.closing
+	case p.corrupt != nil:
+		return p.corrupt
+	case p.failed != nil:
+		return p.failed
+	}
+	return nil
+}
+
+// WaitDurable blocks until every offset up to off is durable per the
+// topic's policy (none and interval: written to the page cache), or the
+// append of off failed (ErrNoSpace, ErrPartitionFailed, ErrTopicDeleted,
+// ErrClosed), or ctx is done.
+func (p *Partition) WaitDurable(ctx context.Context, off uint64) error {
+	for {
+		p.mu.Lock()
+		for i := len(p.failures) - 1; i >= 0; i-- {
+			if f := p.failures[i]; off >= f.base && off <= f.last {
+				p.mu.Unlock()
+				return f.err
+			}
+		}
+		if off < p.ackEndLocked() {
+			p.mu.Unlock()
+			return nil
+		}
+		if err := p.appendErrLocked(); err != nil {
+			p.mu.Unlock()
+			return err
+		}
+		if off >= p.next {
+			p.mu.Unlock()
+			return fmt.Errorf("engine: offset %d was not handed out (next is %d)", off, p.next)
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// extendLocked starts raising the durable offset reservation to cover at
+// least need, if no raise is in flight.
+func (p *Partition) extendLocked(need uint64) {
+	if p.extending {
+		return
+	}
+	p.extending = true
+	p.extendDone = make(chan struct{})
+	target := max(p.ceiling, p.next, need) + p.e.opts.ReservationStep
+	go func() {
+		err := p.writeState(func(s *partState) { s.ceiling = target; s.clean = false }, true)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.extending = false
+		if err != nil {
+			p.failLocked(err, nil)
+		} else {
+			p.ceiling = max(p.ceiling, target)
+		}
+		close(p.extendDone)
+	}()
+}
+
+// failLocked stops the partition from taking appends after a failed fsync
+// or write; everything not yet acknowledged (the queue, and inflight, the
+// batches the flusher was writing, oldest first) fails with the error.
+func (p *Partition) failLocked(cause error, inflight []*pending) {
+	if p.failed == nil {
+		p.failed = partitionFailed(cause)
+		p.e.opts.Logger.Error("partition failed; restart to recover", "topic", p.t.name, "partition", p.index, "err", cause)
+	}
+	p.failQueueLocked(p.failed, inflight)
+	p.notifyLocked()
+}
+
+// failQueueLocked fails every queued batch (and the ones in flight, given
+// oldest first) with err, undoing their producer-state changes.
+func (p *Partition) failQueueLocked(err error, inflight []*pending) {
+	all := append(slices.Clone(inflight), p.queue...)
+	for i := len(all) - 1; i >= 0; i-- {
+		p.undoProducerLocked(all[i].undo)
+	}
+	if len(all) > 0 {
+		p.addFailureLocked(all[0].base, all[len(all)-1].last, err)
+	}
+	p.queue = nil
+	p.queued = 0
+	p.freeRoomLocked()
+}
+
+func (p *Partition) addFailureLocked(base, last uint64, err error) {
+	if n := len(p.failures); n > 0 && p.failures[n-1].err == err && p.failures[n-1].last+1 >= base {
+		p.failures[n-1].last = max(p.failures[n-1].last, last)
+		return
+	}
+	// Keep the most recent ranges only: a waiter asks about its own, recent
+	// append.
+	if len(p.failures) >= 256 {
+		p.failures = slices.Delete(p.failures, 0, 128)
+	}
+	p.failures = append(p.failures, failedRange{base: base, last: last, err: err})
+}
+
+func (p *Partition) freeRoomLocked() {
+	if p.roomCh != nil {
+		close(p.roomCh)
+		p.roomCh = nil
+	}
+}
+
+// writeState applies mod to the durable partition state and writes it,
+// synced or not. Every write carries the whole state, so a NoSync write
+// never carries values that are not already durable or meant to be.
+func (p *Partition) writeState(mod func(*partState), sync bool) error {
+	return p.writeStateAndProducers(mod, nil, sync)
+}
+
+// writeStateAndProducers writes the partition state (with the newest
+// durable checkpoint, then mod applied) and, if snap is not nil, a
+// producer-state snapshot, in one metadata batch.
+func (p *Partition) writeStateAndProducers(mod func(*partState), snap *producerSnapshot, sync bool) error {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	s := p.durable
+	s.lineage = slices.Clone(s.lineage)
+	p.mu.Lock()
+	if cp := p.checkpoint; cp.seg > s.cp.seg || (cp.seg == s.cp.seg && cp.pos > s.cp.pos) {
+		s.cp = cp
+	}
+	p.mu.Unlock()
+	if mod != nil {
+		mod(&s)
+	}
+	b := p.e.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(partKey('P', p.t.id, p.index), seal(kindPartition, s.encode()), nil); err != nil {
+		return err
+	}
+	if snap != nil {
+		v, err := snap.encode()
+		if err != nil {
+			return err
+		}
+		if err := b.Set(partKey('R', p.t.id, p.index), seal(kindProducers, v), nil); err != nil {
+			return err
+		}
+	}
+	if err := p.e.commit(b, sync); err != nil {
+		return err
+	}
+	p.durable = s
+	return nil
+}
+
+// segmentPath returns the file name of the segment starting at base.
+func (p *Partition) segmentPath(base uint64, ext string) string {
+	return p.e.fs.PathJoin(p.dir, fmt.Sprintf("%020d%s", base, ext))
+}

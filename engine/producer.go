@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/ledgemq/ledge/engine/internal/codec"
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Producer state: per partition, per producer id, the epoch and a window of
+// the latest batches (fence.ProducerState), kept so that the owner can
+// answer a retried batch with its original offsets and fence a zombie.
+//
+// The live state is updated by Append (so in-flight batches count) and
+// rolled back if their append fails. A durable copy follows the fsyncs of
+// the log; it is snapshotted into the metadata store (with the offset it is
+// valid as of) when a segment is sealed, at purge and at a clean shutdown.
+// Recovery loads the snapshot and replays the batch headers of the log from
+// that offset on. Purge keeps producer state: a purge that erased it would
+// let a zombie producer in.
+
+// prodRec is what a batch header says about its producer.
+type prodRec struct {
+	id         fence.ProducerID
+	epoch      fence.ProducerEpoch
+	seq, count int32
+	base, last uint64
+}
+
+func prodRecOf(h wire.BatchHeader) (prodRec, bool) {
+	if h.ProducerID == 0 || h.BaseSequence < 0 {
+		return prodRec{}, false
+	}
+	return prodRec{id: fence.ProducerID(h.ProducerID), epoch: fence.ProducerEpoch(h.ProducerEpoch),
+		seq: h.BaseSequence, count: int32(h.RecordCount), base: h.BaseOffset, last: h.LastOffset()}, true
+}
+
+func applyProducer(m map[fence.ProducerID]*fence.ProducerState, r prodRec) {
+	s := m[r.id]
+	if s == nil {
+		s = &fence.ProducerState{}
+		m[r.id] = s
+	}
+	s.Record(fence.ProduceRequest{Producer: r.id, Epoch: r.epoch, BaseSequence: r.seq, Count: r.count}, r.base, r.last)
+}
+
+// producerUndo restores one producer's state as it was before an append.
+type producerUndo struct {
+	id      fence.ProducerID
+	prev    fence.ProducerState
+	existed bool
+}
+
+func (p *Partition) applyProducerLocked(r prodRec) *producerUndo {
+	if r.seq < 0 {
+		return nil
+	}
+	u := &producerUndo{id: r.id}
+	if s := p.producers[r.id]; s != nil {
+		u.prev, u.existed = *s, true
+	}
+	applyProducer(p.producers, r)
+	return u
+}
+
+func (p *Partition) undoProducerLocked(u *producerUndo) {
+	if u == nil {
+		return
+	}
+	if !u.existed {
+		delete(p.producers, u.id)
+		return
+	}
+	s := u.prev
+	p.producers[u.id] = &s
+}
+
+// ProducerState returns the state of producer id on this partition
+// (including batches appended but not yet durable), and whether it ever
+// appended here.
+func (p *Partition) ProducerState(id fence.ProducerID) (fence.ProducerState, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.producers[id]
+	if s == nil {
+		return fence.ProducerState{}, false
+	}
+	return *s, true
+}
+
+// ProducerIDs returns the ids of the producers that appended here.
+func (p *Partition) ProducerIDs() []fence.ProducerID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := slices.Collect(maps.Keys(p.producers))
+	slices.Sort(ids)
+	return ids
+}
+
+// producerSnapshot is the producer state after every batch below asOf.
+type producerSnapshot struct {
+	asOf  uint64
+	state map[fence.ProducerID]*fence.ProducerState
+}
+
+func cloneProducers(m map[fence.ProducerID]*fence.ProducerState) map[fence.ProducerID]*fence.ProducerState {
+	c := make(map[fence.ProducerID]*fence.ProducerState, len(m))
+	for id, s := range m {
+		v := *s
+		c[id] = &v
+	}
+	return c
+}
+
+func (s *producerSnapshot) encode() ([]byte, error) {
+	b := binary.AppendUvarint(nil, s.asOf)
+	ids := slices.Sorted(maps.Keys(s.state))
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, uint64(id))
+		v, err := s.state[id].MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		b = codec.AppendBytes(b, v)
+	}
+	return b, nil
+}
+
+func decodeProducerSnapshot(p []byte) (producerSnapshot, error) {
+	r := codec.NewReader(p)
+	s := producerSnapshot{asOf: r.Uvarint()}
+	n := r.Count(2)
+	s.state = make(map[fence.ProducerID]*fence.ProducerState, n)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		id := fence.ProducerID(r.Uvarint())
+		var st fence.ProducerState
+		if err := st.UnmarshalBinary(r.Bytes()); err != nil && r.Err() == nil {
+			return s, fmt.Errorf("producer %d: %w", id, err)
+		}
+		s.state[id] = &st
+	}
+	return s, r.Done()
+}

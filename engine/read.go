@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Reads are planned on the owner and executed anywhere. PlanRead resolves
+// the position under the partition lock and captures what the read needs —
+// cached batches, or a referenced segment with a byte range — and nothing
+// that can change engine state. Execute does the file read on a bounded
+// pool of readers and returns whole stored batches in a buffer of its own:
+// nothing the engine holds aliases it, and nothing the caller does to it
+// reaches the engine. Batches served from the tail cache are shared with
+// the cache; the engine never modifies them, and callers must not either.
+
+// ReadPlan is a read resolved on the owner. It holds a reference on the
+// segment it reads; Release drops it. A plan may be executed more than once.
+type ReadPlan struct{ x *readPlan }
+
+type readPlan struct {
+	p        *Partition
+	from, hw uint64
+	maxBytes int
+	cached   [][]byte
+	seg      *segment
+	pos      int64
+	limit    int64  // logical size of the segment at planning
+	segEnd   uint64 // Next when the segment holds nothing at or after from
+	empty    bool
+	next     uint64
+	released atomic.Bool
+}
+
+// ReadResult is what a read returns: whole stored batches, in offset
+// order, and the offset to read next. Immutable: see the package comment.
+type ReadResult struct {
+	Batches [][]byte
+	Next    uint64
+}
+
+// From returns the offset the plan reads from.
+func (r ReadPlan) From() uint64 {
+	if r.x == nil {
+		return 0
+	}
+	return r.x.from
+}
+
+// HighWatermark returns the high watermark when the plan was made; the
+// read returns nothing at or above it.
+func (r ReadPlan) HighWatermark() uint64 {
+	if r.x == nil {
+		return 0
+	}
+	return r.x.hw
+}
+
+// PlanRead plans a read of at least one whole batch (if any) and up to
+// about maxBytes, from offset from. An offset below the log start or above
+// the high watermark is an *OutOfRangeError carrying both; from equal to
+// the high watermark plans an empty read (a long poll waits on Changed).
+func (p *Partition) PlanRead(from uint64, maxBytes int) (ReadPlan, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.corrupt != nil {
+		return ReadPlan{}, p.corrupt
+	}
+	if p.closing != nil {
+		return ReadPlan{}, p.closing
+	}
+	hw := p.hwLocked()
+	if from < p.start || from > hw {
+		return ReadPlan{}, &OutOfRangeError{Offset: from, Start: p.start, HW: hw}
+	}
+	x := &readPlan{p: p, from: from, hw: hw, maxBytes: max(maxBytes, 1)}
+	if from == hw {
+		x.empty, x.next = true, hw
+		return ReadPlan{x}, nil
+	}
+	if b, next, ok := p.tailReadLocked(from, hw, x.maxBytes); ok {
+		x.cached, x.next = b, next
+		return ReadPlan{x}, nil
+	}
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base > from }) - 1
+	if i < 0 {
+		i = 0
+	}
+	for i < len(p.segs) && p.segs[i].end <= from {
+		i++
+	}
+	if i == len(p.segs) {
+		// A gap at the end of the log (offsets lost or refused): nothing to
+		// read below the high watermark.
+		x.empty, x.next = true, hw
+		return ReadPlan{x}, nil
+	}
+	seg := p.segs[i]
+	x.seg, x.pos, x.limit = seg, seg.posFor(from), seg.size
+	x.segEnd = min(seg.end, hw)
+	if i+1 < len(p.segs) {
+		x.segEnd = min(p.segs[i+1].base, hw)
+	}
+	seg.acquire()
+	return ReadPlan{x}, nil
+}
+
+// Release drops the plan's reference on its segment. Idempotent.
+func (r ReadPlan) Release() {
+	if r.x == nil || !r.x.released.CompareAndSwap(false, true) {
+		return
+	}
+	if r.x.seg != nil {
+		r.x.seg.release()
+	}
+}
+
+// Execute performs the read. File reads take a slot of the engine's
+// reader pool (waiting for one honors ctx).
+func (r ReadPlan) Execute(ctx context.Context) (ReadResult, error) {
+	x := r.x
+	switch {
+	case x == nil:
+		return ReadResult{}, nil
+	case x.released.Load():
+		return ReadResult{}, ErrReleased
+	case x.empty:
+		return ReadResult{Next: x.next}, nil
+	case x.cached != nil:
+		return ReadResult{Batches: x.cached, Next: x.next}, nil
+	}
+	e := x.p.e
+	chunk := int(min(x.limit-x.pos, int64(x.maxBytes)+int64(e.opts.IndexIntervalBytes)+wire.BatchHeaderSize))
+	pos := x.pos // file position of buf[0]
+	buf, err := x.readAt(ctx, pos, chunk)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	res := ReadResult{Next: x.segEnd}
+	total, off := 0, 0
+	for {
+		at := pos + int64(off)
+		if at >= x.limit {
+			break
+		}
+		if len(buf)-off < wire.BatchHeaderSize {
+			if len(res.Batches) > 0 {
+				break
+			}
+			pos, off = at, 0
+			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, int64(chunk)))); err != nil {
+				return ReadResult{}, err
+			}
+			if len(buf) < wire.BatchHeaderSize {
+				return ReadResult{}, &CorruptLogError{File: x.seg.path, Pos: at, Reason: "a batch header runs past the end of the log"}
+			}
+			continue
+		}
+		h, err := wire.ParseBatchHeader(buf[off:])
+		if err == nil && int64(h.Length) > x.limit-at {
+			err = fmt.Errorf("a batch of %d bytes runs past the end of the log", h.Length)
+		}
+		if err != nil {
+			return ReadResult{}, &CorruptLogError{File: x.seg.path, Pos: at, Reason: err.Error()}
+		}
+		if h.LastOffset() >= x.hw {
+			break
+		}
+		if int(h.Length) > len(buf)-off {
+			if len(res.Batches) > 0 {
+				break
+			}
+			pos, off = at, 0
+			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, max(int64(h.Length), int64(chunk))))); err != nil {
+				return ReadResult{}, err
+			}
+			continue
+		}
+		if h.LastOffset() >= x.from {
+			end := off + int(h.Length)
+			res.Batches = append(res.Batches, buf[off:end:end])
+			res.Next = h.LastOffset() + 1
+			total += int(h.Length)
+			if total >= x.maxBytes {
+				break
+			}
+		}
+		off += int(h.Length)
+	}
+	return res, nil
+}
+
+func (x *readPlan) readAt(ctx context.Context, pos int64, n int) ([]byte, error) {
+	e := x.p.e
+	if e.opts.BeforeRead != nil {
+		if err := e.opts.BeforeRead(ctx, ReadInfo{Topic: x.p.t.name, Partition: x.p.index, File: x.seg.path, Pos: pos, Len: n}); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case e.readers <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-e.readers }()
+	buf := make([]byte, n)
+	m, err := x.seg.rf.ReadAt(buf, pos)
+	if m == n {
+		return buf, nil
+	}
+	if err == nil {
+		err = fmt.Errorf("short read")
+	}
+	return nil, fmt.Errorf("engine: read %s at %d: %w", x.seg.path, pos, err)
+}
+
+// OffsetForTime returns the offset of the first batch whose records may
+// have a timestamp at or after ts: the first batch at which the running
+// maximum timestamp of the log reaches ts (the high watermark if none
+// does). The index finds the place in O(log n); a short scan of batch
+// headers from there finds the batch.
+func (p *Partition) OffsetForTime(ctx context.Context, ts int64) (uint64, error) {
+	p.mu.Lock()
+	if p.corrupt != nil {
+		p.mu.Unlock()
+		return 0, p.corrupt
+	}
+	hw := p.hwLocked()
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].maxTS >= ts })
+	if i == len(p.segs) {
+		p.mu.Unlock()
+		return hw, nil
+	}
+	seg := p.segs[i]
+	x := &readPlan{p: p, seg: seg, pos: seg.posForTime(ts), limit: seg.size, hw: hw}
+	start := p.start
+	seg.acquire()
+	p.mu.Unlock()
+	defer seg.release()
+	pos := x.pos
+	for pos < x.limit {
+		n := int(min(x.limit-pos, 64<<10))
+		buf, err := x.readAt(ctx, pos, n)
+		if err != nil {
+			return 0, err
+		}
+		off := 0
+		for off+wire.BatchHeaderSize <= len(buf) {
+			h, err := wire.ParseBatchHeader(buf[off:])
+			if err != nil {
+				return 0, &CorruptLogError{File: seg.path, Pos: pos + int64(off), Reason: err.Error()}
+			}
+			if h.BaseOffset >= hw {
+				return hw, nil
+			}
+			if h.MaxTimestamp >= ts {
+				return max(h.BaseOffset, start), nil
+			}
+			off += int(h.Length)
+		}
+		if off == 0 {
+			break
+		}
+		pos += int64(off)
+	}
+	return max(min(seg.end, hw), start), nil
+}

@@ -1,0 +1,98 @@
+package engine
+
+import "sort"
+
+// The tail cache keeps the most recently written batches of a partition in
+// memory, so that consumers keeping up are served without a file read. It
+// holds the very slices given to Append (never handed to a file write) in
+// write order, so it always covers a contiguous run of the log up to its
+// written end. Its memory is bounded across all partitions by
+// Options.TailCacheBytes: a partition that adds a batch evicts its own
+// oldest ones while the engine is over the budget.
+type tailCache struct {
+	ents  []tailEnt
+	head  int
+	bytes int64
+}
+
+type tailEnt struct {
+	base, last uint64
+	b          []byte
+}
+
+func (p *Partition) tailAddLocked(q *pending) {
+	budget := int64(p.e.opts.TailCacheBytes)
+	size := int64(len(q.b))
+	if budget <= 0 || size > budget/2 {
+		p.tailDropLocked()
+		return
+	}
+	t := &p.tail
+	t.ents = append(t.ents, tailEnt{base: q.base, last: q.last, b: q.b})
+	t.bytes += size
+	used := p.e.tailUsed.Add(size)
+	for (used > budget || t.bytes > budget) && t.head < len(t.ents)-1 {
+		used = p.tailEvictLocked()
+	}
+}
+
+// tailEvictLocked drops the oldest cached batch and returns the engine's
+// cache usage after it.
+func (p *Partition) tailEvictLocked() int64 {
+	t := &p.tail
+	e := t.ents[t.head]
+	t.ents[t.head] = tailEnt{}
+	t.head++
+	t.bytes -= int64(len(e.b))
+	if t.head > 1024 && t.head*2 > len(t.ents) {
+		n := copy(t.ents, t.ents[t.head:])
+		clear(t.ents[n:])
+		t.ents, t.head = t.ents[:n], 0
+	}
+	return p.e.tailUsed.Add(-int64(len(e.b)))
+}
+
+func (p *Partition) tailDropLocked() {
+	t := &p.tail
+	p.e.tailUsed.Add(-t.bytes)
+	clear(t.ents)
+	*t = tailCache{ents: t.ents[:0]}
+}
+
+// tailDropBelowLocked drops cached batches that end below off.
+func (p *Partition) tailDropBelowLocked(off uint64) {
+	t := &p.tail
+	for t.head < len(t.ents) && t.ents[t.head].last < off {
+		p.tailEvictLocked()
+	}
+}
+
+// tailReadLocked serves a read from the cache if it covers from: whole
+// batches below hw, at least one, up to about maxBytes.
+func (p *Partition) tailReadLocked(from, hw uint64, maxBytes int) ([][]byte, uint64, bool) {
+	t := &p.tail
+	ents := t.ents[t.head:]
+	if len(ents) == 0 || from < ents[0].base {
+		return nil, 0, false
+	}
+	i := sort.Search(len(ents), func(i int) bool { return ents[i].last >= from })
+	if i == len(ents) || ents[i].last >= hw {
+		return nil, 0, false
+	}
+	var out [][]byte
+	next, total := from, 0
+	for ; i < len(ents) && ents[i].last < hw && (total < maxBytes || len(out) == 0); i++ {
+		out = append(out, ents[i].b)
+		total += len(ents[i].b)
+		next = ents[i].last + 1
+	}
+	return out, next, true
+}
+
+// DropTailCache empties the partition's tail cache, so that the next reads
+// go to the files. For tests, and to give memory back.
+func (p *Partition) DropTailCache() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tailDropLocked()
+}

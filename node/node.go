@@ -1,0 +1,408 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/quic"
+	"github.com/ledgemq/ledge/transport/quic/certs"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultDataDir           = "ledge-data"
+	DefaultListen            = "127.0.0.1:7420"
+	DefaultRetentionInterval = time.Minute
+	DefaultMaxParkedPolls    = 1024
+	DefaultMaxPollWait       = 5 * time.Minute
+	DefaultMaxPollBytes      = 8 << 20
+	DefaultPollBytes         = 1 << 20
+	DefaultStreamRequests    = 256
+)
+
+// Files of the data directory besides the storage engine's.
+const (
+	// AdminTokenFile holds the admin token minted at first start (0600).
+	AdminTokenFile = "admin.token"
+	// TLSDir holds the CA and the server certificate (see package certs).
+	TLSDir = "tls"
+)
+
+// Config configures a Node. The zero value of every field picks the
+// documented default.
+type Config struct {
+	// DataDir holds the storage engine's files, the TLS material (TLSDir)
+	// and the admin token (AdminTokenFile). Default "ledge-data"; created
+	// (0700) when missing.
+	DataDir string
+	// Listen is the UDP address of the QUIC listener. Default
+	// 127.0.0.1:7420; port 0 picks a free port (see Node.Addr).
+	Listen string
+	// CertNames are the DNS names and IP addresses the server certificate
+	// is valid for. Default: localhost, 127.0.0.1, ::1 and the host name.
+	CertNames []string
+	// Now is the clock of token expiry, retention and certificates.
+	// Default time.Now.
+	Now func() time.Time
+	// Logger receives one line per significant event. Default: discard.
+	Logger *slog.Logger
+	// Version is the software version Authenticate replies carry.
+	Version string
+
+	// Storage, when set, replaces the storage engine (an in-memory model
+	// in tests and simulations); the node closes it. FS is the file system
+	// of the engine when Storage is nil. Default vfs.Default.
+	Storage Storage
+	FS      vfs.FS
+
+	// Transport tunes the QUIC listener (see quic.Config); the node sets
+	// its Authenticate and, when nil, its Logger.
+	Transport quic.Config
+
+	// RetentionInterval is how often every partition's retention is
+	// enforced. Default 1 minute; negative disables the background loop
+	// (EnforceRetention still works).
+	RetentionInterval time.Duration
+	// MaxParkedPolls bounds the long polls waiting for records at once.
+	// A poll past it is answered at once, with StatusBusy when it found
+	// nothing. Default 1024.
+	MaxParkedPolls int
+	// MaxPollWait caps a poll's MaxWait. Default 5 minutes.
+	MaxPollWait time.Duration
+	// MaxPollBytes caps the records of one poll reply (at least one whole
+	// batch per partition is returned regardless). Default 8 MiB; a poll
+	// that asks for no limit gets 1 MiB.
+	MaxPollBytes int
+	// MaxStreamRequests bounds the requests in flight on one stream; the
+	// node stops reading a stream past it. Default 256.
+	MaxStreamRequests int
+}
+
+func (c Config) withDefaults() Config {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Transport.Logger == nil {
+		c.Transport.Logger = c.Logger
+	}
+	if c.Transport.MaxFrameSize == 0 {
+		c.Transport.MaxFrameSize = quic.DefaultMaxRequestFrame
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = DefaultRetentionInterval
+	}
+	if c.MaxParkedPolls <= 0 {
+		c.MaxParkedPolls = DefaultMaxParkedPolls
+	}
+	if c.MaxPollWait <= 0 {
+		c.MaxPollWait = DefaultMaxPollWait
+	}
+	if c.MaxPollBytes <= 0 {
+		c.MaxPollBytes = DefaultMaxPollBytes
+	}
+	if c.MaxStreamRequests <= 0 {
+		c.MaxStreamRequests = DefaultStreamRequests
+	}
+	return c
+}
+
+// Paths are where a node keeps the files a client needs.
+type Paths struct {
+	DataDir string
+	// CA is the certificate clients trust (ca.pem).
+	CA string
+	// Cert is the server certificate (server.pem).
+	Cert string
+	// AdminToken is the file holding the admin token minted at first start.
+	AdminToken string
+}
+
+// Node is a running Ledge node: storage, one owner per partition, tokens,
+// TLS material and the QUIC listener that serves them.
+type Node struct {
+	cfg       Config
+	log       *slog.Logger
+	paths     Paths
+	storage   Storage
+	meta      Metadata
+	producers *Producers
+	sessions  *Sessions
+	tokens    *tokens
+	certs     *certs.Store
+	ln        *quic.Listener
+	// mintedAdmin says the admin token was minted by this start.
+	mintedAdmin bool
+
+	// base ends every request (hard stop); drain ends parked polls when a
+	// graceful shutdown begins.
+	base        context.Context
+	cancelBase  context.CancelFunc
+	drain       context.Context
+	cancelDrain context.CancelFunc
+	parked      chan struct{} // one token per parked poll
+
+	adminMu  sync.Mutex // serializes topic creation and deletion
+	topicsMu sync.RWMutex
+	topics   map[string]*topic
+
+	// onPark, when set before the first connection, is called when a long
+	// poll takes a parked-poll slot (tests observe parking with it).
+	onPark func()
+
+	work      sync.WaitGroup // the accept loop, connections, streams and handlers
+	loops     sync.WaitGroup // background loops
+	closing   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the storage under cfg.DataDir, creates an owner for every
+// partition, loads the tokens (minting an admin token on first start),
+// loads or creates the TLS material and starts the QUIC listener.
+func Open(ctx context.Context, cfg Config) (n *Node, err error) {
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("node: create data directory: %w", err)
+	}
+	n = &Node{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		topics: map[string]*topic{},
+		parked: make(chan struct{}, cfg.MaxParkedPolls),
+		paths: Paths{
+			DataDir:    cfg.DataDir,
+			CA:         filepath.Join(cfg.DataDir, TLSDir, certs.CAFile),
+			Cert:       filepath.Join(cfg.DataDir, TLSDir, certs.CertFile),
+			AdminToken: filepath.Join(cfg.DataDir, AdminTokenFile),
+		},
+	}
+	n.base, n.cancelBase = context.WithCancel(context.Background())
+	n.drain, n.cancelDrain = context.WithCancel(n.base)
+	defer func() {
+		if err != nil {
+			n.cancelBase()
+			n.closeStorage()
+		}
+	}()
+
+	if n.storage = cfg.Storage; n.storage == nil {
+		if n.storage, err = openEngine(cfg); err != nil {
+			return nil, err
+		}
+	}
+	n.meta = orderedMeta{n.storage.Metadata()}
+	if n.producers, err = OpenProducers(n.meta); err != nil {
+		return nil, fmt.Errorf("node: producer registry: %w", err)
+	}
+	// Sessions are per consumer name, node-wide (AttachConsumer names no
+	// topic): one registry under the zero topic id serves every owner.
+	if n.sessions, err = OpenSessions(n.meta, fence.TopicID{}); err != nil {
+		return nil, fmt.Errorf("node: consumer sessions: %w", err)
+	}
+	stored, err := n.storage.Topics()
+	if err != nil {
+		return nil, fmt.Errorf("node: listing topics: %w", err)
+	}
+	for _, st := range stored {
+		t, err := n.newTopic(st)
+		if err != nil {
+			return nil, err
+		}
+		n.topics[t.name] = t
+	}
+	if n.tokens, err = openTokens(n.meta, cfg.Now); err != nil {
+		return nil, err
+	}
+	if err := n.bootstrapAdminToken(ctx); err != nil {
+		return nil, err
+	}
+	n.certs, err = certs.Open(certs.Options{
+		Dir: filepath.Join(cfg.DataDir, TLSDir), Names: cfg.CertNames, Now: cfg.Now, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	qcfg := cfg.Transport
+	qcfg.Authenticate = n.authenticate
+	n.ln, err = quic.Listen(cfg.Listen, quic.ServerTLSConfig(n.certs.GetCertificate), qcfg)
+	if err != nil {
+		return nil, err
+	}
+	n.work.Go(n.acceptLoop)
+	if cfg.RetentionInterval > 0 {
+		n.loops.Go(n.retentionLoop)
+	}
+	n.log.Info("node started", "listen", n.ln.Addr().String(), "data", cfg.DataDir, "topics", len(n.topics))
+	return n, nil
+}
+
+// Addr returns the address the node listens on.
+func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// Paths returns where the node keeps the files a client needs.
+func (n *Node) Paths() Paths { return n.paths }
+
+// MintedAdminToken reports whether this start minted the admin token (the
+// data directory had none).
+func (n *Node) MintedAdminToken() bool { return n.mintedAdmin }
+
+// Stats returns the listener's counters.
+func (n *Node) Stats() quic.Stats { return n.ln.Stats() }
+
+// Close shuts the node down gracefully: it stops accepting connections and
+// streams, answers parked polls at once, lets the requests already read be
+// answered (their effects durable per policy), then closes the owners and
+// the storage. When ctx ends first, requests still running are canceled
+// (clients see their connection close: those requests may or may not have
+// taken effect, and idempotent retries are safe) and the storage is still
+// closed cleanly.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() { n.closeErr = n.close(ctx) })
+	return n.closeErr
+}
+
+func (n *Node) close(ctx context.Context) error {
+	n.closing.Store(true)
+	n.cancelDrain()
+	var errs []error
+	if err := n.ln.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		errs = append(errs, err)
+	}
+	done := make(chan struct{})
+	go func() { n.work.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		n.log.Warn("shutdown deadline passed; canceling requests in flight")
+	}
+	n.cancelBase()
+	<-done
+	n.loops.Wait()
+	if err := n.closeStorage(); err != nil {
+		errs = append(errs, err)
+	}
+	n.log.Info("node stopped")
+	return errors.Join(errs...)
+}
+
+func (n *Node) closeStorage() error {
+	if n.storage == nil {
+		return nil
+	}
+	err := n.storage.Close()
+	n.storage = nil
+	if err != nil {
+		return fmt.Errorf("node: closing storage: %w", err)
+	}
+	return nil
+}
+
+// retentionLoop enforces every partition's retention on a ticker.
+func (n *Node) retentionLoop() {
+	tick := time.NewTicker(n.cfg.RetentionInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.drain.Done():
+			return
+		case <-tick.C:
+			n.EnforceRetention()
+		}
+	}
+}
+
+// EnforceRetention applies every partition's retention at Config.Now,
+// through its owner. Failures are logged; they do not stop the others.
+func (n *Node) EnforceRetention() {
+	now := n.cfg.Now()
+	for _, t := range n.topicList() {
+		for _, o := range t.owners {
+			if err := o.EnforceRetention(now); err != nil && !t.deleted() {
+				n.log.Warn("retention failed", "topic", t.name, "partition", o.index, "err", err)
+			}
+		}
+	}
+}
+
+// bootstrapAdminToken mints an admin token on every topic when the data
+// directory has no admin token file, and writes its secret there (0600).
+// The token is durable before the file exists, so a crash in between
+// leaves a token nobody knows (revocable) rather than a file the node does
+// not accept; the next start mints another.
+func (n *Node) bootstrapAdminToken(ctx context.Context) error {
+	if _, err := os.Stat(n.paths.AdminToken); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("node: admin token file: %w", err)
+	}
+	_, secret, err := n.tokens.create(ctx, "admin", wire.AllTopics, wire.ScopeProduce|wire.ScopeConsume|wire.ScopeAdmin, 0)
+	if err != nil {
+		return fmt.Errorf("node: minting the admin token: %w", err)
+	}
+	if err := writeFileAtomic(n.paths.AdminToken, []byte(secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("node: writing the admin token: %w", err)
+	}
+	n.mintedAdmin = true
+	n.log.Info("admin token created", "file", n.paths.AdminToken)
+	return nil
+}
+
+// writeFileAtomic replaces path with data: temporary file, fsync, rename,
+// fsync of the directory.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if err = f.Chmod(perm); err == nil {
+		if _, err = f.Write(data); err == nil {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,110 @@
+package node
+
+import (
+	"context"
+
+	"github.com/ledgemq/ledge/fence"
+)
+
+// CommitRequest commits (or, for Reset, seeks to) Offset — the next offset
+// the consumer will read — under the token of the poll or position it
+// derives from.
+type CommitRequest struct {
+	Consumer Consumer
+	Token    fence.Token
+	Offset   uint64
+}
+
+// Commit records the consumer's progress and returns once it is durable.
+// The token must be current (same topic, history, session or assignment),
+// the offset within what the token delivered and within [log start, high
+// watermark], and not below the committed offset. Otherwise nothing changes
+// and the error is a fence rejection saying what to do.
+func (o *Owner) Commit(ctx context.Context, req CommitRequest) error {
+	return o.commit(ctx, req, false)
+}
+
+// Reset seeks the consumer to Offset and commits it, backwards if need be.
+// The token must be current; the offset within [log start, high
+// watermark]. The consumer's next poll "next" reads from Offset.
+func (o *Owner) Reset(ctx context.Context, req CommitRequest) error {
+	return o.commit(ctx, req, true)
+}
+
+func (o *Owner) commit(ctx context.Context, req CommitRequest, reset bool) error {
+	o.mu.Lock()
+	pr := o.progressOf(req.Consumer)
+	if pr == nil {
+		o.mu.Unlock()
+		return ErrNoConsumer
+	}
+	p := o.facts()
+	h := o.holder(req.Consumer)
+	var err error
+	if reset {
+		if !o.skipFence {
+			err = fence.CheckReset(p, h, req.Token, req.Offset)
+		}
+	} else {
+		var floor uint64
+		if floor, err = o.committedFloor(p, pr); err == nil && !o.skipFence {
+			err = fence.CheckCommit(p, h, req.Token, req.Offset, floor)
+		}
+	}
+	var t Ticket
+	if err == nil {
+		t, err = o.setCommitted(pr, Bookmark{Offset: req.Offset, History: p.History})
+	}
+	if err == nil && reset {
+		pr.delivered = fence.Issue(p, h, req.Offset)
+	}
+	o.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return o.meta.Sync(ctx, t)
+}
+
+// Progress is a consumer's progress on the partition.
+type Progress struct {
+	// Committed is the stored bookmark, if HasCommitted.
+	Committed    Bookmark
+	HasCommitted bool
+	// Resolved is the bookmark resolved in the current history.
+	Resolved fence.Resolution
+	// Next is where a poll "next" with ResetEarliest would start now.
+	Next uint64
+	// Token is a token of the consumer's current world with the empty
+	// range at Next: what a Reset needs when no poll was made yet.
+	Token fence.Token
+	// State is the partition's state.
+	State PartitionState
+}
+
+// Committed returns the consumer's progress. It changes nothing, except
+// that a delivered position found stale is forgotten.
+func (o *Owner) Committed(ctx context.Context, c Consumer) (Progress, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	pr := o.progressOf(c)
+	if pr == nil {
+		return Progress{}, ErrNoConsumer
+	}
+	p := o.facts()
+	h := o.holder(c)
+	if err := o.checkRequester(c, h); err != nil {
+		return Progress{}, err
+	}
+	res, ok, err := o.resolveCommitted(p, pr)
+	if err != nil {
+		return Progress{}, err
+	}
+	next, err := o.nextPosition(p, h, pr, ResetEarliest)
+	if err != nil {
+		return Progress{}, err
+	}
+	return Progress{
+		Committed: pr.committed, HasCommitted: ok, Resolved: res,
+		Next: next, Token: fence.Issue(p, h, next), State: p,
+	}, nil
+}

@@ -1,0 +1,255 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+func newTestOwner(t testing.TB, topic fence.TopicID, m *memMeta, l *memLog) *Owner {
+	t.Helper()
+	prods, err := OpenProducers(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := OpenSessions(m, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := NewOwner(OwnerConfig{Topic: topic, Log: l, Meta: m, Producers: prods, Sessions: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func testBatch(t testing.TB, values ...string) []byte {
+	t.Helper()
+	var b wire.BatchBuilder
+	for _, v := range values {
+		b.Append(wire.Record{Timestamp: 1, Value: []byte(v)})
+	}
+	batch, err := b.Build(wire.CompressionNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch
+}
+
+// A commit is acknowledged only once durable, and the owner does not hold
+// its lock while it waits: other consumers poll and commit, producers
+// append, in the meantime.
+//
+// covers: G19 G20
+func TestCommitWaitsForSyncOutsideTheLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemMeta()
+		o := newTestOwner(t, scenarioTopic, m, newMemLog(m, "t/0"))
+		if _, err := o.Produce(ctx, testBatch(t, "a", "b")); err != nil {
+			t.Fatal(err)
+		}
+		a := Consumer{Name: "a"}
+		res, err := o.Poll(ctx, PollRequest{Consumer: a, From: FromNext})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		release := make(chan struct{})
+		m.syncGate = func(ctx context.Context) error { <-release; return nil }
+		done := make(chan error, 1)
+		go func() { done <- o.Commit(ctx, CommitRequest{Consumer: a, Token: res.Token, Offset: 2}) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("commit returned before its sync: %v", err)
+		default:
+		}
+
+		// While the sync is pending, the partition keeps serving.
+		if _, err := o.Produce(ctx, testBatch(t, "c")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := o.Poll(ctx, PollRequest{Consumer: Consumer{Name: "b"}, From: FromNext})
+		if err != nil || got.Next != 3 {
+			t.Fatalf("poll during a pending sync: next %d, %v", got.Next, err)
+		}
+		if m.syncs != 0 {
+			t.Fatalf("%d syncs completed, want 0", m.syncs)
+		}
+
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if b, ok, _ := o.log.Bookmark("c/a"); !ok || b.Offset != 2 {
+			t.Fatalf("bookmark after commit: %+v %v", b, ok)
+		}
+		// Durable means it survives a restart.
+		m.syncGate = nil
+		m2 := m.restart()
+		if v, ok, _ := m2.Get([]byte("bm/t/0/c/a")); !ok || string(v) != "2@1" {
+			t.Fatalf("bookmark after restart: %q %v", v, ok)
+		}
+	})
+}
+
+// A commit-on-delivery poll replies only once its commit is durable: at
+// most once means the consumer never holds records whose commit could be
+// lost.
+//
+// covers: G19
+func TestDeliveryCommitIsDurableBeforeTheReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemMeta()
+		o := newTestOwner(t, scenarioTopic, m, newMemLog(m, "t/0"))
+		if _, err := o.Produce(ctx, testBatch(t, "a")); err != nil {
+			t.Fatal(err)
+		}
+		fail := errors.New("injected sync failure")
+		m.syncGate = func(ctx context.Context) error { return fail }
+		_, err := o.Poll(ctx, PollRequest{Consumer: Consumer{Name: "a"}, From: FromNext, AutoCommit: AutoCommitOnDelivery})
+		if !errors.Is(err, fail) {
+			t.Fatalf("poll with a failing commit sync: %v, want the sync error and no records", err)
+		}
+	})
+}
+
+// A multi-partition long poll wakes on any partition; each parked partition
+// re-validates, and a purged one fails alone.
+//
+// covers: G7
+func TestPollManyRevalidatesEachPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemMeta()
+		l0, l1 := newMemLog(m, "t/0"), newMemLog(m, "t/1")
+		o0 := newTestOwner(t, scenarioTopic, m, l0)
+		o1, err := NewOwner(OwnerConfig{Topic: scenarioTopic, Partition: 1, Log: l1, Meta: m, Producers: o0.producers, Sessions: o0.sessions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Consumer{Name: "c"}
+		polls := []PartitionPoll{
+			{Owner: o0, Request: PollRequest{Consumer: c, From: FromNext}},
+			{Owner: o1, Request: PollRequest{Consumer: c, From: FromNext}},
+		}
+		var out []PartitionResult
+		done := make(chan struct{})
+		go func() { out = PollMany(ctx, polls, time.Minute); close(done) }()
+		synctest.Wait()
+
+		// A purge of partition 0 wakes the poll; partition 0 is refused,
+		// partition 1 (still current, still empty) answers empty.
+		if _, err := o0.Purge(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if !errors.Is(out[0].Err, fence.ErrStaleHistory) {
+			t.Fatalf("partition 0: %v, want stale history", out[0].Err)
+		}
+		if out[1].Err != nil || len(out[1].Result.Batches) != 0 {
+			t.Fatalf("partition 1: %+v", out[1])
+		}
+
+		// Data on partition 1 answers a new multi-partition poll.
+		done = make(chan struct{})
+		go func() { out = PollMany(ctx, polls, time.Minute); close(done) }()
+		synctest.Wait()
+		if _, err := o1.Produce(ctx, testBatch(t, "x")); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if out[0].Err != nil || len(out[0].Result.Batches) != 0 || out[1].Err != nil || len(out[1].Result.Batches) != 1 {
+			t.Fatalf("after a produce on partition 1: %+v", out)
+		}
+
+		// Nothing arrives: the poll answers empty at the deadline.
+		done = make(chan struct{})
+		start := time.Now()
+		go func() { out = PollMany(ctx, polls, time.Minute); close(done) }()
+		<-done
+		if d := time.Since(start); d != time.Minute || out[0].Err != nil || out[1].Err != nil {
+			t.Fatalf("timeout after %v: %+v", d, out)
+		}
+	})
+}
+
+// A token of a topic deleted and re-created under the same name is refused
+// by the new topic's owner, for polls, commits and resets alike.
+//
+// covers: G14
+func TestTokenOfRecreatedTopic(t *testing.T) {
+	ctx := context.Background()
+	m := newMemMeta()
+	old := newTestOwner(t, fence.TopicID{1}, m, newMemLog(m, "old/0"))
+	if _, err := old.Produce(ctx, testBatch(t, "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	c := Consumer{Name: "c"}
+	res, err := old.Poll(ctx, PollRequest{Consumer: c, From: FromNext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := newTestOwner(t, fence.TopicID{2}, m, newMemLog(m, "new/0"))
+	if _, err := renewed.Produce(ctx, testBatch(t, "x", "y", "z")); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"commit": renewed.Commit(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: 2}),
+		"reset":  renewed.Reset(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: 0}),
+	} {
+		if !errors.Is(err, fence.ErrTopicRecreated) {
+			t.Errorf("%s with the old topic's token: %v", name, err)
+		}
+	}
+	got, err := renewed.Poll(ctx, PollRequest{Consumer: c, From: FromNext})
+	if err != nil || got.Token.From != 0 || got.Next != 3 {
+		t.Fatalf("the new topic starts empty for the consumer: %+v %v", got, err)
+	}
+}
+
+// Fencing adds no allocation to the poll, commit and produce paths.
+//
+// covers: G17
+func TestOwnerFencingAddsNoAllocations(t *testing.T) {
+	ctx := context.Background()
+	for _, skip := range []bool{false, true} {
+		m := newMemMeta()
+		o := newTestOwner(t, scenarioTopic, m, newMemLog(m, "t/0"))
+		o.skipFence = skip
+		if _, err := o.Produce(ctx, testBatch(t, "a")); err != nil {
+			t.Fatal(err)
+		}
+		c := Consumer{Name: "c"}
+		var tok fence.Token
+		pollAllocs := testing.AllocsPerRun(200, func() {
+			r, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok = r.Token
+		})
+		commitAllocs := testing.AllocsPerRun(200, func() {
+			if err := o.Commit(ctx, CommitRequest{Consumer: c, Token: tok, Offset: 1}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("skipFence=%v: poll %v allocs, commit %v allocs", skip, pollAllocs, commitAllocs)
+		if skip {
+			continue
+		}
+		o.skipFence = true
+		pollOff := testing.AllocsPerRun(200, func() { _, _ = o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst}) })
+		commitOff := testing.AllocsPerRun(200, func() { _ = o.Commit(ctx, CommitRequest{Consumer: c, Token: tok, Offset: 1}) })
+		if pollAllocs != pollOff || commitAllocs != commitOff {
+			t.Errorf("fencing adds allocations: poll %v vs %v, commit %v vs %v", pollAllocs, pollOff, commitAllocs, commitOff)
+		}
+	}
+}

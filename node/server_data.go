@@ -1,0 +1,465 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Handlers of produce and consume. Every one goes through the partition
+// owner: nothing here changes a log or a consumer's progress around it.
+
+// partitionOf returns the topic and owner a request names.
+func (r *request) partitionOf(name string, id [16]byte, p uint32) (*topic, *Owner, error) {
+	t, err := r.n.lookup(name, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := t.owner(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, o, nil
+}
+
+func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error) {
+	if err := r.allow(m.Topic, wire.ScopeProduce); err != nil {
+		return nil, err
+	}
+	t, o, err := r.partitionOf(m.Topic, m.TopicID, m.Partition)
+	if err != nil {
+		return nil, err
+	}
+	if limit := int(t.cfg.MaxBatchBytes); limit > 0 && len(m.Batch) > limit {
+		return nil, fmt.Errorf("%w: %d bytes, topic %s takes at most %d", wire.ErrBatchTooLarge, len(m.Batch), t.name, limit)
+	}
+	res, err := o.Produce(ctx, m.Batch)
+	if err != nil {
+		return nil, r.n.topicError(t, err)
+	}
+	return &wire.ProduceReply{
+		BaseOffset: res.Base, LastOffset: res.Last, AppendTime: wire.NoAppendTime, Duplicate: res.Duplicate,
+	}, nil
+}
+
+// initProducer registers a producer incarnation. Without a name the
+// producer gets a fresh id; that is also the answer to a request to bump
+// an unnamed producer's epoch (no other process can hold its id, so a
+// fresh id fences nothing less).
+func (r *request) initProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error) {
+	if err := r.allow("", wire.ScopeProduce); err != nil {
+		return nil, err
+	}
+	id, err := r.n.producers.Init(ctx, m.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.InitProducerReply{ProducerID: uint64(id.ID), ProducerEpoch: uint32(id.Epoch)}, nil
+}
+
+func (r *request) attachConsumer(ctx context.Context, m *wire.AttachConsumerRequest) (*wire.AttachConsumerReply, error) {
+	if err := r.allow("", wire.ScopeConsume); err != nil {
+		return nil, err
+	}
+	if m.Name == "" {
+		return nil, invalidArgument("attach needs a consumer name")
+	}
+	e, err := r.n.sessions.Attach(ctx, m.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.AttachConsumerReply{Session: uint64(e)}, nil
+}
+
+// consumerOf maps the wire's consumer to the owner's.
+func consumerOf(c wire.Consumer) (Consumer, error) {
+	switch c.Kind {
+	case wire.ConsumerAnonymous:
+		return Consumer{}, nil
+	case wire.ConsumerNamed:
+		if c.Name == "" {
+			return Consumer{}, invalidArgument("a named consumer needs a name")
+		}
+		return Consumer{Name: c.Name, Session: fence.SessionEpoch(c.Session)}, nil
+	}
+	return Consumer{}, invalidArgument("consumer groups are not served by this node")
+}
+
+// pollRequest maps one partition of a wire poll to an owner poll. st is
+// the partition's state now, used to apply a reset policy to an explicit
+// offset outside the log (the owner re-checks the position).
+func pollRequest(c Consumer, pos wire.Position, st LogState) (PollRequest, error) {
+	req := PollRequest{Consumer: c}
+	switch pos.Mode {
+	case wire.PositionOffset:
+		req.From, req.Offset = FromOffset, pos.Offset
+		if pos.Offset < st.LogStart || pos.Offset > st.HighWatermark {
+			switch pos.Reset {
+			case wire.PositionFirst:
+				req.From = FromFirst
+			case wire.PositionEnd:
+				req.From = FromEnd
+			}
+		}
+	case wire.PositionFirst:
+		req.From = FromFirst
+	case wire.PositionLast:
+		req.From = FromLast
+	case wire.PositionEnd:
+		req.From = FromEnd
+	case wire.PositionNext:
+		if c.Name == "" {
+			return req, invalidArgument("position next needs a named consumer")
+		}
+		req.From = FromNext
+		switch pos.Reset {
+		case wire.PositionFirst:
+			req.Reset = ResetEarliest
+		case wire.PositionEnd:
+			req.Reset = ResetLatest
+		default:
+			req.Reset = ResetNone
+		}
+	case wire.PositionTimestamp:
+		return req, invalidArgument("timestamp positions are not served by this node yet")
+	default:
+		return req, invalidArgument(fmt.Sprintf("position %s", pos.Mode))
+	}
+	return req, nil
+}
+
+func autoCommitOf(a wire.AutoCommit) AutoCommit {
+	switch a {
+	case wire.AutoCommitOnDelivery:
+		return AutoCommitOnDelivery
+	case wire.AutoCommitOnNextPoll:
+		return AutoCommitOnNextPoll
+	}
+	return AutoCommitOff
+}
+
+// poll reads one or several partitions through their owners (PollMany).
+// A long poll holds a parked-poll slot; past MaxParkedPolls it is answered
+// at once, with StatusBusy if it found nothing. Partitions answer on their
+// own: one partition's error does not fail the others.
+func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, error) {
+	if m.Filter.Name != "" {
+		return nil, invalidArgument("filters need plugins, which this node does not serve")
+	}
+	if len(m.Partitions) == 0 {
+		return nil, invalidArgument("a poll needs at least one partition")
+	}
+	c, err := consumerOf(m.Consumer)
+	if err != nil {
+		return nil, err
+	}
+	for i := range m.Partitions {
+		if err := r.allow(m.Partitions[i].Topic, wire.ScopeConsume); err != nil {
+			return nil, err
+		}
+	}
+	n := r.n
+	total := int(m.MaxBytes)
+	if total == 0 {
+		total = DefaultPollBytes
+	}
+	total = min(total, n.cfg.MaxPollBytes)
+	share := max(total/len(m.Partitions), 1)
+
+	rep := &wire.PollReply{Partitions: make([]wire.PollPartitionReply, len(m.Partitions))}
+	polls := make([]PartitionPoll, 0, len(m.Partitions))
+	where := make([]int, 0, len(m.Partitions))
+	topics := make([]*topic, len(m.Partitions))
+	for i := range m.Partitions {
+		p, out := &m.Partitions[i], &rep.Partitions[i]
+		t, o, err := r.partitionOf(p.Topic, p.TopicID, p.Partition)
+		if err == nil {
+			var req PollRequest
+			if req, err = pollRequest(c, p.Position, t.logs[p.Partition].State()); err == nil {
+				req.AutoCommit = autoCommitOf(m.AutoCommit)
+				req.MaxBytes = share
+				if p.MaxBytes > 0 {
+					req.MaxBytes = min(share, int(p.MaxBytes))
+				}
+				polls = append(polls, PartitionPoll{Owner: o, Request: req})
+				where = append(where, i)
+			}
+		}
+		topics[i] = t
+		if err != nil {
+			out.Status, out.Message = StatusOf(err)
+			fillState(out, t, p.Partition)
+		}
+	}
+	if len(polls) == 0 {
+		return rep, nil
+	}
+
+	wait := min(m.MaxWait, n.cfg.MaxPollWait)
+	overLimit := false
+	if wait > 0 {
+		select {
+		case n.parked <- struct{}{}:
+			defer func() { <-n.parked }()
+			if n.onPark != nil {
+				n.onPark()
+			}
+		default:
+			wait, overLimit = 0, true
+		}
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, stop := range []func() bool{
+		context.AfterFunc(n.drain, cancel),
+		watchTopics(topics, cancel),
+	} {
+		defer stop()
+	}
+
+	found := false
+	for j, res := range PollMany(pctx, polls, wait) {
+		i := where[j]
+		p, out, t := &m.Partitions[i], &rep.Partitions[i], topics[i]
+		if res.Err != nil {
+			out.Status, out.Message = StatusOf(r.pollError(ctx, t, res.Err))
+			fillState(out, t, p.Partition)
+			continue
+		}
+		found = found || len(res.Result.Batches) > 0
+		tok, _ := res.Result.Token.MarshalBinary()
+		st := res.Result.State
+		*out = wire.PollPartitionReply{
+			TopicID: t.id, History: uint64(st.History), StartOffset: st.LogStart, HighWatermark: st.HighWatermark,
+			Next: res.Result.Next, Token: tok, Payload: wire.PayloadStored, BatchParts: res.Result.Batches,
+		}
+	}
+	if overLimit && !found {
+		return nil, fmt.Errorf("%w: %d long polls are parked already; poll again later", ErrBusy, n.cfg.MaxParkedPolls)
+	}
+	return rep, nil
+}
+
+// pollError says why a partition of a poll failed. A poll interrupted by
+// the node (a shutdown, or the deletion of a topic it covers) says so
+// rather than "canceled".
+func (r *request) pollError(ctx context.Context, t *topic, err error) error {
+	switch {
+	case t.deleted():
+		return fmt.Errorf("%w: %q", ErrTopicDeleted, t.name)
+	case !errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return err
+	case r.n.drain.Err() != nil:
+		return ErrShuttingDown
+	}
+	return fmt.Errorf("%w: the poll was interrupted by the deletion of another topic it covers; poll again", context.DeadlineExceeded)
+}
+
+// watchTopics calls cancel when any of the topics is deleted; the returned
+// function stops watching.
+func watchTopics(topics []*topic, cancel context.CancelFunc) func() bool {
+	var stops []func() bool
+	seen := map[*topic]bool{}
+	for _, t := range topics {
+		if t != nil && !seen[t] {
+			seen[t] = true
+			stops = append(stops, context.AfterFunc(t.gone, cancel))
+		}
+	}
+	return func() bool {
+		for _, s := range stops {
+			s()
+		}
+		return true
+	}
+}
+
+// fillState puts what is known of the partition into a failed poll entry.
+func fillState(out *wire.PollPartitionReply, t *topic, p uint32) {
+	if t == nil {
+		return
+	}
+	out.TopicID = t.id
+	if p < uint32(len(t.logs)) {
+		st := t.logs[p].State()
+		out.History, out.StartOffset, out.HighWatermark = uint64(st.History), st.LogStart, st.HighWatermark
+	}
+}
+
+// commit commits each offset through its owner, concurrently: the
+// partitions share their metadata syncs.
+func (r *request) commit(ctx context.Context, m *wire.CommitRequest) (*wire.CommitReply, error) {
+	c, err := r.progressConsumer(m.Consumer, "commits")
+	if err != nil {
+		return nil, err
+	}
+	for i := range m.Offsets {
+		if err := r.allow(m.Offsets[i].Topic, wire.ScopeConsume); err != nil {
+			return nil, err
+		}
+	}
+	rep := &wire.CommitReply{Partitions: make([]wire.OffsetResult, len(m.Offsets))}
+	eachOrdered(ctx, len(m.Offsets), func(ctx context.Context, i int) {
+		o, out := &m.Offsets[i], &rep.Partitions[i]
+		t, owner, err := r.partitionOf(o.Topic, [16]byte{}, o.Partition)
+		if err == nil {
+			var tok fence.Token
+			if tok, err = fence.UnmarshalToken(o.Token); err == nil {
+				err = owner.Commit(ctx, CommitRequest{Consumer: c, Token: tok, Offset: o.Offset})
+			}
+		}
+		if err != nil {
+			if t != nil {
+				err = r.n.topicError(t, err)
+			}
+			out.Status, out.Message = StatusOf(err)
+			if owner != nil {
+				out.Offset = committedOffset(ctx, owner, c)
+			}
+			return
+		}
+		out.Offset = o.Offset
+	})
+	return rep, nil
+}
+
+// progressConsumer maps the consumer of a request that needs progress
+// kept: a named consumer.
+func (r *request) progressConsumer(wc wire.Consumer, what string) (Consumer, error) {
+	c, err := consumerOf(wc)
+	if err == nil && c.Name == "" {
+		err = invalidArgument(what + " need a named consumer")
+	}
+	return c, err
+}
+
+// committedOffset is the consumer's committed offset, or 0 when it has
+// none (or it cannot be read now).
+func committedOffset(ctx context.Context, o *Owner, c Consumer) uint64 {
+	p, err := o.Committed(ctx, c)
+	if err != nil || !p.HasCommitted {
+		return 0
+	}
+	return p.Committed.Offset
+}
+
+// eachOrdered runs fn for 0..n-1 concurrently, each with a context whose
+// order signal is its own, and fires ctx's order signal once every one is
+// ordered (or done). It returns when all are done.
+func eachOrdered(ctx context.Context, n int, fn func(context.Context, int)) {
+	if n == 1 {
+		fn(ctx, 0)
+		return
+	}
+	subs := make([]*orderSignal, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		subs[i] = newOrderSignal()
+		wg.Go(func() {
+			defer subs[i].fire()
+			fn(withOrderSignal(ctx, subs[i]), i)
+		})
+	}
+	for _, s := range subs {
+		<-s.ch
+	}
+	markOrdered(ctx)
+	wg.Wait()
+}
+
+func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {
+	c, err := r.progressConsumer(m.Consumer, "resets")
+	if err != nil {
+		return nil, err
+	}
+	for i := range m.Partitions {
+		if err := r.allow(m.Partitions[i].Topic, wire.ScopeConsume); err != nil {
+			return nil, err
+		}
+	}
+	rep := &wire.ResetPositionReply{Partitions: make([]wire.OffsetResult, len(m.Partitions))}
+	for i := range m.Partitions {
+		p, out := &m.Partitions[i], &rep.Partitions[i]
+		t, o, err := r.partitionOf(p.Topic, [16]byte{}, p.Partition)
+		var off uint64
+		if err == nil {
+			if off, err = resolvePosition(p.Position, t.logs[p.Partition].State()); err == nil {
+				var tok fence.Token
+				if tok, err = fence.UnmarshalToken(p.Token); err == nil {
+					err = o.Reset(ctx, CommitRequest{Consumer: c, Token: tok, Offset: off})
+				}
+			}
+		}
+		if err != nil {
+			if t != nil {
+				err = r.n.topicError(t, err)
+			}
+			out.Status, out.Message = StatusOf(err)
+			if o != nil {
+				out.Offset = committedOffset(ctx, o, c)
+			}
+			continue
+		}
+		out.Offset = off
+	}
+	return rep, nil
+}
+
+// resolvePosition turns a reset's position into an offset. The owner
+// checks it against the log again when it applies the reset.
+func resolvePosition(pos wire.Position, st LogState) (uint64, error) {
+	switch pos.Mode {
+	case wire.PositionOffset:
+		return pos.Offset, nil
+	case wire.PositionFirst:
+		return st.LogStart, nil
+	case wire.PositionEnd:
+		return st.HighWatermark, nil
+	case wire.PositionLast:
+		if st.HighWatermark > st.LogStart {
+			return st.HighWatermark - 1, nil
+		}
+		return st.HighWatermark, nil
+	case wire.PositionTimestamp:
+		return 0, invalidArgument("timestamp positions are not served by this node yet")
+	}
+	return 0, invalidArgument(fmt.Sprintf("a reset cannot use position %s", pos.Mode))
+}
+
+func (r *request) getCommitted(ctx context.Context, m *wire.GetCommittedRequest) (*wire.GetCommittedReply, error) {
+	c, err := r.progressConsumer(m.Consumer, "committed offsets")
+	if err != nil {
+		return nil, err
+	}
+	for i := range m.Partitions {
+		if err := r.allow(m.Partitions[i].Topic, wire.ScopeConsume); err != nil {
+			return nil, err
+		}
+	}
+	rep := &wire.GetCommittedReply{Partitions: make([]wire.Committed, len(m.Partitions))}
+	for i := range m.Partitions {
+		tp, out := &m.Partitions[i], &rep.Partitions[i]
+		t, o, err := r.partitionOf(tp.Topic, [16]byte{}, tp.Partition)
+		var p Progress
+		if err == nil {
+			p, err = o.Committed(ctx, c)
+		}
+		if err != nil {
+			if t != nil {
+				err = r.n.topicError(t, err)
+			}
+			out.Status, out.Message = StatusOf(err)
+			continue
+		}
+		tok, _ := p.Token.MarshalBinary()
+		out.Token = tok
+		if p.HasCommitted {
+			out.HasOffset, out.Offset, out.History = true, p.Committed.Offset, uint64(p.Committed.History)
+		}
+	}
+	return rep, nil
+}

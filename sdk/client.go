@@ -1,0 +1,315 @@
+package sdk
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ledgemq/ledge/transport/quic"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// controlDepth is how many requests the control stream keeps in flight.
+const controlDepth = 64
+
+// Client is a connection to a Ledge node: admin requests, and the
+// producers and consumers made from it share it. It is safe for
+// concurrent use. When the connection breaks (the node restarts, a
+// network path changes), the next request dials again; producers resend
+// what was not acknowledged.
+type Client struct {
+	addr  string
+	cfg   clientConfig
+	tls   *tls.Config
+	token string
+
+	dialing chan struct{} // a one-slot lock around dials that respects contexts
+	ids     atomic.Uint32
+
+	mu     sync.Mutex
+	sess   *session
+	closed bool
+}
+
+// session is one authenticated connection and its control stream.
+type session struct {
+	conn *quic.ClientConn
+	auth wire.AuthenticateReply
+
+	mu      sync.Mutex
+	control *quic.Pipeline
+	broken  bool // the control stream failed; open another
+}
+
+// Dial connects to the node at addr (host:port; empty means DefaultAddr)
+// and authenticates. See the Option functions for credentials: run beside
+// a node (in the directory holding its ledge-data), Dial needs none.
+func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
+	cfg := defaultClientConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	tlsConf, token, err := cfg.credentials(addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{addr: addr, cfg: cfg, tls: tlsConf, token: token, dialing: make(chan struct{}, 1)}
+	if _, err := c.session(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Addr returns the address the client dials.
+func (c *Client) Addr() string { return c.addr }
+
+// NodeVersion returns the software version the node reported when the
+// current connection authenticated.
+func (c *Client) NodeVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil {
+		return ""
+	}
+	return c.sess.auth.NodeVersion
+}
+
+// Close closes the connection. Producers and consumers made from the
+// client stop working; close them first to flush and commit.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	s := c.sess
+	c.sess = nil
+	c.mu.Unlock()
+	if s != nil {
+		return s.conn.Close()
+	}
+	return nil
+}
+
+func (c *Client) nextID() uint32 { return c.ids.Add(1) }
+
+// session returns the live session, dialing a new one when there is none
+// or the last one died.
+func (c *Client) session(ctx context.Context) (*session, error) {
+	if s, err := c.liveSession(); s != nil || err != nil {
+		return s, err
+	}
+	select {
+	case c.dialing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	defer func() { <-c.dialing }()
+	if s, err := c.liveSession(); s != nil || err != nil {
+		return s, err
+	}
+	s, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		_ = s.conn.Close()
+		return nil, ErrClosed
+	}
+	old := c.sess
+	c.sess = s
+	c.mu.Unlock()
+	if old != nil {
+		_ = old.conn.Close()
+		c.cfg.logger.Info("reconnected", "addr", c.addr)
+	}
+	return s, nil
+}
+
+func (c *Client) liveSession() (*session, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if s := c.sess; s != nil && s.conn.Err() == nil {
+		return s, nil
+	}
+	return nil, nil
+}
+
+// dial connects and authenticates on the first stream, which stays open
+// as the control stream.
+func (c *Client) dial(ctx context.Context) (*session, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
+	defer cancel()
+	conn, err := quic.Dial(ctx, c.addr, c.tls, quic.ClientConfig{})
+	if err != nil {
+		return nil, transportError("dial", err)
+	}
+	st, err := conn.OpenStream(ctx)
+	if err != nil {
+		_ = conn.Close()
+		return nil, transportError("dial", err)
+	}
+	pipe := quic.NewPipeline(st, controlDepth)
+	frame, err := wire.AppendRequest(nil, c.nextID(), &wire.AuthenticateRequest{Token: c.token})
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("ledge: authenticate: %w", err)
+	}
+	raw, err := pipe.Do(ctx, frame)
+	if err != nil {
+		// A refused token closes the connection: its code says why.
+		if cerr := conn.Err(); cerr != nil {
+			err = cerr
+		}
+		_ = conn.Close()
+		return nil, transportError("authenticate", err)
+	}
+	s := &session{conn: conn, control: pipe}
+	if err := decodeReply(raw, &s.auth); err != nil {
+		_ = conn.Close()
+		return nil, nodeError("authenticate", "", -1, err)
+	}
+	return s, nil
+}
+
+// controlPipe returns the session's control stream, opening a new one if
+// the last one failed while the connection lives on.
+func (s *session) controlPipe(ctx context.Context) (*quic.Pipeline, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.broken {
+		return s.control, nil
+	}
+	st, err := s.conn.OpenStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.control, s.broken = quic.NewPipeline(st, controlDepth), false
+	return s.control, nil
+}
+
+func (s *session) markBroken(p *quic.Pipeline) {
+	s.mu.Lock()
+	if s.control == p {
+		s.broken = true
+	}
+	s.mu.Unlock()
+}
+
+// maxFrame is the largest request frame the node accepts.
+func (s *session) maxFrame() int {
+	if n := int(s.auth.MaxFrameSize); n > 0 {
+		return n
+	}
+	return quic.DefaultMaxRequestFrame
+}
+
+// withRequestTimeout bounds ctx by the request timeout plus extra.
+func (c *Client) withRequestTimeout(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.requestTimeout+extra)
+}
+
+// call sends req on the control stream and decodes the reply into reply.
+// A request the node never read (its stream or connection ended first) is
+// sent again on a new connection, a few times; any other failure is
+// returned. A refusal is an *Error.
+func (c *Client) call(ctx context.Context, req, reply wire.Message) error {
+	ctx, cancel := c.withRequestTimeout(ctx, 0)
+	defer cancel()
+	op := req.Kind().String()
+	frame, err := wire.AppendRequest(nil, c.nextID(), req)
+	if err != nil {
+		return nodeError(op, "", -1, err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		s, err := c.session(ctx)
+		if err != nil {
+			return err
+		}
+		if len(frame) > s.maxFrame() {
+			return &Error{Op: op, Partition: -1, Status: wire.StatusMessageTooLarge,
+				Message: fmt.Sprintf("request of %d bytes exceeds the node's limit of %d", len(frame), s.maxFrame())}
+		}
+		pipe, err := s.controlPipe(ctx)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		raw, err := pipe.Do(ctx, frame)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("ledge: %s: %w", op, err)
+			}
+			s.markBroken(pipe)
+			lastErr = err
+			if errors.Is(err, quic.ErrNotProcessed) || errors.Is(err, quic.ErrServerClosed) ||
+				errors.Is(err, quic.ErrClosed) {
+				continue
+			}
+			return transportError(op, err)
+		}
+		return nodeError(op, "", -1, decodeReply(raw, reply))
+	}
+	return transportError(op, lastErr)
+}
+
+// decodeReply decodes a whole reply frame (header included) into m. A
+// non-OK status is a *wire.Error.
+func decodeReply(frame []byte, m wire.Message) error {
+	h, n, err := wire.ParseFrameHeader(frame, len(frame))
+	if err != nil {
+		return err
+	}
+	if n != len(frame)-wire.FrameHeaderSize {
+		return fmt.Errorf("ledge: reply frame of %d bytes declares %d", len(frame), n)
+	}
+	return wire.DecodeReply(wire.Frame{FrameHeader: h, Body: frame[wire.FrameHeaderSize:]}, m)
+}
+
+// openStream opens a pipelined stream for a producer partition or a
+// consumer's polls.
+func (c *Client) openStream(ctx context.Context, depth int) (requestStream, int, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := c.session(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		st, err := s.conn.OpenStream(ctx)
+		if err == nil {
+			return quic.NewPipeline(st, depth), s.maxFrame(), nil
+		}
+		if attempt > 0 || s.conn.Err() == nil {
+			return nil, 0, transportError("open stream", err)
+		}
+	}
+}
+
+// requestStream is an ordered, pipelined request stream: what producers
+// and consumers need of a *quic.Pipeline (and what tests fake).
+type requestStream interface {
+	// Send queues frame; cb gets its reply or error, in request order.
+	Send(ctx context.Context, frame []byte, cb func(reply []byte, err error)) error
+	// Close waits for the replies in flight and ends the stream; with an
+	// ended ctx it aborts the stream, and every unanswered request gets an
+	// error.
+	Close(ctx context.Context) error
+}
+
+// streamOpener opens request streams; *Client is the real one.
+type streamOpener interface {
+	openStream(ctx context.Context, depth int) (requestStream, int, error)
+}

@@ -1,0 +1,423 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Consumer reads a topic's partitions with long polls. A named consumer
+// (WithConsumerName) keeps its committed positions on the node and commits
+// with the fence tokens of its polls. Poll is meant for one goroutine;
+// Commit, CommitPolled and Seek may be called from others.
+type Consumer struct {
+	c       *Client
+	topic   string
+	topicID [16]byte
+	cfg     consumerConfig
+	who     wire.Consumer
+
+	pollMu  sync.Mutex // one Poll at a time
+	stream  requestStream
+	pending *inflightPoll // a poll whose caller stopped waiting
+
+	mu      sync.Mutex
+	cursors []*cursor
+	byPart  map[int32]*cursor
+	fenced  error
+	closed  bool
+}
+
+// cursor is one partition's reading position.
+type cursor struct {
+	partition int32
+	pos       Position
+	last      *pollPartition // the latest poll's delivery on it
+}
+
+// pollPartition is one partition's part of a poll: its fence token and
+// the range it delivered. Records keep a pointer to it, so a commit
+// through a record carries its poll's token.
+type pollPartition struct {
+	topic     string
+	partition int32
+	token     []byte
+	from      uint64
+	next      uint64
+}
+
+type inflightPoll struct {
+	parts []*cursor // in request order
+	done  chan pollResult
+}
+
+type pollResult struct {
+	raw []byte
+	err error
+}
+
+// NewConsumer reads the topic's metadata, attaches a named consumer's
+// session, and returns a consumer of the topic. Attaching fences every
+// earlier process under the same name.
+func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...ConsumerOption) (*Consumer, error) {
+	cfg := defaultConsumerConfig()
+	for _, o := range opts {
+		o.applyConsumer(&cfg)
+	}
+	if cfg.name == "" && cfg.autoCommit != AutoCommitNone {
+		return nil, fmt.Errorf("sdk: %w (automatic commits)", ErrNotNamed)
+	}
+	if !cfg.startSet {
+		cfg.start = AtFirst()
+		if cfg.name != "" {
+			cfg.start = AtCommitted()
+		}
+	}
+	if cfg.start.mode == wire.PositionNext && cfg.name == "" {
+		return nil, fmt.Errorf("sdk: %w (AtCommitted)", ErrNotNamed)
+	}
+	d, err := c.DescribeTopic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	parts := cfg.partitions
+	if len(parts) == 0 {
+		for i := range d.Config.Partitions {
+			parts = append(parts, int32(i))
+		}
+	}
+	cons := &Consumer{c: c, topic: topic, topicID: d.ID, cfg: cfg, byPart: map[int32]*cursor{}}
+	for _, p := range parts {
+		if p < 0 || int(p) >= d.Config.Partitions {
+			return nil, &Error{Op: "consume", Topic: topic, Partition: p, Status: wire.StatusUnknownPartition,
+				Message: fmt.Sprintf("the topic has %d partitions", d.Config.Partitions)}
+		}
+		if cons.byPart[p] != nil {
+			continue
+		}
+		cur := &cursor{partition: p, pos: cfg.start}
+		cons.cursors = append(cons.cursors, cur)
+		cons.byPart[p] = cur
+	}
+	if cfg.name != "" {
+		var reply wire.AttachConsumerReply
+		if err := c.call(ctx, &wire.AttachConsumerRequest{Name: cfg.name}, &reply); err != nil {
+			return nil, withTopic(err, topic)
+		}
+		cons.who = wire.Consumer{Kind: wire.ConsumerNamed, Name: cfg.name, Session: reply.Session}
+	}
+	return cons, nil
+}
+
+// Topic returns the consumer's topic.
+func (c *Consumer) Topic() string { return c.topic }
+
+// Name returns the consumer's name ("" for an anonymous consumer).
+func (c *Consumer) Name() string { return c.cfg.name }
+
+// Session returns the session epoch the node handed this named consumer.
+func (c *Consumer) Session() uint64 { return c.who.Session }
+
+// Poll reads the next records of every partition of the consumer: it
+// returns as soon as some are there, or with none after WithMaxWait. Each
+// returned record remembers its poll's fence token, for Commit.
+//
+// Poll may return records and an error together (one partition failed,
+// others delivered): process the records, then look at the error. A
+// fenced session fails every later call with ErrFencedSession. When ctx
+// ends first, Poll returns its error, and the records of the poll still
+// on its way are returned by the next Poll, so none are lost.
+func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
+	c.pollMu.Lock()
+	defer c.pollMu.Unlock()
+	if err := c.state(); err != nil {
+		return nil, err
+	}
+	inflight := c.pending
+	c.pending = nil
+	if inflight == nil {
+		var err error
+		if inflight, err = c.sendPoll(ctx); err != nil {
+			return nil, err
+		}
+	}
+	limit := time.NewTimer(c.cfg.maxWait + c.c.cfg.requestTimeout)
+	defer limit.Stop()
+	var res pollResult
+	select {
+	case res = <-inflight.done:
+	case <-ctx.Done():
+		c.pending = inflight
+		return nil, context.Cause(ctx)
+	case <-limit.C:
+		c.abortStream()
+		res = <-inflight.done
+		if res.err != nil {
+			return nil, fmt.Errorf("ledge: poll %s: no reply within %v: %w", c.topic, c.cfg.maxWait+c.c.cfg.requestTimeout, res.err)
+		}
+	}
+	if res.err != nil {
+		c.abortStream()
+		return nil, transportError("poll", res.err)
+	}
+	var reply wire.PollReply
+	if err := decodeReply(res.raw, &reply); err != nil {
+		return nil, c.noteFenced(nodeError("poll", c.topic, -1, err))
+	}
+	return c.deliver(inflight, &reply)
+}
+
+func (c *Consumer) state() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return ErrClosed
+	case c.fenced != nil:
+		return c.fenced
+	}
+	return nil
+}
+
+// noteFenced remembers a fenced session: nothing this consumer does can
+// succeed again.
+func (c *Consumer) noteFenced(err error) error {
+	if errors.Is(err, ErrFencedSession) {
+		c.mu.Lock()
+		if c.fenced == nil {
+			c.fenced = err
+		}
+		c.mu.Unlock()
+	}
+	return err
+}
+
+func (c *Consumer) sendPoll(ctx context.Context) (*inflightPoll, error) {
+	if c.stream == nil {
+		st, _, err := c.c.openStream(ctx, 1)
+		if err != nil {
+			return nil, err
+		}
+		c.stream = st
+	}
+	c.mu.Lock()
+	req := &wire.PollRequest{
+		Consumer:    c.who,
+		MaxWait:     c.cfg.maxWait,
+		MaxMessages: uint32(c.cfg.maxMessages),
+		MaxBytes:    uint32(c.cfg.maxBytes),
+		AutoCommit:  c.cfg.autoCommit,
+	}
+	inflight := &inflightPoll{parts: slices.Clone(c.cursors), done: make(chan pollResult, 1)}
+	for _, cur := range inflight.parts {
+		req.Partitions = append(req.Partitions, wire.PollPartition{
+			Topic: c.topic, TopicID: c.topicID, Partition: uint32(cur.partition), Position: cur.pos.wire(c.cfg.reset),
+		})
+	}
+	c.mu.Unlock()
+	frame, err := wire.AppendRequest(nil, c.c.nextID(), req)
+	if err != nil {
+		return nil, nodeError("poll", c.topic, -1, err)
+	}
+	cb := func(raw []byte, err error) { inflight.done <- pollResult{raw, err} }
+	if err := c.stream.Send(ctx, frame, cb); err != nil {
+		c.abortStream()
+		return nil, transportError("poll", err)
+	}
+	return inflight, nil
+}
+
+// abortStream drops the poll stream; the next poll opens another.
+func (c *Consumer) abortStream() {
+	if c.stream == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = c.stream.Close(ctx)
+	c.stream = nil
+}
+
+// deliver turns a poll reply into records and moves the cursors.
+func (c *Consumer) deliver(inflight *inflightPoll, reply *wire.PollReply) ([]*Record, error) {
+	if len(reply.Partitions) != len(inflight.parts) {
+		return nil, fmt.Errorf("ledge: poll %s: %d partitions in the reply, %d asked", c.topic, len(reply.Partitions), len(inflight.parts))
+	}
+	var (
+		out  []*Record
+		errs []error
+	)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range reply.Partitions {
+		p := &reply.Partitions[i]
+		cur := inflight.parts[i]
+		if c.byPart[cur.partition] != cur {
+			continue // a Seek replaced the cursor meanwhile
+		}
+		err := statusError("poll", c.topic, uint32(cur.partition), p.Status, p.Message)
+		switch {
+		case err == nil:
+		case p.Status == wire.StatusStaleHistory:
+			// A purge or a lossy recovery: what we held is void. Resume
+			// from the committed position (named) or the new start.
+			cur.last = nil
+			cur.pos = AtFirst()
+			if c.cfg.name != "" {
+				cur.pos = AtCommitted()
+			}
+			c.c.cfg.logger.Info("partition history changed; resuming", "topic", c.topic, "partition", cur.partition, "from", cur.pos)
+			continue
+		case p.Status.RetryClass() == wire.ClassRetry:
+			continue // busy or shutting down: the next poll tries again
+		case errors.Is(err, ErrFencedSession):
+			if c.fenced == nil {
+				c.fenced = err
+			}
+			return nil, err
+		default:
+			errs = append(errs, err)
+			continue
+		}
+		recs, err := decodePollPartition(c.topic, cur, p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, recs...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// decodePollPartition decodes one partition's batches, skipping records
+// before the poll's start (a batch is returned whole), and moves the
+// cursor past what the poll covered.
+func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) ([]*Record, error) {
+	pp := &pollPartition{topic: topic, partition: cur.partition, token: slices.Clone(p.Token), next: p.Next}
+	if tok, err := fence.UnmarshalToken(p.Token); err == nil && !tok.IsZero() {
+		pp.from = tok.From
+	} else if cur.pos.mode == wire.PositionOffset {
+		pp.from = cur.pos.offset
+	}
+	count := 0
+	for rest := p.Batches; len(rest) > 0; {
+		batch, r, err := wire.NextBatch(rest)
+		if err != nil {
+			return nil, fmt.Errorf("ledge: poll %s/%d: %w", topic, cur.partition, err)
+		}
+		h, _ := wire.ParseBatchHeader(batch)
+		count += int(h.RecordCount)
+		rest = r
+	}
+	slab := make([]Record, 0, count)
+	out := make([]*Record, 0, count)
+	var it wire.RecordIterator
+	for rest := p.Batches; len(rest) > 0; {
+		batch, r, _ := wire.NextBatch(rest)
+		rest = r
+		h, _ := wire.ParseBatchHeader(batch)
+		if h.LastOffset() < pp.from {
+			continue
+		}
+		if h.Compression() != wire.CompressionNone {
+			// Records alias the iterator's buffer: give each compressed
+			// batch its own.
+			it = wire.RecordIterator{}
+		}
+		if err := it.Reset(batch, len(batch)); err != nil {
+			return out, fmt.Errorf("ledge: poll %s/%d: %w", topic, cur.partition, err)
+		}
+		for {
+			wr, ok := it.Next()
+			if !ok {
+				break
+			}
+			if wr.Offset < pp.from || wr.Offset >= pp.next {
+				continue
+			}
+			slab = append(slab, Record{
+				Topic: topic, Partition: cur.partition, Offset: wr.Offset,
+				Timestamp: time.UnixMilli(wr.Timestamp), Key: wr.Key, Value: wr.Value,
+				Headers: slices.Clone(wr.Headers), poll: pp,
+			})
+			out = append(out, &slab[len(slab)-1])
+		}
+		if err := it.Err(); err != nil {
+			return out, fmt.Errorf("ledge: poll %s/%d: %w", topic, cur.partition, err)
+		}
+	}
+	cur.pos = AtOffset(p.Next)
+	cur.last = pp
+	return out, nil
+}
+
+// Seek moves a partition's reading position; the next Poll reads from
+// there. It does not change the committed position (see ResetPosition).
+// A poll still on its way is dropped.
+func (c *Consumer) Seek(partition int32, pos Position) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.byPart[partition]
+	if cur == nil {
+		return &Error{Op: "seek", Topic: c.topic, Partition: partition, Status: wire.StatusUnknownPartition,
+			Message: "the consumer does not read this partition"}
+	}
+	if pos.mode == wire.PositionNext && c.cfg.name == "" {
+		return fmt.Errorf("sdk: %w (AtCommitted)", ErrNotNamed)
+	}
+	// A new cursor: replies to polls sent before the seek no longer move it.
+	nc := &cursor{partition: partition, pos: pos, last: cur.last}
+	c.byPart[partition] = nc
+	for i, x := range c.cursors {
+		if x == cur {
+			c.cursors[i] = nc
+		}
+	}
+	return nil
+}
+
+// SeekAll moves every partition's reading position to pos.
+func (c *Consumer) SeekAll(pos Position) error {
+	c.mu.Lock()
+	parts := make([]int32, len(c.cursors))
+	for i, cur := range c.cursors {
+		parts[i] = cur.partition
+	}
+	c.mu.Unlock()
+	for _, p := range parts {
+		if err := c.Seek(p, pos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close ends the consumer. With AutoCommitOnNextPoll it first commits
+// what the last poll returned.
+func (c *Consumer) Close(ctx context.Context) error {
+	var err error
+	if c.cfg.autoCommit == AutoCommitOnNextPoll && c.state() == nil {
+		err = c.CommitPolled(ctx)
+	}
+	c.pollMu.Lock()
+	defer c.pollMu.Unlock()
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	if c.stream != nil {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if c.pending != nil {
+			cancel() // a long poll may be parked: do not wait for it
+		}
+		_ = c.stream.Close(cctx)
+		c.stream = nil
+	}
+	return err
+}

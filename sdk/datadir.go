@@ -1,0 +1,136 @@
+package sdk
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ledgemq/ledge/transport/quic"
+	"github.com/ledgemq/ledge/transport/quic/certs"
+)
+
+// AdminTokenFile is the name of the file in a node's data directory that
+// holds the admin token the node created on its first start.
+const AdminTokenFile = "admin.token"
+
+// maxTokenFileLen bounds a token file: a token is at most a few hundred
+// bytes.
+const maxTokenFileLen = 64 << 10
+
+// DataDirFiles are what a client uses from a node's data directory; an
+// empty path was not found.
+type DataDirFiles struct {
+	CA         string // the CA certificate (PEM)
+	AdminToken string // the admin token
+}
+
+// FindDataDirFiles looks for the CA certificate and the admin token in a
+// node's data directory: at its top level, or in a "tls" subdirectory for
+// the CA. It returns empty paths for files it does not find, and an error
+// only when dir itself cannot be read.
+func FindDataDirFiles(dir string) (DataDirFiles, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return DataDirFiles{}, err
+	}
+	var f DataDirFiles
+	for _, p := range []string{
+		filepath.Join(dir, certs.CAFile),
+		filepath.Join(dir, "tls", certs.CAFile),
+		filepath.Join(dir, "certs", certs.CAFile),
+	} {
+		if isFile(p) {
+			f.CA = p
+			break
+		}
+	}
+	if p := filepath.Join(dir, AdminTokenFile); isFile(p) {
+		f.AdminToken = p
+	}
+	return f, nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// readTokenFile reads a bearer token, trimming white space.
+func readTokenFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("sdk: token file: %w", err)
+	}
+	if fi.Size() > maxTokenFileLen {
+		return "", fmt.Errorf("sdk: token file %s is %d bytes, larger than a token", path, fi.Size())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("sdk: token file: %w", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("sdk: token file %s is empty", path)
+	}
+	return t, nil
+}
+
+// credentials resolves the TLS configuration and the token from the
+// options: explicit ones first, then the data directory.
+func (c *clientConfig) credentials(addr string) (*tls.Config, string, error) {
+	var found DataDirFiles
+	if c.dataDir != "" {
+		f, err := FindDataDirFiles(c.dataDir)
+		switch {
+		case err == nil:
+			found = f
+		case c.dataDirSet || !errors.Is(err, fs.ErrNotExist):
+			return nil, "", fmt.Errorf("sdk: data directory: %w", err)
+		}
+	}
+
+	token := c.token
+	switch {
+	case token != "":
+	case c.tokenFile != "":
+		t, err := readTokenFile(c.tokenFile)
+		if err != nil {
+			return nil, "", err
+		}
+		token = t
+	case found.AdminToken != "":
+		t, err := readTokenFile(found.AdminToken)
+		if err != nil {
+			return nil, "", err
+		}
+		token = t
+	default:
+		return nil, "", ErrNoCredentials
+	}
+
+	serverName := c.serverName
+	if serverName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			serverName = host
+		}
+	}
+	switch {
+	case c.tlsConfig != nil:
+		cfg := c.tlsConfig.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = serverName
+		}
+		return cfg, token, nil
+	case c.caFile != "":
+		cfg, err := quic.ClientTLSConfigFromCAFile(c.caFile, serverName)
+		return cfg, token, err
+	case found.CA != "":
+		cfg, err := quic.ClientTLSConfigFromCAFile(found.CA, serverName)
+		return cfg, token, err
+	}
+	return quic.ClientTLSConfig(nil, serverName), token, nil
+}

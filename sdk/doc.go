@@ -1,0 +1,69 @@
+// Package sdk is the Go client of a Ledge node: a Client dials the node
+// over QUIC (TLS 1.3), a Producer writes records, a Consumer reads them,
+// and the Client's admin methods manage topics and tokens.
+//
+// It talks to a node only through the wire protocol (transport/wire over
+// transport/quic); it never imports the node or the storage engine.
+//
+// # Connecting
+//
+// Dial needs an address and credentials. Run beside a node — in the
+// directory that holds its ledge-data — it needs neither: the node listens
+// on 127.0.0.1:7420 by default and keeps its CA certificate and admin token
+// in the data directory, where Dial looks (WithDataDir). Elsewhere, pass
+// WithCAFile and WithToken. Options follow one pattern: each says its
+// default, its unit and what happens at the edges.
+//
+// # Producing
+//
+// A Producer batches records per partition and sends each partition's
+// batches on its own ordered QUIC stream, several in flight at once
+// (WithMaxInFlight). It is idempotent by default: it registers a producer
+// id with the node, and every batch carries that id and a sequence number
+// per partition. A batch whose reply was lost is sent again with the same
+// numbers, and the node answers a batch it already appended with the
+// offsets it gave it the first time — so retries never duplicate a record
+// and never reorder a partition. Produce is asynchronous, with a callback
+// per record; ProduceSync waits; Flush waits for everything produced.
+//
+// Records with a key go to murmur2(key) mod partitions — the same hash and
+// arithmetic as Kafka's default partitioner, so keyed records land on the
+// same partition numbers a Kafka topic would give them. Records without a
+// key fill one partition's batch before moving to the next. See
+// KeyHashPartitioner, ManualPartitioner and RoundRobinPartitioner.
+//
+// # Consuming
+//
+// A Consumer long-polls all its partitions in one request: the node
+// answers as soon as any has records, or after WithMaxWait with none. An
+// anonymous consumer reads by position (Seek, WithStart). A named consumer
+// (WithConsumerName) keeps committed positions on the node and resumes from
+// them; attaching under a name starts a session that fences every earlier
+// process under the name, whose polls and commits then fail with
+// ErrFencedSession.
+//
+// Every poll carries a fence token per partition: the identity of the
+// partition's history, the consumer's session and the range the poll
+// delivered. Each returned record remembers its poll, and Commit through a
+// record carries that poll's token, so the node refuses a commit made in
+// another world — after a purge (ErrStaleHistory), or by a fenced process —
+// even when its offset would be valid now. Automatic commits
+// (WithAutoCommit) are fenced the same way, on the node.
+//
+// # Errors
+//
+// A refused request is an *Error with a wire status; errors.Is matches it
+// against the sdk.ErrX constants (which are wire statuses) and, for fence
+// rejections, against the fence package's sentinels. IsRetryable says
+// whether sending again can succeed.
+//
+// # Rationale
+//
+// One stream per partition, not one per request: a stream keeps the
+// partition's order without sequencing above the transport, and QUIC
+// streams do not block each other, so a slow partition or a parked long
+// poll never holds up another. The in-flight window is bounded by
+// fence.ProducerWindow batches as well as by records, because the node
+// remembers that many of a producer's latest batches per partition: any
+// batch still unanswered can then be recognized as a retry.
+package sdk

@@ -1,0 +1,201 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/quic"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Errors a node answers with, for errors.Is. Each is a wire.Status: every
+// *Error carrying that status matches it, and so does a *wire.Error. The
+// comment says what to do.
+const (
+	// ErrUnauthenticated: the token is unknown, expired or revoked. Fix the
+	// credentials; do not retry as is.
+	ErrUnauthenticated = wire.StatusUnauthenticated
+	// ErrForbidden: the token lacks the scope the request needs on the
+	// topic. Do not retry with this token.
+	ErrForbidden = wire.StatusForbidden
+	// ErrUnknownToken: RevokeToken named a token id that does not exist.
+	ErrUnknownToken = wire.StatusUnknownToken
+	// ErrUnknownTopic: no topic of that name.
+	ErrUnknownTopic = wire.StatusUnknownTopic
+	// ErrTopicExists: CreateTopic named an existing topic.
+	ErrTopicExists = wire.StatusTopicExists
+	// ErrUnknownPartition: the partition index is not below the topic's
+	// partition count.
+	ErrUnknownPartition = wire.StatusUnknownPartition
+	// ErrInvalidArgument: the node refused a value of the request.
+	ErrInvalidArgument = wire.StatusInvalidArgument
+	// ErrMessageTooLarge: a record, batch or frame exceeds its limit.
+	ErrMessageTooLarge = wire.StatusMessageTooLarge
+	// ErrBusy: the node is past its memory budget. Retryable.
+	ErrBusy = wire.StatusBusy
+	// ErrNotEnoughSpace: the node's disk is full; nothing was written.
+	// Retryable once space is freed.
+	ErrNotEnoughSpace = wire.StatusNotEnoughSpace
+	// ErrPartitionFailed: the partition refuses appends until the node
+	// reopens it. Retryable.
+	ErrPartitionFailed = wire.StatusPartitionFailed
+
+	// ErrStaleHistory: the work was created before a purge or a lossy
+	// recovery of the partition. The consumer drops what it held for the
+	// partition and polls again from its committed position.
+	ErrStaleHistory = wire.StatusStaleHistory
+	// ErrTopicRecreated: the topic was deleted and created again under the
+	// same name since this client read its metadata. Create a new producer
+	// or consumer.
+	ErrTopicRecreated = wire.StatusTopicRecreated
+	// ErrFencedProducer: a newer incarnation of the producer exists.
+	ErrFencedProducer = wire.StatusFencedProducer
+	// ErrFencedSession: another process attached under this consumer's
+	// name. This consumer can neither poll nor commit again; give up.
+	ErrFencedSession = wire.StatusFencedSession
+	// ErrOffsetOutOfRange: a position below the log start offset or past
+	// the high watermark.
+	ErrOffsetOutOfRange = wire.StatusOffsetOutOfRange
+	// ErrCommitBackwards: a commit below the committed offset; use
+	// Consumer.ResetPosition to move it back on purpose.
+	ErrCommitBackwards = wire.StatusCommitBackwards
+	// ErrNotDelivered: a commit of an offset the token's poll did not
+	// deliver.
+	ErrNotDelivered = wire.StatusNotDelivered
+	// ErrDuplicateSequence: a produce retry of a batch appended so long ago
+	// that the node no longer knows its offsets. The records were written
+	// once; their offsets are unknown.
+	ErrDuplicateSequence = wire.StatusDuplicateSequence
+)
+
+// Errors of the client itself.
+var (
+	// ErrClosed: the client, producer or consumer was closed.
+	ErrClosed = errors.New("sdk: closed")
+	// ErrDeliveryTimeout: a record was not acknowledged within the
+	// producer's delivery timeout. Err wraps the last failure; whether the
+	// record was written is unknown unless that failure says otherwise.
+	ErrDeliveryTimeout = errors.New("sdk: delivery timeout")
+	// ErrNoCredentials: no token was given and none was found in a data
+	// directory.
+	ErrNoCredentials = errors.New("sdk: no token: use WithToken, WithTokenFile or WithDataDir")
+	// ErrNotNamed: the operation needs a named consumer (WithConsumerName).
+	ErrNotNamed = errors.New("sdk: the consumer has no name: use WithConsumerName to commit")
+)
+
+// Error is a request the node refused, or a connection it closed. Status
+// says what happened and Status.RetryClass() what to do next. errors.Is
+// matches it against its status (sdk.ErrX or wire.StatusX), and, for fence
+// rejections, against the fence sentinel of its code (fence.ErrX);
+// errors.As finds the *fence.Error of a fence rejection.
+type Error struct {
+	// Op is the request: "produce", "poll", "commit", "create-topic", ...
+	Op string
+	// Topic and Partition name what the request was about, when it was
+	// about one partition (Partition is -1 otherwise).
+	Topic     string
+	Partition int32
+	Status    wire.Status
+	// Message is the node's explanation, for people.
+	Message string
+	// cause is a transport error the status was derived from.
+	cause error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	s := "ledge: " + e.Op
+	switch {
+	case e.Topic != "" && e.Partition >= 0:
+		s += fmt.Sprintf(" %s/%d", e.Topic, e.Partition)
+	case e.Topic != "":
+		s += " " + e.Topic
+	}
+	s += ": " + e.Status.String()
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Is matches e's status.
+func (e *Error) Is(target error) bool {
+	s, ok := target.(wire.Status)
+	return ok && s == e.Status
+}
+
+// Unwrap returns the fence rejection of a fence status (so that
+// errors.Is(err, fence.ErrFencedSession) holds) and the transport error e
+// was derived from, if any.
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.Status.IsFence() {
+		out = append(out, fence.FromCode(fence.Code(e.Status-wire.FenceStatusBase), e.Message))
+	}
+	if e.cause != nil {
+		out = append(out, e.cause)
+	}
+	return out
+}
+
+// Retryable reports whether sending again can succeed (see IsRetryable).
+func (e *Error) Retryable() bool { return e.Status.Retryable() || quic.IsRetryable(e.cause) }
+
+// IsRetryable reports whether err is worth retrying: a node status of
+// class retry or refresh (busy, timeout, disk full, shutting down, stale
+// history — poll again), or a transport failure after which a new
+// connection can succeed (the node restarted, a request was not
+// processed, an idle or handshake timeout). Refused credentials, unknown
+// topics, invalid requests, fenced producers and sessions, a closed
+// client and a cancelled context are not retryable.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Retryable()
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we.Status.Retryable()
+	}
+	if errors.Is(err, ErrDeliveryTimeout) {
+		return true
+	}
+	return quic.IsRetryable(err)
+}
+
+// nodeError wraps a *wire.Error of a reply into an *Error.
+func nodeError(op, topic string, partition int32, err error) error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return &Error{Op: op, Topic: topic, Partition: partition, Status: we.Status, Message: we.Message}
+	}
+	return err
+}
+
+// statusError builds the *Error of a per-partition status in a reply.
+func statusError(op, topic string, partition uint32, s wire.Status, msg string) error {
+	if s == wire.StatusOK {
+		return nil
+	}
+	return &Error{Op: op, Topic: topic, Partition: int32(partition), Status: s, Message: msg}
+}
+
+// transportError maps the transport's verdicts on a connection to statuses
+// where a caller expects one: a refused or revoked token is
+// ErrUnauthenticated, whatever the layer that noticed it.
+func transportError(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, quic.ErrUnauthenticated):
+		return &Error{Op: op, Partition: -1, Status: wire.StatusUnauthenticated, Message: "the node refused the token", cause: err}
+	case errors.Is(err, quic.ErrTokenRevoked):
+		return &Error{Op: op, Partition: -1, Status: wire.StatusUnauthenticated, Message: "the token was revoked", cause: err}
+	}
+	return fmt.Errorf("ledge: %s: %w", op, err)
+}

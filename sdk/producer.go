@@ -1,0 +1,324 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Producer sends records to one topic: batched per partition, pipelined
+// on one ordered stream per partition, retried without duplicates or
+// reordering (see the package documentation). It is safe for concurrent
+// use.
+type Producer struct {
+	topic   string
+	topicID [16]byte
+	parts   int
+	cfg     producerConfig
+	backend producerBackend
+	log     *slog.Logger
+
+	initial ident // the identity every partition starts under
+
+	partMu      sync.Mutex // serializes the partitioner
+	partitioner Partitioner
+
+	buffered chan struct{} // one token per record held, sent or not
+	flushers atomic.Int32  // Flush calls waiting: send partial batches at once
+
+	abortCtx context.Context // ends when Close gives up on what is left
+	abort    context.CancelFunc
+
+	mu          sync.Mutex
+	senders     []*partSender
+	outstanding int
+	drained     chan struct{} // closed when outstanding reaches 0, when set
+	closing     bool
+	wg          sync.WaitGroup
+}
+
+// ident is a producer identity: batches carry it, numbered per partition.
+type ident struct {
+	id    uint64
+	epoch uint32
+}
+
+// producerBackend is what a producer needs of a client (and what tests
+// fake).
+type producerBackend interface {
+	streamOpener
+	// initProducer registers a fresh producer identity.
+	initProducer(ctx context.Context) (ident, error)
+	requestTimeout() time.Duration
+}
+
+type clientBackend struct{ c *Client }
+
+func (b clientBackend) openStream(ctx context.Context, depth int) (requestStream, int, error) {
+	return b.c.openStream(ctx, depth)
+}
+
+func (b clientBackend) initProducer(ctx context.Context) (ident, error) {
+	var reply wire.InitProducerReply
+	if err := b.c.call(ctx, &wire.InitProducerRequest{}, &reply); err != nil {
+		return ident{}, err
+	}
+	return ident{id: reply.ProducerID, epoch: reply.ProducerEpoch}, nil
+}
+
+func (b clientBackend) requestTimeout() time.Duration { return b.c.cfg.requestTimeout }
+
+// NewProducer reads the topic's metadata, registers an idempotent producer
+// (unless WithIdempotence(false)) and returns a producer for the topic.
+func (c *Client) NewProducer(ctx context.Context, topic string, opts ...ProducerOption) (*Producer, error) {
+	d, err := c.DescribeTopic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	return newProducer(ctx, clientBackend{c}, c.cfg.logger, d.TopicInfo, opts)
+}
+
+func newProducer(ctx context.Context, b producerBackend, log *slog.Logger, info TopicInfo, opts []ProducerOption) (*Producer, error) {
+	cfg := defaultProducerConfig()
+	for _, o := range opts {
+		o.applyProducer(&cfg)
+	}
+	if !cfg.compressionSet {
+		cfg.compression = info.Config.Compression
+	}
+	if !cfg.compression.Valid() {
+		return nil, fmt.Errorf("sdk: unknown compression %d", cfg.compression)
+	}
+	if m := info.Config.MaxBatchBytes; m > 0 && m < cfg.maxBatchBytes {
+		cfg.maxBatchBytes = m
+	}
+	if cfg.partitioner == nil {
+		cfg.partitioner = KeyHashPartitioner(cfg.maxBatchRecords)
+	}
+	if info.Config.Partitions <= 0 {
+		return nil, fmt.Errorf("sdk: topic %s has no partitions", info.Name)
+	}
+	p := &Producer{
+		topic:       info.Name,
+		topicID:     info.ID,
+		parts:       info.Config.Partitions,
+		cfg:         cfg,
+		backend:     b,
+		log:         log,
+		partitioner: cfg.partitioner,
+		buffered:    make(chan struct{}, cfg.maxBuffered),
+		senders:     make([]*partSender, info.Config.Partitions),
+	}
+	if cfg.idempotent {
+		id, err := b.initProducer(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.initial = id
+	}
+	p.abortCtx, p.abort = context.WithCancel(context.Background())
+	return p, nil
+}
+
+// Topic returns the producer's topic.
+func (p *Producer) Topic() string { return p.topic }
+
+// Partitions returns the number of partitions of the topic.
+func (p *Producer) Partitions() int { return p.parts }
+
+// Produce hands rec to the producer and returns; cb (which may be nil)
+// receives rec with its Partition and Offset set, or the error that
+// failed it. Callbacks of one partition run in the order of Produce calls,
+// on the partition's goroutine: they must not block for long, and must
+// not call Flush or Close.
+//
+// Produce waits while the producer holds WithMaxBufferedRecords records;
+// ctx bounds only that wait (a record once accepted is sent whatever
+// becomes of ctx). When ctx ends first, or the producer is closed, or the
+// record is invalid (too large, a partition out of range), cb is called
+// with the error before Produce returns. rec must not be modified until cb
+// is called.
+func (p *Producer) Produce(ctx context.Context, rec *Record, cb func(*Record, error)) {
+	if cb == nil {
+		cb = func(*Record, error) {}
+	}
+	if rec.Topic == "" {
+		rec.Topic = p.topic
+	} else if rec.Topic != p.topic {
+		cb(rec, fmt.Errorf("sdk: record for topic %q given to the producer of %q", rec.Topic, p.topic))
+		return
+	}
+	if n := rec.size() + wire.BatchHeaderSize; n > p.cfg.maxBatchBytes {
+		cb(rec, &Error{Op: "produce", Topic: p.topic, Partition: -1, Status: wire.StatusMessageTooLarge,
+			Message: fmt.Sprintf("record of about %d bytes exceeds the batch limit of %d", n, p.cfg.maxBatchBytes)})
+		return
+	}
+	select {
+	case p.buffered <- struct{}{}:
+	case <-ctx.Done():
+		cb(rec, context.Cause(ctx))
+		return
+	case <-p.abortCtx.Done():
+		cb(rec, ErrClosed)
+		return
+	}
+	if rec.Timestamp.IsZero() {
+		rec.Timestamp = time.Now()
+	}
+	p.partMu.Lock()
+	part := p.partitioner.Partition(rec, p.parts)
+	p.partMu.Unlock()
+	if part < 0 || part >= p.parts {
+		<-p.buffered
+		cb(rec, &Error{Op: "produce", Topic: p.topic, Partition: int32(part), Status: wire.StatusUnknownPartition,
+			Message: fmt.Sprintf("the topic has %d partitions", p.parts)})
+		return
+	}
+	rec.Partition = int32(part)
+	s, err := p.sender(part)
+	if err != nil {
+		<-p.buffered
+		cb(rec, err)
+		return
+	}
+	s.enqueue(pendingRecord{rec: rec, cb: cb, at: time.Now(), size: rec.size()})
+}
+
+// ProduceSync produces recs and waits for their acknowledgements. It
+// returns the first error (each record's own outcome is in its Offset, or
+// use Produce with a callback). Records are acknowledged in order within a
+// partition. ctx bounds the wait for buffer space and for the
+// acknowledgements; records already sent when it ends may still be
+// written.
+func (p *Producer) ProduceSync(ctx context.Context, recs ...*Record) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	wg.Add(len(recs))
+	for _, r := range recs {
+		p.Produce(ctx, r, func(_ *Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return first
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Flush sends every record produced so far without waiting for a linger,
+// and waits until each is acknowledged or failed (records produced while
+// Flush waits are waited for too). It returns ctx's error if ctx ends
+// first; the records are still being sent.
+func (p *Producer) Flush(ctx context.Context) error {
+	p.flushers.Add(1)
+	defer p.flushers.Add(-1)
+	p.mu.Lock()
+	if p.outstanding == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	if p.drained == nil {
+		p.drained = make(chan struct{})
+	}
+	drained := p.drained
+	senders := append([]*partSender(nil), p.senders...)
+	p.mu.Unlock()
+	for _, s := range senders {
+		if s != nil {
+			s.poke()
+		}
+	}
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Close flushes the producer and ends its streams. When ctx ends before
+// every record is acknowledged, the rest fail with ErrClosed (those
+// already sent may have been written). Produce after Close fails with
+// ErrClosed.
+func (p *Producer) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return nil
+	}
+	p.closing = true
+	p.mu.Unlock()
+	err := p.Flush(ctx)
+	if err != nil {
+		p.abort()
+	}
+	p.mu.Lock()
+	senders := append([]*partSender(nil), p.senders...)
+	p.mu.Unlock()
+	for _, s := range senders {
+		if s != nil {
+			s.shutdown()
+		}
+	}
+	p.wg.Wait()
+	p.abort()
+	return err
+}
+
+// sender returns the partition's sender, starting it on first use.
+func (p *Producer) sender(part int) (*partSender, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return nil, ErrClosed
+	}
+	p.outstanding++
+	if s := p.senders[part]; s != nil {
+		return s, nil
+	}
+	s := newPartSender(p, uint32(part))
+	p.senders[part] = s
+	p.wg.Add(1)
+	go s.run()
+	return s, nil
+}
+
+// done releases n records' share of the buffer and of Flush's count.
+func (p *Producer) done(n int) {
+	for range n {
+		<-p.buffered
+	}
+	p.mu.Lock()
+	p.outstanding -= n
+	if p.outstanding == 0 && p.drained != nil {
+		close(p.drained)
+		p.drained = nil
+	}
+	p.mu.Unlock()
+}
+
+// errProducerAborted is the error of records a closing producer gave up on.
+var errProducerAborted = fmt.Errorf("%w: the producer was closed before the record was acknowledged", ErrClosed)
+
+func isAbort(err error) bool { return errors.Is(err, context.Canceled) }

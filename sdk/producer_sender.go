@@ -1,0 +1,743 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ledgemq/ledge/transport/quic"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// pendingRecord is a record accepted by Produce and not yet completed.
+type pendingRecord struct {
+	rec  *Record
+	cb   func(*Record, error)
+	at   time.Time // accepted: the delivery timeout counts from here
+	size int
+}
+
+// outcome is what the last attempt of a batch established.
+type outcome uint8
+
+const (
+	// notSent: never sent, or its last attempt was definitely not appended
+	// (a refusal, or a request the node never read).
+	notSent outcome = iota
+	// unknown: the batch may or may not have been appended (a timeout, a
+	// connection lost with the request on the wire).
+	unknown
+	// freshIdentity: the node does not know the producer or disagrees on
+	// the sequence: not appended, and resending needs a new identity.
+	freshIdentity
+)
+
+// prodBatch is one batch of a partition, from its first send until its
+// records are completed.
+type prodBatch struct {
+	recs     []pendingRecord
+	frame    []byte // the whole produce request frame
+	batchOff int    // where the record batch starts in frame
+	seq      int32  // base sequence
+	onWire   bool   // sent on the current stream, reply pending
+	sentAt   time.Time
+	attempts int
+	last     outcome
+	lastErr  error
+	everSent bool
+
+	acked bool
+	reply wire.ProduceReply
+	err   error // final failure; the batch is resolved
+}
+
+func (b *prodBatch) resolved() bool { return b.acked || b.err != nil }
+
+// replyEvent is a stream's answer to a batch.
+type replyEvent struct {
+	b   *prodBatch
+	raw []byte
+	err error
+}
+
+// partSender sends one partition's batches, in sequence order, on one
+// stream. Produce feeds it records; a goroutine (run) owns everything
+// else: batching, the in-flight window, retries, completion.
+//
+// Retry rules. Replies come back in request order. When a batch fails,
+// nothing new is sent until every batch in flight has answered; then the
+// unacknowledged batches are sent again, in order, with the sequence
+// numbers they had — the node answers a batch it already appended with its
+// original offsets — except where the node's answer proves a batch was not
+// appended: a batch after a batch that was not appended was not appended
+// either (its sequence left a gap), so such batches are renumbered to close
+// the gap of a batch that failed for good. When the node does not know the
+// producer or disagrees on the next sequence, the partition takes a fresh
+// producer identity and numbers its batches from 0 again.
+type partSender struct {
+	p    *Producer
+	part uint32
+	wake chan struct{}
+
+	mu       sync.Mutex
+	queue    []pendingRecord
+	events   []replyEvent
+	stopping bool
+
+	// Owned by run.
+	unacked      []*prodBatch
+	inflight     int // batches on the wire
+	inflightRecs int
+	stream       requestStream
+	broken       bool // the stream failed: open another before sending
+	maxFrame     int
+	id           ident
+	nextSeq      int32
+	recovering   bool
+	needFresh    bool // take a fresh identity before the next send
+	retryAt      time.Time
+	builder      wire.BatchBuilder
+	reqID        uint32
+	taken        []pendingRecord
+}
+
+func newPartSender(p *Producer, part uint32) *partSender {
+	return &partSender{p: p, part: part, wake: make(chan struct{}, 1), id: p.initial}
+}
+
+func (s *partSender) enqueue(r pendingRecord) {
+	s.mu.Lock()
+	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *partSender) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *partSender) shutdown() {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	s.poke()
+}
+
+// onReply is the stream's callback: it must not block.
+func (s *partSender) onReply(b *prodBatch) func([]byte, error) {
+	return func(raw []byte, err error) {
+		s.mu.Lock()
+		s.events = append(s.events, replyEvent{b: b, raw: raw, err: err})
+		s.mu.Unlock()
+		s.poke()
+	}
+}
+
+func (s *partSender) run() {
+	defer s.p.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.handleEvents()
+		if s.p.abortCtx.Err() != nil {
+			s.abandon()
+			return
+		}
+		now := time.Now()
+		s.checkRequestTimeout(now)
+		if s.recovering && s.inflight == 0 && !now.Before(s.retryAt) {
+			s.recover(now)
+		}
+		if !s.recovering {
+			s.sendReady(now)
+		}
+		s.complete()
+		if s.finished() {
+			s.closeStream()
+			return
+		}
+		if d, ok := s.nextDeadline(now); ok {
+			timer.Reset(max(d.Sub(now), 0))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-s.wake:
+		case <-timer.C:
+		case <-s.p.abortCtx.Done():
+		}
+	}
+}
+
+// finished reports whether the sender may stop: shutting down with
+// nothing left.
+func (s *partSender) finished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping && len(s.queue) == 0 && len(s.unacked) == 0 && len(s.events) == 0
+}
+
+// nextDeadline is when run must wake without being poked.
+func (s *partSender) nextDeadline(now time.Time) (time.Time, bool) {
+	var next time.Time
+	set := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	if s.recovering && s.inflight == 0 {
+		set(s.retryAt)
+	}
+	if oldest := s.oldestOnWire(); oldest != nil {
+		set(oldest.sentAt.Add(s.p.backend.requestTimeout()))
+	}
+	if s.p.cfg.linger > 0 && !s.recovering {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			set(s.queue[0].at.Add(s.p.cfg.linger))
+		}
+		s.mu.Unlock()
+	}
+	return next, !next.IsZero()
+}
+
+func (s *partSender) oldestOnWire() *prodBatch {
+	for _, b := range s.unacked {
+		if b.onWire {
+			return b
+		}
+	}
+	return nil
+}
+
+// checkRequestTimeout aborts the stream when the oldest request has waited
+// too long for its reply: its batches come back as failures of unknown
+// outcome and are resent on a new stream.
+func (s *partSender) checkRequestTimeout(now time.Time) {
+	b := s.oldestOnWire()
+	if b == nil || now.Sub(b.sentAt) < s.p.backend.requestTimeout() {
+		return
+	}
+	s.p.log.Warn("produce request timed out; resending on a new stream", "topic", s.p.topic, "partition", s.part)
+	s.abortStream()
+	s.handleEvents()
+}
+
+// abortStream resets the stream; every request without a reply gets an
+// error event.
+func (s *partSender) abortStream() {
+	if s.stream == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.stream.Close(ctx)
+	s.stream, s.broken = nil, true
+}
+
+func (s *partSender) closeStream() {
+	if s.stream == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.p.backend.requestTimeout())
+	defer cancel()
+	_ = s.stream.Close(ctx)
+	s.stream = nil
+}
+
+// handleEvents applies the replies received since the last call.
+func (s *partSender) handleEvents() {
+	s.mu.Lock()
+	events := s.events
+	s.events = nil
+	s.mu.Unlock()
+	for _, ev := range events {
+		b := ev.b
+		if !b.onWire {
+			continue
+		}
+		b.onWire = false
+		s.inflight--
+		s.inflightRecs -= len(b.recs)
+		s.handleReply(b, ev.raw, ev.err)
+	}
+}
+
+func (s *partSender) handleReply(b *prodBatch, raw []byte, err error) {
+	if err == nil {
+		var rep wire.ProduceReply
+		if err = decodeReply(raw, &rep); err == nil {
+			b.acked, b.reply = true, rep
+			return
+		}
+	}
+	s.recovering = true
+	b.lastErr = err
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		// No reply: the stream or the connection failed.
+		s.broken = true
+		b.last = unknown
+		if errors.Is(err, quic.ErrNotProcessed) {
+			b.last = notSent
+		}
+		return
+	}
+	nodeErr := &Error{Op: "produce", Topic: s.p.topic, Partition: int32(s.part), Status: we.Status, Message: we.Message}
+	b.lastErr = nodeErr
+	switch st := we.Status; {
+	case st == wire.StatusTimeout:
+		b.last = unknown
+	case st == wire.StatusOutOfOrderSequence && s.unresolvedBefore(b):
+		// An earlier batch failed: this one found the gap it left.
+		b.last = notSent
+	case st == wire.StatusOutOfOrderSequence || st == wire.StatusUnknownProducer:
+		b.last = freshIdentity
+	case st == wire.StatusDuplicateSequence:
+		// Appended long ago: the sequence stands, the offsets are lost.
+		b.err = nodeErr
+	case st.RetryClass() == wire.ClassRetry:
+		b.last = notSent
+	default:
+		b.last = notSent
+		b.err = nodeErr
+	}
+}
+
+// unresolvedBefore reports whether a batch before b is not acknowledged.
+func (s *partSender) unresolvedBefore(b *prodBatch) bool {
+	for _, x := range s.unacked {
+		if x == b {
+			return false
+		}
+		if !x.acked {
+			return true
+		}
+	}
+	return false
+}
+
+// recover runs once every batch in flight has answered after a failure:
+// it settles the batches (delivery timeouts, sequence gaps), takes a fresh
+// identity where the node's answers require it, opens a new stream if the
+// old one failed, and sends the unacknowledged batches again, in order.
+func (s *partSender) recover(now time.Time) {
+	s.settle(now)
+	head := s.firstUnresolved()
+	if s.p.cfg.idempotent && (s.needFresh || (head != nil && head.last == freshIdentity)) {
+		id, err := s.p.backend.initProducer(s.p.abortCtx)
+		if err != nil {
+			if !IsRetryable(err) && !isAbort(err) {
+				s.failUnresolved(err)
+				return
+			}
+			s.retryLater(head, err)
+			return
+		}
+		cause := any("a batch timed out")
+		if head != nil {
+			cause = head.lastErr
+		}
+		s.p.log.Info("producer re-initialized", "topic", s.p.topic, "partition", s.part, "producer", id.id, "cause", cause)
+		s.id, s.nextSeq, s.needFresh = id, 0, false
+		for _, b := range s.unacked {
+			if !b.resolved() {
+				s.renumber(b)
+			}
+		}
+	}
+	if head == nil {
+		s.recovering = false
+		return
+	}
+	if s.stream == nil || s.broken {
+		s.abortStream()
+		st, maxFrame, err := s.p.backend.openStream(s.p.abortCtx, maxInFlightBatches)
+		if err != nil {
+			if !IsRetryable(err) && !isAbort(err) {
+				s.failUnresolved(err)
+				return
+			}
+			s.retryLater(head, err)
+			return
+		}
+		s.stream, s.broken, s.maxFrame = st, false, maxFrame
+	}
+	s.recovering = false
+	for _, b := range s.unacked {
+		if !b.resolved() && !s.send(b, now) {
+			return
+		}
+	}
+}
+
+// retryLater counts an attempt and schedules the next one.
+func (s *partSender) retryLater(head *prodBatch, err error) {
+	attempts := 1
+	if head != nil {
+		head.attempts++
+		attempts = head.attempts
+		if head.lastErr == nil {
+			head.lastErr = err
+		}
+	}
+	backoff := s.p.cfg.retryBackoff << min(attempts-1, 16)
+	s.retryAt = time.Now().Add(min(backoff, MaxRetryBackoff))
+	s.recovering = true
+}
+
+// chainState is what settle knows, walking the batches in order, about
+// how the node's sequence for this producer relates to ours.
+type chainState uint8
+
+const (
+	chainIntact chainState = iota // our numbering matches the node's
+	chainGap                      // a batch that was not appended was dropped: close the gap
+	chainLost                     // a batch that may have been appended was dropped
+)
+
+// settle fails what waited past the delivery timeout and renumbers the
+// batches behind a batch that failed for good. It relies on a batch being
+// appended only after its predecessor: behind a batch that was not
+// appended, no batch was.
+func (s *partSender) settle(now time.Time) {
+	limit := s.p.cfg.deliveryTimeout
+	chain := chainIntact
+	var gapSeq int32
+	for _, b := range s.unacked {
+		if b.acked {
+			continue
+		}
+		if b.err != nil {
+			if b.last == notSent && chain == chainIntact && !errors.Is(b.err, ErrDuplicateSequence) {
+				chain, gapSeq = chainGap, b.seq
+			}
+			continue
+		}
+		expired := now.Sub(b.recs[0].at) >= limit
+		switch chain {
+		case chainIntact:
+			if !expired {
+				continue
+			}
+			if b.last == unknown {
+				b.err = fmt.Errorf("%w: the record may or may not have been written: %w", ErrDeliveryTimeout, errOrNoReply(b.lastErr))
+				chain = chainLost
+			} else {
+				b.err = fmt.Errorf("%w: the record was not written: %w", ErrDeliveryTimeout, errOrNoReply(b.lastErr))
+				chain, gapSeq = chainGap, b.seq
+			}
+		case chainGap:
+			if expired {
+				b.err = fmt.Errorf("%w: the record was not written: %w", ErrDeliveryTimeout, errOrNoReply(b.lastErr))
+				continue
+			}
+			if s.p.cfg.idempotent {
+				s.nextSeq = gapSeq
+				s.renumber(b)
+				gapSeq = s.nextSeq
+			}
+		case chainLost:
+			if b.last == unknown {
+				b.err = fmt.Errorf("%w: the record may or may not have been written: an earlier batch of the partition timed out: %w",
+					ErrDeliveryTimeout, errOrNoReply(b.lastErr))
+			}
+		}
+	}
+	switch chain {
+	case chainGap:
+		s.nextSeq = gapSeq
+	case chainLost:
+		s.needFresh = true
+	}
+	// Records still waiting for a batch expire too.
+	s.mu.Lock()
+	n := 0
+	for n < len(s.queue) && now.Sub(s.queue[n].at) >= limit {
+		n++
+	}
+	expired := append([]pendingRecord(nil), s.queue[:n]...)
+	s.queue = s.queue[n:]
+	s.mu.Unlock()
+	if len(expired) > 0 {
+		s.completeRecords(expired, nil, fmt.Errorf("%w: the record was not sent", ErrDeliveryTimeout))
+	}
+}
+
+func errOrNoReply(err error) error {
+	if err == nil {
+		return errors.New("no reply")
+	}
+	return err
+}
+
+func (s *partSender) firstUnresolved() *prodBatch {
+	for _, b := range s.unacked {
+		if !b.resolved() {
+			return b
+		}
+	}
+	return nil
+}
+
+// failUnresolved fails every batch not yet resolved, and the queue, with
+// a non-retryable err. Some of those batches may have been appended, so
+// the next batch starts under a fresh identity.
+func (s *partSender) failUnresolved(err error) {
+	for _, b := range s.unacked {
+		if !b.resolved() {
+			b.err = err
+		}
+	}
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	s.completeRecords(q, nil, err)
+	s.recovering = false
+	s.needFresh = s.p.cfg.idempotent
+}
+
+// renumber gives b the next sequence numbers under the current identity.
+// Only batches the node has definitely not appended are renumbered.
+func (s *partSender) renumber(b *prodBatch) {
+	b.frame = bytes.Clone(b.frame) // the old stream may still be writing the old bytes
+	batch := b.frame[b.batchOff:]
+	le := binary.LittleEndian
+	le.PutUint64(batch[48:], s.id.id)
+	le.PutUint32(batch[56:], s.id.epoch)
+	le.PutUint32(batch[60:], uint32(s.nextSeq))
+	le.PutUint32(batch[12:], wire.BatchChecksum(batch))
+	b.seq = s.nextSeq
+	s.nextSeq = nextSequence(s.nextSeq, len(b.recs))
+	b.last = notSent
+}
+
+// nextSequence is the sequence after n records from seq, wrapping at 2^31.
+func nextSequence(seq int32, n int) int32 {
+	return int32((int64(seq) + int64(n)) & (1<<31 - 1))
+}
+
+// sendReady batches queued records and sends them while the in-flight
+// window has room.
+func (s *partSender) sendReady(now time.Time) {
+	if s.needFresh && s.p.cfg.idempotent {
+		s.recover(now)
+		if s.recovering || s.needFresh {
+			return
+		}
+	}
+	for s.inflight < maxInFlightBatches {
+		room := s.p.cfg.maxInFlight - s.inflightRecs
+		if s.inflight == 0 {
+			room = s.p.cfg.maxBatchRecords
+		}
+		if room <= 0 {
+			return
+		}
+		recs, full := s.take(min(room, s.p.cfg.maxBatchRecords), now)
+		if len(recs) == 0 {
+			return
+		}
+		if s.stream == nil || s.broken {
+			if err := s.ensureStream(); err != nil {
+				s.requeue(recs)
+				if !IsRetryable(err) && !isAbort(err) {
+					s.failUnresolved(err)
+					return
+				}
+				s.retryLater(nil, err)
+				return
+			}
+			if !full {
+				// The stream took a while: more records may have come.
+				s.requeue(recs)
+				continue
+			}
+		}
+		b, err := s.build(recs)
+		if err != nil {
+			s.completeRecords(recs, nil, err)
+			continue
+		}
+		s.unacked = append(s.unacked, b)
+		if !s.send(b, now) {
+			return
+		}
+	}
+}
+
+// take removes the records of the next batch from the queue: up to n
+// records within the batch byte limit. It takes nothing while a batch that
+// is not full lingers.
+func (s *partSender) take(n int, now time.Time) ([]pendingRecord, bool) {
+	limit := s.batchByteLimit()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return nil, false
+	}
+	size := wire.BatchHeaderSize
+	k := 0
+	full := false
+	for k < len(s.queue) && k < n {
+		if k > 0 && size+s.queue[k].size > limit {
+			full = true
+			break
+		}
+		size += s.queue[k].size
+		k++
+	}
+	if k == n {
+		full = true
+	}
+	lingering := s.p.cfg.linger > 0 && now.Sub(s.queue[0].at) < s.p.cfg.linger
+	if !full && lingering && !s.stopping && s.p.flushers.Load() == 0 {
+		return nil, false
+	}
+	recs := s.taken[:0]
+	recs = append(recs, s.queue[:k]...)
+	s.taken = nil
+	clear(s.queue[:k])
+	s.queue = s.queue[k:]
+	if len(s.queue) == 0 {
+		s.queue = s.queue[:0:0]
+	}
+	return recs, full
+}
+
+// requeue puts records taken by take back at the head of the queue.
+func (s *partSender) requeue(recs []pendingRecord) {
+	s.mu.Lock()
+	s.queue = append(append(make([]pendingRecord, 0, len(recs)+len(s.queue)), recs...), s.queue...)
+	s.mu.Unlock()
+}
+
+func (s *partSender) batchByteLimit() int {
+	limit := s.p.cfg.maxBatchBytes
+	if s.maxFrame > 0 {
+		limit = min(limit, s.maxFrame-wire.FrameHeaderSize-64-len(s.p.topic))
+	}
+	return limit
+}
+
+func (s *partSender) ensureStream() error {
+	s.abortStream()
+	st, maxFrame, err := s.p.backend.openStream(s.p.abortCtx, maxInFlightBatches)
+	if err != nil {
+		return err
+	}
+	s.stream, s.broken, s.maxFrame = st, false, maxFrame
+	return nil
+}
+
+// build encodes recs as one batch inside a produce request frame, numbered
+// from the next sequence.
+func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
+	bb := &s.builder
+	bb.Reset()
+	if s.p.cfg.idempotent {
+		bb.SetProducer(s.id.id, s.id.epoch, s.nextSeq)
+	}
+	for _, r := range recs {
+		bb.Append(r.rec.wire())
+	}
+	s.reqID++
+	dst := make([]byte, 0, wire.FrameHeaderSize+2+len(s.p.topic)+16+4+4+bb.Size()+16)
+	dst, start := wire.StartFrame(dst, wire.FrameHeader{Version: wire.ProtocolVersion, Kind: wire.KindProduce, ID: s.reqID})
+	dst, err := (&wire.ProduceRequest{Topic: s.p.topic, TopicID: s.p.topicID, Partition: s.part}).Encode(dst)
+	if err != nil {
+		return nil, nodeError("produce", s.p.topic, int32(s.part), err)
+	}
+	// The request ends with the batch's length and bytes: build the batch
+	// in place rather than copy it.
+	lenAt, off := len(dst)-4, len(dst)
+	if dst, err = bb.AppendBatch(dst, s.p.cfg.compression); err != nil {
+		return nil, fmt.Errorf("ledge: produce %s/%d: %w", s.p.topic, s.part, err)
+	}
+	binary.LittleEndian.PutUint32(dst[lenAt:], uint32(len(dst)-off))
+	if dst, err = wire.FinishFrame(dst, start); err != nil {
+		return nil, nodeError("produce", s.p.topic, int32(s.part), err)
+	}
+	b := &prodBatch{recs: recs, frame: dst, batchOff: off, seq: s.nextSeq}
+	if s.p.cfg.idempotent {
+		s.nextSeq = nextSequence(s.nextSeq, len(recs))
+	}
+	return b, nil
+}
+
+// send puts b on the stream. It reports false when the stream refused it:
+// the stream is broken and recovery resends b.
+func (s *partSender) send(b *prodBatch, now time.Time) bool {
+	b.onWire, b.sentAt, b.everSent = true, now, true
+	s.inflight++
+	s.inflightRecs += len(b.recs)
+	if err := s.stream.Send(s.p.abortCtx, b.frame, s.onReply(b)); err != nil {
+		b.onWire = false
+		s.inflight--
+		s.inflightRecs -= len(b.recs)
+		b.last, b.lastErr = notSent, err
+		s.broken, s.recovering = true, true
+		return false
+	}
+	return true
+}
+
+// complete hands the resolved batches at the head of the queue to their
+// callbacks, in order.
+func (s *partSender) complete() {
+	for len(s.unacked) > 0 && s.unacked[0].resolved() {
+		b := s.unacked[0]
+		s.unacked[0] = nil
+		s.unacked = s.unacked[1:]
+		if b.acked {
+			s.completeRecords(b.recs, &b.reply, nil)
+		} else {
+			s.completeRecords(b.recs, nil, b.err)
+		}
+	}
+	if len(s.unacked) == 0 {
+		s.unacked = s.unacked[:0:0]
+	}
+}
+
+func (s *partSender) completeRecords(recs []pendingRecord, reply *wire.ProduceReply, err error) {
+	for i, r := range recs {
+		if reply != nil {
+			r.rec.Offset = reply.BaseOffset + uint64(i)
+			if reply.AppendTime != wire.NoAppendTime {
+				r.rec.Timestamp = time.UnixMilli(reply.AppendTime)
+			}
+		}
+		r.cb(r.rec, err)
+	}
+	s.p.done(len(recs))
+	if cap(recs) > 0 && s.taken == nil {
+		clear(recs)
+		s.taken = recs[:0]
+	}
+}
+
+// abandon fails everything left when Close gives up.
+func (s *partSender) abandon() {
+	s.abortStream()
+	s.handleEvents()
+	for _, b := range s.unacked {
+		if !b.resolved() {
+			b.err = errProducerAborted
+		}
+	}
+	s.complete()
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	s.completeRecords(q, nil, errProducerAborted)
+}

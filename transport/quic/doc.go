@@ -1,0 +1,101 @@
+// Package quic is Ledge's transport: a QUIC listener and dialer (quic-go,
+// TLS 1.3, ALPN "ledge/1") that move length-bounded frames over
+// bidirectional streams. It knows where a frame ends (transport/wire's
+// frame header, through [Framing]) and nothing else about it: message
+// types live in transport/wire, request handling in the node. The TLS
+// material of a node lives in the certs subpackage.
+//
+// # Server
+//
+// [Listen] returns a [Listener]. Each connection authenticates once: the
+// first frame of its first stream goes to [Config.Authenticate], which
+// returns an [Identity] (with a token id) and a reply, or an error that
+// closes the connection with an application code and reason. [Listener.Accept]
+// yields authenticated [Conn]s; [Conn.AcceptStream] yields [Stream]s, the
+// first being the authentication stream. A stream is read by one goroutine
+// with [Stream.ReadFrame] and answered in request order with
+// [Stream.Reply], with [Stream.WriteReply] (replies to a burst of requests
+// leave in one write), or with WriteFrame, Flush and [Request.Release].
+// [Listener.CloseToken] closes every connection of a revoked token.
+// [Listener.Shutdown] stops accepting, lets requests already read be
+// answered and waits for clients to read the replies, then closes.
+//
+// # Client
+//
+// [Dial] returns a [ClientConn]; [ClientConn.OpenStream] a [ClientStream];
+// [NewPipeline] runs many requests in flight on one stream and matches
+// replies in order.
+//
+// # Errors
+//
+// Connections and streams end with a [Code]. Errors are values for
+// errors.Is: [ErrServerClosed], [ErrUnauthenticated], [ErrTokenRevoked],
+// [ErrFrameTooLarge], [ErrNotProcessed] and so on; [IsRetryable] says
+// whether trying again can help.
+//
+// # Rationale: the quic-go settings
+//
+// quic-go's defaults (100 streams, 512 KiB initial windows) suit HTTP/3
+// browsing, not a message node with hundreds of requests in flight. The
+// server's defaults, all in [Config]:
+//
+//   - MaxIncomingStreams 1024. Produce to a partition keeps one ordered
+//     stream and every long poll has its own, so a client with many
+//     partitions and consumers needs hundreds of concurrent streams; 100
+//     would make OpenStream wait. Streams cost quic-go a few hundred bytes
+//     until data arrives.
+//   - InitialStreamReceiveWindow 768 KiB, MaxStreamReceiveWindow 8 MiB.
+//     The reference load is 500 in-flight 1 KiB messages on one partition
+//     stream, in batches of 100: 5 × (100 × ~1.03 KiB + headers) ≈ 520 KiB.
+//     A 768 KiB window lets a producer put all of it on the wire before the
+//     first window update, with room for frame headers. quic-go's
+//     auto-tuning grows a window whose data is read within a few round
+//     trips, up to 8 MiB, which covers a 50 ms path at over 1 Gbit/s.
+//   - InitialConnectionReceiveWindow 1 MiB, MaxConnectionReceiveWindow
+//     32 MiB: one full partition stream fits in the initial window, and
+//     the limit lets several hot streams grow at once.
+//   - ReceiveWindowBudget 256 MiB over all connections: the connection
+//     window is what quic-go may buffer for a connection whose streams the
+//     node is not reading (which is exactly what backpressure does). Each
+//     connection reserves its initial window when admitted and every
+//     growth draws from the budget, so the memory the node lends to
+//     unread client data is bounded; past it connections are refused and
+//     windows stop growing.
+//   - MaxConns 256 (handshaking connections count; refused past it with
+//     CONNECTION_REFUSED before any TLS work).
+//   - MaxFrameSize 8 MiB for requests, checked from the frame header
+//     before allocation; a larger frame stops that stream only.
+//   - InflightBudget 64 MiB: bytes of requests read and not yet answered.
+//     A reader takes a frame's size from it before reading the body and
+//     gives it back when the reply is sent. Past it readers wait, the
+//     unread bytes stay in the QUIC window, and flow control stops the
+//     client: the node slows down instead of growing. [Stats] counts the
+//     waits; [Config.OnBackpressure] reports each one.
+//   - MaxIdleTimeout 60 s; no server keep-alives (clients send them every
+//     15 s, which also keeps NAT bindings open during long polls); the
+//     handshake is bounded at 10 s and the authentication frame at 10 s.
+//   - No unidirectional streams, no datagrams, no 0-RTT (replayable
+//     requests would need their own rules).
+//
+// The client's windows are larger (2 MiB/16 MiB per stream, 4 MiB/64 MiB
+// per connection) because poll replies are the protocol's large frames
+// (MaxFrameSize 64 MiB on the client): a replay should never wait for a
+// window update on loopback, and should fill a long path.
+//
+// # Rationale: graceful shutdown
+//
+// QUIC has no way to tell an application that its stream data was
+// acknowledged, and a CONNECTION_CLOSE discards what is not. So a stream
+// ends in two steps: the server answers what it read and ends its side;
+// the client reads to the end and ends its side, which the server reads
+// as proof of delivery. Only then does the connection close. The client
+// side of this package ([Pipeline]) does its part; requests it had sent
+// that got no reply were never read and fail with [ErrNotProcessed].
+//
+// # Rationale: the ceiling
+//
+// [MeasureRawCeiling] measures a raw quic-go stream (1 KiB writes through
+// a 64 KiB bufio.Writer on loopback) with these settings; benchmarks of
+// the node and the SDK report themselves against it, measured in the same
+// run on the same machine.
+package quic
