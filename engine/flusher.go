@@ -158,13 +158,16 @@ func (p *Partition) writeBatches(batch []*pending) error {
 		if err != nil {
 			f.physEnd = max(f.physEnd, pos+int64(len(f.wbuf)))
 			f.writeErrs++
+			noSpace := errors.Is(err, syscall.ENOSPC)
+			if noSpace {
+				p.e.releaseBallast()
+			}
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			if errors.Is(err, syscall.ENOSPC) {
+			if noSpace {
 				p.e.opts.Logger.Warn("disk full; append refused", "topic", p.t.name, "partition", p.index)
 				p.failQueueLocked(fmt.Errorf("%w: %v", ErrNoSpace, err), batch)
 				p.notifyLocked()
-				go p.e.releaseBallast()
 				return nil
 			}
 			p.failLocked(fmt.Errorf("write %s at %d: %w", seg.path, pos, err), batch)

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,4 +124,19 @@ func readAll(t testing.TB, p *Partition, from uint64) ([]readRec, uint64) {
 		}
 		from = res.Next
 	}
+}
+
+// setProducer sets the producer fields of a built batch and re-computes
+// its CRC.
+func setProducer(b []byte, id uint64, epoch uint32, seq int32) {
+	binary.LittleEndian.PutUint64(b[48:], id)
+	binary.LittleEndian.PutUint32(b[56:], epoch)
+	binary.LittleEndian.PutUint32(b[60:], uint32(seq))
+	binary.LittleEndian.PutUint32(b[12:], wire.BatchChecksum(b))
+}
+
+// isSegment reports whether path is a segment file of a topic (pebble's
+// WAL files end in .log too).
+func isSegment(path string) bool {
+	return strings.Contains(path, topicsDirName) && strings.HasSuffix(path, segmentExt)
 }

@@ -33,17 +33,16 @@ type testNode struct {
 }
 
 // startNode opens a node on 127.0.0.1:0 in a temporary data directory,
-// on store (nil: a new in-memory storage).
+// on store, or on the storage engine when store is nil.
 func startNode(t testing.TB, store *memStorage, tweak func(*Config)) *testNode {
 	t.Helper()
-	if store == nil {
-		store = newMemStorage()
-	}
 	cfg := Config{
 		DataDir:           t.TempDir(),
 		Listen:            "127.0.0.1:0",
-		Storage:           store,
 		RetentionInterval: -1,
+	}
+	if store != nil {
+		cfg.Storage = store
 	}
 	if tweak != nil {
 		tweak(&cfg)
@@ -259,10 +258,16 @@ func values(t testing.TB, batches []byte) []string {
 // pollOne polls one partition and returns its entry of the reply.
 func (c *client) pollOne(p *quic.Pipeline, consumer wire.Consumer, topic string, pos wire.Position, maxWait time.Duration) wire.PollPartitionReply {
 	c.t.Helper()
+	return c.pollPartition(p, consumer, topic, 0, pos, maxWait)
+}
+
+// pollPartition polls partition part of topic.
+func (c *client) pollPartition(p *quic.Pipeline, consumer wire.Consumer, topic string, part uint32, pos wire.Position, maxWait time.Duration) wire.PollPartitionReply {
+	c.t.Helper()
 	var rep wire.PollReply
 	err := c.call(p, &wire.PollRequest{
 		Consumer: consumer, MaxWait: maxWait,
-		Partitions: []wire.PollPartition{{Topic: topic, Position: pos}},
+		Partitions: []wire.PollPartition{{Topic: topic, Partition: part, Position: pos}},
 	}, &rep)
 	if err != nil {
 		c.t.Fatalf("poll: %v", err)

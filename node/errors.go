@@ -5,6 +5,7 @@ import (
 	"errors"
 	"syscall"
 
+	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -46,9 +47,6 @@ var (
 	ErrInvalidBatch = errors.New("node: invalid record batch")
 	// ErrInvalidArgument: a request value is out of range (give up).
 	ErrInvalidArgument = errors.New("node: invalid argument")
-	// ErrStorageUnavailable: this binary was built without a storage
-	// engine and Config.Storage is nil.
-	ErrStorageUnavailable = errors.New("node: no storage engine in this build")
 )
 
 // StatusOf maps an error of a request to the one status its reply carries,
@@ -71,7 +69,13 @@ func statusOf(err error) wire.Status {
 			return m.status
 		}
 	}
+	var outOfRange *engine.OutOfRangeError
+	var corrupt *engine.CorruptLogError
 	switch {
+	case errors.As(err, &outOfRange):
+		return wire.StatusOffsetOutOfRange
+	case errors.As(err, &corrupt):
+		return wire.StatusPartitionFailed
 	case errors.Is(err, syscall.ENOSPC):
 		return wire.StatusNotEnoughSpace
 	case errors.Is(err, context.DeadlineExceeded):
@@ -84,8 +88,9 @@ func statusOf(err error) wire.Status {
 	return wire.StatusOf(err)
 }
 
-// statusTable maps the node's sentinels, and the batch codec's, to
-// statuses. It is constant data, never written.
+// statusTable maps the sentinels of the node, the batch codec and the
+// storage engine to statuses (the first match wins: a batch too large
+// before an invalid batch). It is constant data, never written.
 var statusTable = [...]struct {
 	err    error
 	status wire.Status
@@ -111,6 +116,15 @@ var statusTable = [...]struct {
 	{wire.ErrBatchTooLarge, wire.StatusMessageTooLarge},
 	{wire.ErrCorruptBatch, wire.StatusInvalidBatch},
 	{wire.ErrUnsupportedVersion, wire.StatusInvalidBatch},
+	{engine.ErrUnknownTopic, wire.StatusUnknownTopic},
+	{engine.ErrTopicDeleted, wire.StatusUnknownTopic},
+	{engine.ErrTopicExists, wire.StatusTopicExists},
+	{engine.ErrUnknownPartition, wire.StatusUnknownPartition},
+	{engine.ErrInvalidConfig, wire.StatusInvalidArgument},
+	{engine.ErrInvalidBatch, wire.StatusInvalidBatch},
+	{engine.ErrNoSpace, wire.StatusNotEnoughSpace},
+	{engine.ErrPartitionFailed, wire.StatusPartitionFailed},
+	{engine.ErrClosed, wire.StatusShuttingDown},
 }
 
 // invalidArgument is a request value the node refuses.

@@ -89,15 +89,23 @@ func consumerOf(c wire.Consumer) (Consumer, error) {
 	return Consumer{}, invalidArgument("consumer groups are not served by this node")
 }
 
-// pollRequest maps one partition of a wire poll to an owner poll. st is
-// the partition's state now, used to apply a reset policy to an explicit
-// offset outside the log (the owner re-checks the position).
-func pollRequest(c Consumer, pos wire.Position, st LogState) (PollRequest, error) {
+// pollRequest maps one partition of a wire poll to an owner poll. The
+// partition's state now applies a reset policy to an explicit offset
+// outside the log, and its time index resolves a timestamp (the owner
+// re-checks the resulting position).
+func pollRequest(ctx context.Context, c Consumer, pos wire.Position, log PartitionLog) (PollRequest, error) {
 	req := PollRequest{Consumer: c}
 	switch pos.Mode {
-	case wire.PositionOffset:
+	case wire.PositionOffset, wire.PositionTimestamp:
 		req.From, req.Offset = FromOffset, pos.Offset
-		if pos.Offset < st.LogStart || pos.Offset > st.HighWatermark {
+		if pos.Mode == wire.PositionTimestamp {
+			off, err := offsetForTime(ctx, log, pos.Timestamp)
+			if err != nil {
+				return req, err
+			}
+			req.Offset = off
+		}
+		if st := log.State(); req.Offset < st.LogStart || req.Offset > st.HighWatermark {
 			switch pos.Reset {
 			case wire.PositionFirst:
 				req.From = FromFirst
@@ -124,8 +132,6 @@ func pollRequest(c Consumer, pos wire.Position, st LogState) (PollRequest, error
 		default:
 			req.Reset = ResetNone
 		}
-	case wire.PositionTimestamp:
-		return req, invalidArgument("timestamp positions are not served by this node yet")
 	default:
 		return req, invalidArgument(fmt.Sprintf("position %s", pos.Mode))
 	}
@@ -179,7 +185,7 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 		t, o, err := r.partitionOf(p.Topic, p.TopicID, p.Partition)
 		if err == nil {
 			var req PollRequest
-			if req, err = pollRequest(c, p.Position, t.logs[p.Partition].State()); err == nil {
+			if req, err = pollRequest(ctx, c, p.Position, t.logs[p.Partition]); err == nil {
 				req.AutoCommit = autoCommitOf(m.AutoCommit)
 				req.MaxBytes = share
 				if p.MaxBytes > 0 {
@@ -387,7 +393,7 @@ func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionReques
 		t, o, err := r.partitionOf(p.Topic, [16]byte{}, p.Partition)
 		var off uint64
 		if err == nil {
-			if off, err = resolvePosition(p.Position, t.logs[p.Partition].State()); err == nil {
+			if off, err = resolvePosition(ctx, p.Position, t.logs[p.Partition]); err == nil {
 				var tok fence.Token
 				if tok, err = fence.UnmarshalToken(p.Token); err == nil {
 					err = o.Reset(ctx, CommitRequest{Consumer: c, Token: tok, Offset: off})
@@ -411,7 +417,8 @@ func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionReques
 
 // resolvePosition turns a reset's position into an offset. The owner
 // checks it against the log again when it applies the reset.
-func resolvePosition(pos wire.Position, st LogState) (uint64, error) {
+func resolvePosition(ctx context.Context, pos wire.Position, log PartitionLog) (uint64, error) {
+	st := log.State()
 	switch pos.Mode {
 	case wire.PositionOffset:
 		return pos.Offset, nil
@@ -425,7 +432,7 @@ func resolvePosition(pos wire.Position, st LogState) (uint64, error) {
 		}
 		return st.HighWatermark, nil
 	case wire.PositionTimestamp:
-		return 0, invalidArgument("timestamp positions are not served by this node yet")
+		return offsetForTime(ctx, log, pos.Timestamp)
 	}
 	return 0, invalidArgument(fmt.Sprintf("a reset cannot use position %s", pos.Mode))
 }

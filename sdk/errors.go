@@ -33,6 +33,9 @@ const (
 	ErrInvalidArgument = wire.StatusInvalidArgument
 	// ErrMessageTooLarge: a record, batch or frame exceeds its limit.
 	ErrMessageTooLarge = wire.StatusMessageTooLarge
+	// ErrInvalidBatch: the node refused a record batch as malformed (a bug
+	// in the client, or corruption on the way).
+	ErrInvalidBatch = wire.StatusInvalidBatch
 	// ErrBusy: the node is past its memory budget. Retryable.
 	ErrBusy = wire.StatusBusy
 	// ErrNotEnoughSpace: the node's disk is full; nothing was written.
@@ -78,6 +81,11 @@ var (
 	// producer's delivery timeout. Err wraps the last failure; whether the
 	// record was written is unknown unless that failure says otherwise.
 	ErrDeliveryTimeout = errors.New("sdk: delivery timeout")
+	// ErrUnknownOutcome: the producer gave up on a record after an attempt
+	// whose outcome it could not learn (a reply lost with the connection,
+	// a node that timed out): the record may or may not have been written.
+	// Err wraps the cause.
+	ErrUnknownOutcome = errors.New("sdk: the record may or may not have been written")
 	// ErrNoCredentials: no token was given and none was found in a data
 	// directory.
 	ErrNoCredentials = errors.New("sdk: no token: use WithToken, WithTokenFile or WithDataDir")

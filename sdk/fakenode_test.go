@@ -26,6 +26,10 @@ type fakeNode struct {
 	// timeout is the request timeout producers get.
 	timeout time.Duration
 	inits   int
+	// seen and invalid hold the first value of every batch received and
+	// of the batches refused as invalid: a node refuses the same bytes
+	// the same way every time, and never refuses a batch it appended.
+	seen, invalid map[string]bool
 }
 
 type fakePartition struct {
@@ -42,15 +46,15 @@ type fakeRecord struct {
 type fault uint8
 
 const (
-	faultNone              fault = iota
-	faultBusy                    // refuse with StatusBusy, append nothing
-	faultTimeoutAfter            // append, then answer StatusTimeout
-	faultBreakAfter              // append, then break the stream without a reply
-	faultBreakBefore             // break the stream before reading the request
-	faultInvalid                 // refuse with StatusInvalidBatch, append nothing
-	faultForgetProducer          // forget every producer id, then process
-	faultHang                    // never answer (until the stream is aborted)
-	faultDuplicateNoOffsets      // append nothing, answer StatusDuplicateSequence
+	faultNone               fault = iota
+	faultBusy                     // refuse with StatusBusy, append nothing
+	faultTimeoutAfter             // append, then answer StatusTimeout
+	faultBreakAfter               // append, then break the stream without a reply
+	faultBreakBefore              // break the stream before reading the request
+	faultInvalid                  // refuse with StatusInvalidBatch, append nothing
+	faultForgetProducer           // forget every producer id, then process
+	faultHang                     // never answer (until the stream is aborted)
+	faultDuplicateNoOffsets       // append nothing, answer StatusDuplicateSequence
 )
 
 func newFakeNode() *fakeNode {
@@ -60,6 +64,8 @@ func newFakeNode() *fakeNode {
 		parts:   map[uint32]*fakePartition{},
 		fault:   func(int, uint32) fault { return faultNone },
 		timeout: time.Second,
+		seen:    map[string]bool{},
+		invalid: map[string]bool{},
 	}
 }
 
@@ -174,6 +180,12 @@ func (s *fakeStream) serve() {
 	for {
 		select {
 		case c := <-s.queue:
+			s.mu.Lock()
+			broken := s.broken
+			s.mu.Unlock()
+			if broken {
+				return // what is left was never read
+			}
 			s.handle(c)
 		case <-s.done:
 			return
@@ -198,6 +210,18 @@ func (s *fakeStream) handle(c fakeCall) {
 	if fl == faultForgetProducer {
 		clear(n.reg)
 		fl = faultNone
+	}
+	first := firstValue(req.Batch)
+	switch {
+	case n.invalid[first]:
+		fl = faultInvalid
+	case fl == faultInvalid && n.seen[first]:
+		fl = faultNone
+	case fl == faultInvalid:
+		n.invalid[first] = true
+	}
+	if fl != faultBreakBefore {
+		n.seen[first] = true
 	}
 	n.mu.Unlock()
 
@@ -283,6 +307,15 @@ func (n *fakeNode) append(p uint32, batch []byte) (wire.ProduceReply, wire.Statu
 		state.Record(r, base, last)
 	}
 	return wire.ProduceReply{BaseOffset: base, LastOffset: last, AppendTime: wire.NoAppendTime}, wire.StatusOK, ""
+}
+
+func firstValue(batch []byte) string {
+	it, err := wire.NewRecordIterator(batch, 0)
+	if err != nil {
+		panic(err)
+	}
+	r, _ := it.Next()
+	return string(r.Value)
 }
 
 func parseTestFrame(b []byte) (wire.Frame, error) {

@@ -49,6 +49,13 @@ type prodBatch struct {
 	last     outcome
 	lastErr  error
 	everSent bool
+	// maybeWritten: some attempt ended with an unknown outcome. A batch the
+	// node's later answers do not settle must then be reported as possibly
+	// written, never sent under a new identity.
+	maybeWritten bool
+	// gapClosed: the batch failed for good and the batches behind it were
+	// renumbered to take its sequence numbers.
+	gapClosed bool
 
 	acked bool
 	reply wire.ProduceReply
@@ -155,10 +162,11 @@ func (s *partSender) run() {
 		if s.recovering && s.inflight == 0 && !now.Before(s.retryAt) {
 			s.recover(now)
 		}
+		s.complete()
 		if !s.recovering {
 			s.sendReady(now)
+			s.complete()
 		}
-		s.complete()
 		if s.finished() {
 			s.closeStream()
 			return
@@ -288,13 +296,14 @@ func (s *partSender) handleReply(b *prodBatch, raw []byte, err error) {
 		if errors.Is(err, quic.ErrNotProcessed) {
 			b.last = notSent
 		}
+		b.maybeWritten = b.maybeWritten || b.last == unknown
 		return
 	}
 	nodeErr := &Error{Op: "produce", Topic: s.p.topic, Partition: int32(s.part), Status: we.Status, Message: we.Message}
 	b.lastErr = nodeErr
 	switch st := we.Status; {
 	case st == wire.StatusTimeout:
-		b.last = unknown
+		b.last, b.maybeWritten = unknown, true
 	case st == wire.StatusOutOfOrderSequence && s.unresolvedBefore(b):
 		// An earlier batch failed: this one found the gap it left.
 		b.last = notSent
@@ -411,32 +420,42 @@ func (s *partSender) settle(now time.Time) {
 	limit := s.p.cfg.deliveryTimeout
 	chain := chainIntact
 	var gapSeq int32
+	var lostCause error
 	for _, b := range s.unacked {
 		if b.acked {
 			continue
 		}
 		if b.err != nil {
-			if b.last == notSent && chain == chainIntact && !errors.Is(b.err, ErrDuplicateSequence) {
+			if b.last == notSent && !b.gapClosed && chain == chainIntact && !errors.Is(b.err, ErrDuplicateSequence) {
 				chain, gapSeq = chainGap, b.seq
 			}
+			b.gapClosed = true
 			continue
 		}
 		expired := now.Sub(b.recs[0].at) >= limit
 		switch chain {
 		case chainIntact:
-			if !expired {
-				continue
-			}
-			if b.last == unknown {
-				b.err = fmt.Errorf("%w: the record may or may not have been written: %w", ErrDeliveryTimeout, errOrNoReply(b.lastErr))
-				chain = chainLost
-			} else {
+			switch {
+			case b.last == freshIdentity:
+				// The node lost our numbering: everything unresolved goes
+				// under a fresh identity, except what an earlier attempt
+				// may have written.
+				chain, lostCause = chainLost, b.lastErr
+				if b.maybeWritten {
+					b.err = fmt.Errorf("%w: %w", ErrUnknownOutcome, errOrNoReply(b.lastErr))
+				}
+			case !expired:
+			case b.last == unknown:
+				b.err = fmt.Errorf("%w: %w: %w", ErrDeliveryTimeout, ErrUnknownOutcome, errOrNoReply(b.lastErr))
+				chain, lostCause = chainLost, b.err
+			default:
 				b.err = fmt.Errorf("%w: the record was not written: %w", ErrDeliveryTimeout, errOrNoReply(b.lastErr))
-				chain, gapSeq = chainGap, b.seq
+				chain, gapSeq, b.gapClosed = chainGap, b.seq, true
 			}
 		case chainGap:
 			if expired {
 				b.err = fmt.Errorf("%w: the record was not written: %w", ErrDeliveryTimeout, errOrNoReply(b.lastErr))
+				b.gapClosed = true
 				continue
 			}
 			if s.p.cfg.idempotent {
@@ -445,9 +464,8 @@ func (s *partSender) settle(now time.Time) {
 				gapSeq = s.nextSeq
 			}
 		case chainLost:
-			if b.last == unknown {
-				b.err = fmt.Errorf("%w: the record may or may not have been written: an earlier batch of the partition timed out: %w",
-					ErrDeliveryTimeout, errOrNoReply(b.lastErr))
+			if b.maybeWritten {
+				b.err = fmt.Errorf("%w: an earlier batch of the partition failed: %w", ErrUnknownOutcome, lostCause)
 			}
 		}
 	}
@@ -455,7 +473,16 @@ func (s *partSender) settle(now time.Time) {
 	case chainGap:
 		s.nextSeq = gapSeq
 	case chainLost:
+		// A fresh identity numbers from 0 again, and the node cannot
+		// recognize a retry across identities: whatever may have been
+		// written under the old one, before or after the batch that lost
+		// the chain, is given up.
 		s.needFresh = true
+		for _, b := range s.unacked {
+			if !b.resolved() && b.maybeWritten {
+				b.err = fmt.Errorf("%w: %w", ErrUnknownOutcome, errOrNoReply(lostCause))
+			}
+		}
 	}
 	// Records still waiting for a batch expire too.
 	s.mu.Lock()
@@ -534,7 +561,10 @@ func (s *partSender) sendReady(now time.Time) {
 			return
 		}
 	}
-	for s.inflight < maxInFlightBatches {
+	// Every batch not yet completed counts, acknowledged or not: a retry of
+	// the oldest must stay within the node's memory of the latest
+	// maxInFlightBatches batches.
+	for len(s.unacked) < maxInFlightBatches {
 		room := s.p.cfg.maxInFlight - s.inflightRecs
 		if s.inflight == 0 {
 			room = s.p.cfg.maxBatchRecords

@@ -110,6 +110,13 @@ type Config struct {
 	AuthTimeout time.Duration
 	// Framing tells where frames end. Default [WireFraming].
 	Framing Framing
+	// StatelessResetKey, when set, lets the listener answer packets of
+	// connections it does not know with a stateless reset, so that clients
+	// of a node that restarted learn it at once instead of after their idle
+	// timeout. It must stay the same across restarts (derive it from a
+	// secret kept in the data directory) and be secret. Default: nil, no
+	// stateless resets.
+	StatelessResetKey *[32]byte
 	// Authenticate checks the first frame of the first stream of every
 	// connection. Nil means no authentication frame is expected (tests and
 	// benchmarks; a node always sets it).

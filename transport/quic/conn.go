@@ -152,6 +152,10 @@ func (c *Conn) watch() {
 // for the client to close it, or for ctx.
 func (c *Conn) drain(ctx context.Context) {
 	c.mu.Lock()
+	if c.draining {
+		c.mu.Unlock()
+		return // a drain is under way
+	}
 	c.draining = true
 	delivered := c.delivered
 	c.mu.Unlock()

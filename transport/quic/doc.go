@@ -42,13 +42,12 @@
 //   - MaxIncomingStreams 1024. Produce to a partition keeps one ordered
 //     stream and every long poll has its own, so a client with many
 //     partitions and consumers needs hundreds of concurrent streams; 100
-//     would make OpenStream wait. Streams cost quic-go a few hundred bytes
-//     until data arrives.
+//     would make OpenStream wait.
 //   - InitialStreamReceiveWindow 768 KiB, MaxStreamReceiveWindow 8 MiB.
 //     The reference load is 500 in-flight 1 KiB messages on one partition
-//     stream, in batches of 100: 5 × (100 × ~1.03 KiB + headers) ≈ 520 KiB.
+//     stream, in batches of 100: 5 × (100 × ~1.03 KiB + headers) ≈ 0.5 MiB.
 //     A 768 KiB window lets a producer put all of it on the wire before the
-//     first window update, with room for frame headers. quic-go's
+//     first window update, with room to spare. quic-go's
 //     auto-tuning grows a window whose data is read within a few round
 //     trips, up to 8 MiB, which covers a 50 ms path at over 1 Gbit/s.
 //   - InitialConnectionReceiveWindow 1 MiB, MaxConnectionReceiveWindow
@@ -75,7 +74,18 @@
 //     15 s, which also keeps NAT bindings open during long polls); the
 //     handshake is bounded at 10 s and the authentication frame at 10 s.
 //   - No unidirectional streams, no datagrams, no 0-RTT (replayable
-//     requests would need their own rules).
+//     requests would need their own rules). Partial-delivery stream resets
+//     (RESET_STREAM_AT) are on: a stream ended because of a bad frame
+//     still delivers the replies written before it, then the reason.
+//   - Stateless resets only with [Config.StatelessResetKey], which must
+//     survive restarts to be of use (derive it from a secret kept in the
+//     data directory).
+//
+// On loopback the windows neither help nor hurt: interleaved runs of the
+// raw ceiling with quic-go's defaults and with these settings gave medians
+// of 327 and 344 MB/s, within the noise of a busy 2-core machine. They
+// matter on long paths, where a stream moves at most a window per round
+// trip.
 //
 // The client's windows are larger (2 MiB/16 MiB per stream, 4 MiB/64 MiB
 // per connection) because poll replies are the protocol's large frames

@@ -116,6 +116,10 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 		connsGone: make(chan struct{}),
 	}
 	l.tr = &quicgo.Transport{Conn: udp, ConnContext: l.admit}
+	if cfg.StatelessResetKey != nil {
+		key := quicgo.StatelessResetKey(*cfg.StatelessResetKey)
+		l.tr.StatelessResetKey = &key
+	}
 	ln, err := l.tr.Listen(tlsConf, cfg.quicConfig(l.allowWindowIncrease))
 	if err != nil {
 		cancel()
@@ -219,21 +223,23 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 		return
 	}
 	l.conns[c] = struct{}{}
-	l.mu.Unlock()
 	l.stats.connsOpen.Add(1)
+	l.mu.Unlock()
 	go c.watch()
 
 	var id Identity
 	if l.cfg.Authenticate != nil {
 		var err error
 		if id, err = l.authenticate(c); err != nil {
-			l.stats.authFailures.Add(1)
 			code, reason := CodeUnauthenticated, err.Error()
 			var ce *CloseError
 			if errors.As(err, &ce) {
 				code, reason = ce.Code, ce.Reason
 			}
-			l.cfg.Logger.Info("connection refused", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
+			if code != CodeShutdown {
+				l.stats.authFailures.Add(1)
+				l.cfg.Logger.Info("connection refused", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
+			}
 			c.close(code, reason)
 			return
 		}

@@ -11,7 +11,11 @@ import (
 )
 
 func TestGarbageDatagrams(t *testing.T) {
-	ts := newTestServer(t, authConfig())
+	cfg := authConfig()
+	// With a reset key the server also answers unknown short-header
+	// packets with stateless resets: they must not reach the real client.
+	cfg.StatelessResetKey = &[32]byte{1, 2, 3}
+	ts := newTestServer(t, cfg)
 	ts.serve(t, echo)
 	c := ts.dial(t, ClientConfig{})
 	p := pipeline(t, c, 8)
