@@ -7,16 +7,18 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ledgemq/ledge/fence"
 )
 
 // The durability pipeline. Each partition has one flusher goroutine, the
-// only one that writes or fsyncs its files, so Write and Sync never run
-// concurrently on one vfs.File. Each round it takes every queued batch,
-// copies them into its own buffer (vfs.File.Write may modify what it is
-// given, and the appended slices are cached and served), writes that
-// buffer with one call at the log's logical end, and, when the policy asks,
-// fsyncs once for all of them: group commit.
+// only one that writes its files. Append copies each batch into a staging
+// buffer private to the pipeline (vfs.File.Write may modify what it is
+// given, and the appended slices themselves are cached and served); that
+// copy is made by the appender, so it overlaps the flusher's writes. Each
+// round the flusher takes the staging buffer with every queued batch and
+// writes it at the log's logical end, in writes of at most maxWriteBytes. Under DurabilityAlways it then fsyncs
+// once for everything written in the round (group commit) before the
+// round's appends are acknowledged and visible. Under interval and none the
+// fsyncs are the syncer's (syncer.go), so that a write never waits for one.
 //
 // The logical end is tracked in memory and every write goes there with
 // WriteAt, because vfs has no Truncate: bytes beyond it (a torn tail cut at
@@ -24,26 +26,30 @@ import (
 // overwrites, that recovery never takes for batches (checksums, increasing
 // offsets), and that is zeroed before the segment is sealed.
 type flusher struct {
-	wf        vfs.File // the active segment, opened for writing
-	wbuf      []byte
-	dirty     bool  // written since the last fsync
-	physEnd   int64 // furthest byte ever written to the active file
-	lastSync  time.Time
-	unsynced  []prodRec
-	durProd   map[fence.ProducerID]*fence.ProducerState
-	durAsOf   uint64
-	writeErrs int
+	wf      vfs.File // the active segment, opened for writing
+	physEnd int64    // furthest byte ever written to the active file
 }
+
+// maxWriteBytes bounds one write: waiters are released chunk by chunk.
+const maxWriteBytes = 256 << 10
+
+// maxSpareBytes bounds the capacity of a staging buffer kept for reuse.
+const maxSpareBytes = 4 << 20
 
 func (p *Partition) runFlusher() {
 	defer close(p.flusherDone)
 	f := &p.fl
-	var timer *time.Timer
-	var timerC <-chan time.Time
+	var released int           // appends the last fsync acknowledged
+	var lastSync time.Duration // how long it took
 	for {
+		if released > 0 {
+			p.gather(released, lastSync)
+			released = 0
+		}
 		p.mu.Lock()
-		batch := p.queue
+		batch, data := p.queue, p.staging
 		p.queue, p.queued = nil, 0
+		p.staging, p.spare = p.spare[:0], nil
 		p.freeRoomLocked()
 		roll := p.rollWanted
 		p.rollWanted = false
@@ -59,23 +65,34 @@ func (p *Partition) runFlusher() {
 		p.mu.Unlock()
 
 		if len(batch) > 0 && failed == nil {
-			failed = p.writeBatches(batch)
+			syncs, t0 := p.stats.syncs.Load(), time.Now()
+			failed = p.writeBatches(batch, data)
+			if p.cfg.Durability == DurabilityAlways && failed == nil && p.stats.syncs.Load() > syncs {
+				released, lastSync = len(batch), time.Since(t0)
+			}
+		}
+		if cap(data) <= maxSpareBytes {
+			p.mu.Lock()
+			if p.spare == nil {
+				p.spare = data[:0]
+			}
+			p.mu.Unlock()
 		}
 		if roll && failed == nil {
 			failed = p.roll(p.nextWriteBase())
 		}
-		interval := p.cfg.Durability == DurabilityInterval && time.Since(f.lastSync) >= p.cfg.SyncInterval
-		if f.dirty && failed == nil && (p.cfg.Durability == DurabilityAlways || interval || len(barriers) > 0 || closing != nil) {
-			failed = p.syncActive()
+		if failed == nil && (len(barriers) > 0 || closing != nil) {
+			failed = p.syncNow()
 		}
 		for _, b := range barriers {
 			if failed != nil {
 				b.ch <- barrierResult{err: failed}
 				continue
 			}
-			b.ch <- barrierResult{snap: producerSnapshot{asOf: f.durAsOf, state: cloneProducers(f.durProd)}}
+			b.ch <- barrierResult{snap: p.durableProducers()}
 		}
 		if closing != nil {
+			p.stopSyncer()
 			if failed == nil && errors.Is(closing, ErrClosed) {
 				p.finishClean()
 			}
@@ -83,25 +100,45 @@ func (p *Partition) runFlusher() {
 				_ = f.wf.Close()
 				f.wf = nil
 			}
-			if timer != nil {
-				timer.Stop()
-			}
 			return
 		}
-		if f.dirty && failed == nil && p.cfg.Durability == DurabilityInterval && timerC == nil {
-			d := p.cfg.SyncInterval - time.Since(f.lastSync)
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			timerC = timer.C
+		<-p.wake
+	}
+}
+
+// gather is group commit's one concession to latency. An fsync just
+// acknowledged released appends, whose appenders typically append again
+// at once; starting the next round before they do would split them into
+// two alternating groups, each paying its own fsync. So the flusher waits
+// until as many appends are queued as were released, or for half of
+// the last fsync's duration (at most 1 ms), whichever comes first.
+func (p *Partition) gather(released int, lastSync time.Duration) {
+	wait := min(lastSync/2, time.Millisecond)
+	if wait <= 0 {
+		return
+	}
+	var timer *time.Timer
+	for {
+		p.mu.Lock()
+		enough := len(p.queue) >= released || p.closing != nil || p.failed != nil || len(p.barriers) > 0
+		p.mu.Unlock()
+		if enough {
+			break
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
 		}
 		select {
 		case <-p.wake:
-		case <-timerC:
-			timerC = nil
+		case <-timer.C:
+			return
 		}
+	}
+	// Keep the wake-up for the loop: the queue is not empty.
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -125,9 +162,10 @@ func (p *Partition) active() *segment {
 	return p.segs[len(p.segs)-1]
 }
 
-// writeBatches writes batch (oldest first) to the log, rolling segments as
-// needed. It returns the partition's failure, if the round caused one.
-func (p *Partition) writeBatches(batch []*pending) error {
+// writeBatches writes batch (oldest first), whose bytes are data, to the
+// log, rolling segments as needed. It returns the partition's failure, if
+// the round caused one.
+func (p *Partition) writeBatches(batch []*pending, data []byte) error {
 	f := &p.fl
 	for len(batch) > 0 {
 		seg := p.active()
@@ -142,22 +180,23 @@ func (p *Partition) writeBatches(batch []*pending) error {
 			}
 			seg = p.active()
 		}
-		// Coalesce what fits in the segment.
+		// Coalesce what fits in the segment, in writes of at most
+		// maxWriteBytes: the copy stays in the CPU cache for the write, and
+		// waiters are released chunk by chunk.
 		n, size := 0, seg.size
-		for n < len(batch) && (n == 0 || size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes) {
+		for n < len(batch) && (n == 0 || (size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes &&
+			size-seg.size+int64(len(batch[n].b)) <= maxWriteBytes)) {
 			size += int64(len(batch[n].b))
 			n++
 		}
 		chunk := batch[:n]
-		f.wbuf = f.wbuf[:0]
-		for _, q := range chunk {
-			f.wbuf = append(f.wbuf, q.b...)
-		}
+		buf := data[:size-seg.size]
+		data = data[len(buf):]
 		pos := seg.size
-		_, err := f.wf.WriteAt(f.wbuf, pos)
+		_, err := f.wf.WriteAt(buf, pos)
+		p.stats.writes.Add(1)
 		if err != nil {
-			f.physEnd = max(f.physEnd, pos+int64(len(f.wbuf)))
-			f.writeErrs++
+			f.physEnd = max(f.physEnd, pos+int64(len(buf)))
 			noSpace := errors.Is(err, syscall.ENOSPC)
 			if noSpace {
 				p.e.releaseBallast()
@@ -165,6 +204,7 @@ func (p *Partition) writeBatches(batch []*pending) error {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if noSpace {
+				p.stats.noSpace.Add(uint64(len(batch)))
 				p.e.opts.Logger.Warn("disk full; append refused", "topic", p.t.name, "partition", p.index)
 				p.failQueueLocked(fmt.Errorf("%w: %v", ErrNoSpace, err), batch)
 				p.notifyLocked()
@@ -173,8 +213,7 @@ func (p *Partition) writeBatches(batch []*pending) error {
 			p.failLocked(fmt.Errorf("write %s at %d: %w", seg.path, pos, err), batch)
 			return p.failed
 		}
-		f.physEnd = max(f.physEnd, pos+int64(len(f.wbuf)))
-		f.dirty = true
+		f.physEnd = max(f.physEnd, pos+int64(len(buf)))
 		p.mu.Lock()
 		interval := int64(p.e.opts.IndexIntervalBytes)
 		at := pos
@@ -184,16 +223,22 @@ func (p *Partition) writeBatches(batch []*pending) error {
 			p.writtenEnd = q.last + 1
 			p.tailAddLocked(q)
 			if q.prod.id != 0 {
-				f.unsynced = append(f.unsynced, q.prod)
+				p.unsyncedProd = append(p.unsyncedProd, q.prod)
 			}
 		}
 		seg.size = at
 		seg.effLast = now
+		p.noteUnsyncedLocked(seg)
 		if p.cfg.Durability != DurabilityAlways {
 			p.notifyLocked()
 		}
 		p.mu.Unlock()
 		batch = batch[n:]
+		if p.cfg.Durability == DurabilityAlways && len(batch) == 0 {
+			if err := p.syncOnce(f.wf); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -204,48 +249,23 @@ func (p *Partition) startOffset() uint64 {
 	return p.start
 }
 
-// syncActive fsyncs the active segment. A failed fsync is never retried:
-// the partition fails and what was not durable is not acknowledged.
-func (p *Partition) syncActive() error {
-	f := &p.fl
-	p.mu.Lock()
-	target := p.writtenEnd
-	seg := p.segs[len(p.segs)-1]
-	size := seg.size
-	p.mu.Unlock()
-	if err := f.wf.SyncData(); err != nil {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.failLocked(fmt.Errorf("fsync %s: %w", seg.path, err), nil)
-		return p.failed
-	}
-	f.dirty = false
-	f.lastSync = time.Now()
-	for _, r := range f.unsynced {
-		applyProducer(f.durProd, r)
-	}
-	f.unsynced = f.unsynced[:0]
-	f.durAsOf = target
-	p.mu.Lock()
-	p.syncedEnd = max(p.syncedEnd, target)
-	// The newest durable point is written with the next state write (a
-	// reservation, a roll, a purge, a close).
-	p.checkpoint = checkpoint{seg: seg.base, pos: size, end: target}
-	if p.cfg.Durability == DurabilityAlways {
-		p.notifyLocked()
-	}
-	p.mu.Unlock()
-	return nil
-}
-
-// roll seals the active segment (fsync, zero any garbage past its logical
-// end, write its index) and starts a new one at base: created, fsynced
-// directory, then used.
+// roll seals the active segment and starts a new one. A new segment's base
+// is the end of the one before (base is used only for the first segment),
+// so that recovery can tell a sealed segment that lost its tail. Sealing
+// zeroes any garbage past the old segment's logical end; its fsync, its
+// index file and the directory fsync that makes the new file's entry
+// durable are done by the next sync (syncOnce), before anything in the new
+// segment counts as durable.
 func (p *Partition) roll(base uint64) error {
 	f := &p.fl
 	old := p.active()
-	if old != nil && old.size == 0 && old.base <= base {
-		return nil // an empty active segment takes the batch as is
+	if old != nil {
+		if old.size == 0 {
+			return nil // an empty active segment takes the batch as is
+		}
+		p.mu.Lock()
+		base = old.end
+		p.mu.Unlock()
 	}
 	fail := func(err error) error {
 		p.mu.Lock()
@@ -253,33 +273,17 @@ func (p *Partition) roll(base uint64) error {
 		p.failLocked(err, nil)
 		return p.failed
 	}
-	if old != nil {
-		if f.physEnd > old.size {
-			if _, err := f.wf.WriteAt(make([]byte, f.physEnd-old.size), old.size); err != nil {
-				return fail(fmt.Errorf("zero the tail of %s: %w", old.path, err))
-			}
-			f.dirty = true
-		}
-		if f.dirty {
-			if err := p.syncActive(); err != nil {
-				return err
-			}
+	if old != nil && f.physEnd > old.size {
+		if _, err := f.wf.WriteAt(make([]byte, f.physEnd-old.size), old.size); err != nil {
+			return fail(fmt.Errorf("zero the tail of %s: %w", old.path, err))
 		}
 		p.mu.Lock()
-		idx := old.encodeIndex()
+		p.noteUnsyncedLocked(old)
 		p.mu.Unlock()
-		if err := writeIndexFile(p.e.fs, old, idx); err != nil {
-			return fail(fmt.Errorf("write index of %s: %w", old.path, err))
-		}
 	}
-	path := p.segmentPath(base, ".log")
+	path := p.segmentPath(base, segmentExt)
 	wf, rf, err := createSegmentFile(p.e.fs, path)
 	if err != nil {
-		return fail(err)
-	}
-	if err := syncDir(p.e.fs, p.dir); err != nil {
-		_ = wf.Close()
-		_ = rf.Close()
 		return fail(err)
 	}
 	seg := newSegment(base, path, rf)
@@ -289,23 +293,23 @@ func (p *Partition) roll(base uint64) error {
 	seg.maxTS = p.maxTS
 	if old != nil {
 		old.sealed = true
+		p.noteUnsyncedLocked(old)
 	}
 	p.segs = append(p.segs, seg)
-	// Everything before the new segment is durable: checkpoint it with the
-	// producer state, so recovery need not read sealed segments.
-	p.checkpoint = checkpoint{seg: base, pos: 0, end: p.writtenEnd}
+	p.dirDirty = true
 	p.mu.Unlock()
 	if f.wf != nil {
 		_ = f.wf.Close()
 	}
-	f.wf, f.physEnd, f.dirty = wf, 0, false
-	if old != nil {
-		snap := producerSnapshot{asOf: f.durAsOf, state: f.durProd}
-		if err := p.writeStateAndProducers(nil, &snap, false); err != nil {
-			return fail(err)
+	f.wf, f.physEnd = wf, 0
+	if p.cfg.Durability == DurabilityAlways {
+		// Seal now: the next acknowledgement must not wait for it.
+		if err := p.syncOnce(nil); err != nil {
+			return err
 		}
+	} else {
+		p.kickSyncer()
 	}
-	p.collect()
 	return nil
 }
 

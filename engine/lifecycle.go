@@ -14,8 +14,8 @@ func (p *Partition) startFlusher() {
 		close(p.flusherDone)
 		return
 	}
-	if p.fl.durProd == nil {
-		p.fl.durProd = cloneProducers(p.producers)
+	if p.dur.prod == nil {
+		p.dur.prod = cloneProducers(p.producers)
 	}
 	if n := len(p.segs); n > 0 {
 		a := p.segs[n-1]
@@ -28,6 +28,7 @@ func (p *Partition) startFlusher() {
 			p.fl.wf, p.fl.physEnd = wf, a.size
 		}
 	}
+	p.startSyncer()
 	go p.runFlusher()
 }
 
@@ -56,7 +57,12 @@ func (p *Partition) stop(reason error) {
 		p.mu.Lock()
 	}
 	p.tailDropLocked()
+	unsynced := p.unsyncedSegs
+	p.unsyncedSegs = nil
 	p.mu.Unlock()
+	for _, s := range unsynced {
+		s.release()
+	}
 	p.closeSegments()
 }
 
@@ -88,7 +94,7 @@ func (p *Partition) closeClean() error {
 	if failed {
 		return nil
 	}
-	snap := producerSnapshot{asOf: p.fl.durAsOf, state: p.fl.durProd}
+	snap := p.durableProducers()
 	err := p.writeStateAndProducers(func(s *partState) {
 		s.ceiling, s.clean = next, true
 		if cp.seg >= s.cp.seg {

@@ -47,6 +47,8 @@ type Partition struct {
 	maxTS      int64      // largest record timestamp so far
 	queue      []*pending
 	queued     int
+	staging    []byte // the bytes of queue, private to the pipeline
+	spare      []byte // a drained staging buffer, for reuse
 	roomCh     chan struct{} // closed when queue room frees
 	rollWanted bool
 	barriers   []barrier
@@ -54,9 +56,18 @@ type Partition struct {
 	failures   []failedRange
 	tail       tailCache
 
+	// Written but not yet fsynced: the segments (each holding a
+	// reference), the producer records, and whether directory entries
+	// changed.
+	unsyncedSegs []*segment
+	unsyncedProd []prodRec
+	dirDirty     bool
+
 	wake        chan struct{} // flusher wake-up, capacity 1
 	flusherDone chan struct{}
 	fl          flusher // owned by the flusher goroutine
+	dur         durability
+	stats       partStats
 }
 
 // pending is an appended batch waiting for the flusher.
@@ -213,7 +224,10 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 		q.undo = p.applyProducerLocked(q.prod)
 	}
 	p.queue = append(p.queue, q)
+	p.staging = append(p.staging, batch...)
 	p.queued += len(batch)
+	p.stats.appends.Add(1)
+	p.stats.appendedBytes.Add(uint64(len(batch)))
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -316,6 +330,7 @@ func (p *Partition) failQueueLocked(err error, inflight []*pending) {
 	}
 	p.queue = nil
 	p.queued = 0
+	p.staging = p.staging[:0]
 	p.freeRoomLocked()
 }
 

@@ -63,8 +63,7 @@ func (p *Partition) recover() error {
 	var end uint64 = st.start
 	p.maxTS = minTS
 	for i, base := range bases {
-		last := i == len(bases)-1
-		seg, err := p.openSegment(base, max(end, base), last, st, snap.asOf, applyHeader)
+		seg, cut, err := p.openSegment(base, max(end, base), st, snap.asOf, applyHeader)
 		if err != nil {
 			var ce *CorruptLogError
 			if errors.As(err, &ce) {
@@ -79,6 +78,37 @@ func (p *Partition) recover() error {
 		p.segs = append(p.segs, seg)
 		end = max(end, seg.end)
 		p.maxTS = max(p.maxTS, seg.maxTS)
+		if !cut && i+1 < len(bases) && bases[i+1] != seg.end {
+			// Each segment starts where the one before ended: this one
+			// lost its tail.
+			reason := fmt.Sprintf("the segment ends at offset %d, its successor starts at %d", seg.end, bases[i+1])
+			if base < st.cp.seg && seg.end < st.cp.end && st.cp.end > st.start {
+				p.corrupt = &CorruptLogError{File: seg.path, Pos: seg.size, Reason: reason}
+				e.opts.Logger.Error("corrupt log; partition not served", "topic", p.t.name, "partition", p.index, "err", p.corrupt)
+				p.closeSegments()
+				p.segs = nil
+				return nil
+			}
+			fi, err := seg.rf.Stat()
+			if err != nil {
+				return err
+			}
+			if err := p.cutTail(seg, fi.Size()); err != nil {
+				return err
+			}
+			seg.rescanned, cut = true, true
+		}
+		if cut && i+1 < len(bases) {
+			// The torn tail began in this segment: the later ones are part
+			// of it.
+			if err := p.removeSegments(bases[i+1:]); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if err := p.sealRecovered(); err != nil {
+		return err
 	}
 	// Durable data that is gone is corruption too.
 	if st.cp.end > end && st.cp.end > st.start {
@@ -110,8 +140,8 @@ func (p *Partition) recover() error {
 	p.start, p.epoch, p.lineage = st.start, st.epoch, st.lineage
 	p.next, p.writtenEnd, p.syncedEnd, p.ceiling = next, next, next, next
 	p.producers = prod
-	p.fl.durProd = cloneProducers(prod)
-	p.fl.durAsOf = end
+	p.dur.prod = cloneProducers(prod)
+	p.dur.asOf = end
 	if n := len(p.segs); n > 0 {
 		a := p.segs[n-1]
 		p.checkpoint = checkpoint{seg: a.base, pos: a.size, end: end}
@@ -235,56 +265,60 @@ func isNotExist(err error) bool {
 	return err != nil && (errors.Is(err, io.EOF) || strings.Contains(err.Error(), "does not exist") || strings.Contains(err.Error(), "no such file"))
 }
 
-// openSegment opens a segment, loads or rebuilds its index, and for the
-// active (last) one finds its end and cuts a torn tail. minOffset is the
-// end of the previous segment.
-func (p *Partition) openSegment(base, minOffset uint64, active bool, st partState, snapAsOf uint64, applyHeader func(wire.BatchHeader)) (*segment, error) {
+// openSegment opens a segment and loads or rebuilds its index. A segment
+// before the checkpoint's is durable: damage in it (other than zeros past
+// its end) is corruption. From the checkpoint's segment on, damage after
+// the checkpoint is a torn tail: the log ends there (cut reports it), and
+// the rest of the file is zeroed. minOffset is the end of the previous
+// segment.
+func (p *Partition) openSegment(base, minOffset uint64, st partState, snapAsOf uint64, applyHeader func(wire.BatchHeader)) (*segment, bool, error) {
 	fs := p.e.fs
 	path := p.segmentPath(base, segmentExt)
 	rf, err := fs.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	seg := newSegment(base, path, rf)
 	fi, err := rf.Stat()
 	if err != nil {
-		return nil, err
+		_ = rf.Close()
+		return nil, false, err
 	}
 	fileSize := fi.Size()
 	seg.effCreated, seg.effLast = p.e.clock.now(), p.e.clock.now()
 	seg.maxTS = p.maxTS
 
-	// The index, if any, describes a prefix of the file that was durable
-	// when it was written.
+	// An index is written after its segment was fsynced: the prefix it
+	// describes is durable.
 	scanFrom := int64(0)
 	if data, err := readWholeFile(fs, indexPath(path)); err == nil {
 		err := seg.loadIndex(data, fileSize)
 		if errors.Is(err, ErrUnsupportedFormat) {
-			return nil, err
+			_ = rf.Close()
+			return nil, false, err
 		}
 		if err == nil {
 			scanFrom = seg.size
 		}
 	}
-	// Producer state newer than the snapshot lives in the headers of the
-	// indexed part too.
 	if scanFrom > 0 && snapAsOf < seg.end {
-		_, err := scanSegment(rf, seg.posFor(snapAsOf), scanFrom, 0, func(_ int64, h wire.BatchHeader, _ []byte) { applyHeader(h) })
-		if err != nil {
-			return nil, err
+		// Producer state newer than the snapshot is in these headers.
+		if _, err := scanSegment(rf, seg.posFor(snapAsOf), scanFrom, 0, func(_ int64, h wire.BatchHeader, _ []byte) { applyHeader(h) }); err != nil {
+			_ = rf.Close()
+			return nil, false, err
 		}
 	}
-	if !active && scanFrom > 0 {
-		seg.sealed = true
-		return seg, nil
+	durable := base < st.cp.seg
+	if durable && scanFrom > 0 {
+		seg.sealed, seg.indexed = true, true
+		return seg, false, nil
 	}
-	// Everything before durableLimit was fsynced.
-	durableLimit := int64(0)
+	durableLimit := scanFrom
 	switch {
-	case !active || st.cp.seg > base:
+	case durable:
 		durableLimit = fileSize
-	case st.cp.seg == base:
-		durableLimit = st.cp.pos
+	case base == st.cp.seg:
+		durableLimit = max(durableLimit, st.cp.pos)
 	}
 	partMax := seg.maxTS
 	interval := int64(p.e.opts.IndexIntervalBytes)
@@ -293,25 +327,64 @@ func (p *Partition) openSegment(base, minOffset uint64, active bool, st partStat
 		applyHeader(h)
 	})
 	if err != nil {
-		return nil, err
+		_ = rf.Close()
+		return nil, false, err
 	}
 	seg.size = res.end
-	if res.badPos >= 0 {
-		lostDurable := res.badPos < durableLimit && res.lastEnd < st.cp.end && st.cp.end > st.start
-		if !active && !res.zeros {
-			lostDurable = true
-		}
-		if lostDurable {
-			return nil, &CorruptLogError{File: path, Pos: res.badPos, Reason: res.reason}
-		}
-		if active {
-			if err := p.cutTail(seg, fileSize); err != nil {
-				return nil, err
+	seg.rescanned = true
+	if res.badPos < 0 || (durable && res.zeros) {
+		return seg, false, nil
+	}
+	if res.badPos < durableLimit && res.lastEnd < st.cp.end && st.cp.end > st.start {
+		_ = rf.Close()
+		return nil, false, &CorruptLogError{File: path, Pos: res.badPos, Reason: res.reason}
+	}
+	if err := p.cutTail(seg, fileSize); err != nil {
+		_ = rf.Close()
+		return nil, false, err
+	}
+	return seg, true, nil
+}
+
+// removeSegments removes the files of the segments at bases.
+func (p *Partition) removeSegments(bases []uint64) error {
+	fs := p.e.fs
+	for _, b := range bases {
+		for _, ext := range []string{segmentExt, indexExt} {
+			if err := fs.Remove(p.segmentPath(b, ext)); err != nil && !isNotExist(err) {
+				return err
 			}
 		}
 	}
-	seg.sealed = !active
-	return seg, nil
+	return syncDir(fs, p.dir)
+}
+
+// sealRecovered makes what recovery kept durable: it fsyncs the segments
+// it had to scan, writes the missing indexes of the sealed ones, and
+// fsyncs the directory, so that the recovered log is entirely before the
+// new checkpoint.
+func (p *Partition) sealRecovered() error {
+	wrote := false
+	for i, s := range p.segs {
+		last := i == len(p.segs)-1
+		s.sealed = !last
+		if !s.rescanned {
+			continue
+		}
+		if err := s.rf.SyncData(); err != nil {
+			return fmt.Errorf("engine: fsync %s: %w", s.path, err)
+		}
+		if !last {
+			if err := writeIndexFile(p.e.fs, s, s.encodeIndex()); err != nil {
+				return fmt.Errorf("engine: rebuild the index of %s: %w", s.path, err)
+			}
+			s.indexed, wrote = true, true
+		}
+	}
+	if wrote {
+		return syncDir(p.e.fs, p.dir)
+	}
+	return nil
 }
 
 // cutTail zeroes the active segment past its logical end and fsyncs it,

@@ -98,7 +98,7 @@ func (p *Partition) EnforceRetention(now time.Time) error {
 	}
 	newStart := p.start
 	for _, s := range p.segs {
-		if !s.sealed {
+		if !s.sealed || !s.indexed {
 			break
 		}
 		byAge := cfg.RetentionAge > 0 && eff-s.effLast > cfg.RetentionAge.Milliseconds()
@@ -134,7 +134,7 @@ func (p *Partition) collect() {
 	var gone []*segment
 	keep := p.segs[:0]
 	for i, s := range p.segs {
-		if s.sealed && i+1 < len(p.segs) && s.end <= p.start {
+		if s.sealed && s.indexed && i+1 < len(p.segs) && s.end <= p.start {
 			s.deleted = true
 			gone = append(gone, s)
 			continue

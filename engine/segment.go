@@ -39,6 +39,8 @@ type segment struct {
 	effLast    int64  // jump-free clock (ms) of its last append
 	effCreated int64  // jump-free clock (ms) when it was created
 	sealed     bool
+	indexed    bool // sealed, fsynced and its index file written
+	rescanned  bool // read by recovery, not trusted from an index
 	deleted    bool
 	offs       []offEntry
 	times      []timeEntry

@@ -107,7 +107,7 @@ func (e *Engine) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	}
 	for _, p := range t.parts {
 		p.epoch, p.lineage = 1, p.durable.lineage
-		p.fl.durProd = make(map[fence.ProducerID]*fence.ProducerState)
+		p.dur.prod = make(map[fence.ProducerID]*fence.ProducerState)
 		p.startFlusher()
 	}
 	e.topics[name] = t

@@ -74,34 +74,38 @@ func (t Token) Through(next uint64) Token {
 // history epoch, and a holder whose session or group membership still
 // authorizes it. A parked long-poll runs it when it wakes.
 func CheckCurrent(p Partition, h Holder, t Token) error {
+	return checkCurrent(&p, &h, &t)
+}
+
+func checkCurrent(p *Partition, h *Holder, t *Token) error {
 	switch {
 	case t.IsZero():
-		return reject(CodeTokenRequired, p, "no token")
+		return reject(CodeTokenRequired, *p, "no token")
 	case t.Topic != p.Topic:
-		return reject(CodeTopicRecreated, p, "token is for topic id %s, the topic is now %s", t.Topic, p.Topic)
+		return reject(CodeTopicRecreated, *p, "token is for topic id %s, the topic is now %s", t.Topic, p.Topic)
 	case t.Partition != p.Index:
-		return reject(CodeTokenMismatch, p, "token is for partition %d, not %d", t.Partition, p.Index)
+		return reject(CodeTokenMismatch, *p, "token is for partition %d, not %d", t.Partition, p.Index)
 	case t.History < p.History:
-		return reject(CodeStaleHistory, p, "token is from history epoch %d, the partition is at %d", t.History, p.History)
+		return reject(CodeStaleHistory, *p, "token is from history epoch %d, the partition is at %d", t.History, p.History)
 	case t.History > p.History:
-		return reject(CodeUnknownHistory, p, "token is from history epoch %d, ahead of the partition's %d", t.History, p.History)
+		return reject(CodeUnknownHistory, *p, "token is from history epoch %d, ahead of the partition's %d", t.History, p.History)
 	case t.Kind != h.Kind:
-		return reject(CodeTokenMismatch, p, "token was issued to a %s, the request is from a %s", t.Kind, h.Kind)
+		return reject(CodeTokenMismatch, *p, "token was issued to a %s, the request is from a %s", t.Kind, h.Kind)
 	}
 	switch t.Kind {
 	case HolderConsumer:
 		if t.Consumer != h.Consumer {
-			return reject(CodeTokenMismatch, p, "token was issued to another consumer")
+			return reject(CodeTokenMismatch, *p, "token was issued to another consumer")
 		}
-		return checkSession(p, h.Session, t.Session)
+		return checkSession(*p, h.Session, t.Session)
 	case HolderMember:
 		if t.Consumer != h.Consumer {
-			return reject(CodeTokenMismatch, p, "token was issued to another group")
+			return reject(CodeTokenMismatch, *p, "token was issued to another group")
 		}
 		if t.Member != h.Member.ID {
-			return reject(CodeTokenMismatch, p, "token was issued to another member")
+			return reject(CodeTokenMismatch, *p, "token was issued to another member")
 		}
-		return checkMember(p, h.Member, t.MemberEpoch)
+		return checkMember(*p, &h.Member, t.MemberEpoch)
 	}
 	return nil
 }
@@ -128,10 +132,10 @@ func checkSession(p Partition, current, got SessionEpoch) error {
 // assignmentEpoch(p) <= requestEpoch <= memberEpoch. Work from before the
 // member last received p (a regain included) is stale.
 func CheckMember(m MemberFacts, requestEpoch MemberEpoch) error {
-	return checkMember(Partition{}, m, requestEpoch)
+	return checkMember(Partition{}, &m, requestEpoch)
 }
 
-func checkMember(p Partition, m MemberFacts, requestEpoch MemberEpoch) error {
+func checkMember(p Partition, m *MemberFacts, requestEpoch MemberEpoch) error {
 	switch {
 	case !m.Known:
 		return reject(CodeUnknownMember, p, "the group does not know the member")
@@ -152,7 +156,7 @@ func checkMember(p Partition, m MemberFacts, requestEpoch MemberEpoch) error {
 // Retention that raised the log start during the read does not stale it:
 // those records belonged to the current history.
 func CheckPollCompletion(p Partition, h Holder, t Token) error {
-	if err := CheckCurrent(p, h, t); err != nil {
+	if err := checkCurrent(&p, &h, &t); err != nil {
 		return err
 	}
 	if t.From > t.Next || t.Next > p.HighWatermark {
@@ -168,7 +172,7 @@ func CheckPollCompletion(p Partition, h Holder, t Token) error {
 // commit would not move progress forward; such a commit is dropped
 // silently, since a later commit has already covered it.
 func CheckAutoCommit(p Partition, h Holder, t Token, committed uint64) (advance bool, err error) {
-	if err := checkCommitter(p, h, t); err != nil {
+	if err := checkCommitter(&p, &h, &t); err != nil {
 		return false, err
 	}
 	if t.Next < p.LogStart || t.Next > p.HighWatermark {
@@ -183,7 +187,7 @@ func CheckAutoCommit(p Partition, h Holder, t Token, committed uint64) (advance 
 // (the holder's effective committed offset in the current history): only a
 // reset moves progress backwards.
 func CheckCommit(p Partition, h Holder, t Token, offset, committed uint64) error {
-	if err := checkCommitter(p, h, t); err != nil {
+	if err := checkCommitter(&p, &h, &t); err != nil {
 		return err
 	}
 	switch {
@@ -201,7 +205,7 @@ func CheckCommit(p Partition, h Holder, t Token, offset, committed uint64) error
 // reset may move progress backwards, but only within the current history
 // and [log start, high watermark].
 func CheckReset(p Partition, h Holder, t Token, offset uint64) error {
-	if err := checkCommitter(p, h, t); err != nil {
+	if err := checkCommitter(&p, &h, &t); err != nil {
 		return err
 	}
 	if offset < p.LogStart || offset > p.HighWatermark {
@@ -222,12 +226,12 @@ func CheckPosition(p Partition, offset uint64) error {
 
 // checkCommitter is CheckCurrent plus: only a named consumer or a group
 // member has progress to change.
-func checkCommitter(p Partition, h Holder, t Token) error {
-	if err := CheckCurrent(p, h, t); err != nil {
+func checkCommitter(p *Partition, h *Holder, t *Token) error {
+	if err := checkCurrent(p, h, t); err != nil {
 		return err
 	}
 	if t.Kind == HolderAnonymous {
-		return reject(CodeTokenMismatch, p, "an anonymous poll's token cannot change progress")
+		return reject(CodeTokenMismatch, *p, "an anonymous poll's token cannot change progress")
 	}
 	return nil
 }

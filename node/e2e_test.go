@@ -302,3 +302,130 @@ func TestE2ECloseAnswersParkedPolls(t *testing.T) {
 		t.Fatalf("parked poll at shutdown: %s, want %s", s, wire.StatusShuttingDown)
 	}
 }
+
+// TestE2ECloseFinishesInFlightProduce: a produce waiting for its fsync when
+// the node is asked to stop is answered once durable, before Close
+// returns.
+func TestE2ECloseFinishesInFlightProduce(t *testing.T) {
+	tn := startNode(t, newMemStorage(), nil)
+	c := tn.mustDial(t, tn.admin)
+	c.createTopic("t", wire.TopicConfig{})
+	tp, err := tn.lookup("t", [16]byte{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := tn.store.holdDurability()
+	ch := c.send(c.stream(), &wire.ProduceRequest{Topic: "t", Batch: batch(t, 0, 0, 0, "in flight")})
+	for {
+		changed := tp.logs[0].Changed()
+		if tp.logs[0].State().HighWatermark == 1 {
+			break
+		}
+		<-changed
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- tn.Close(safetyContext(t)) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a produce waited for durability", err)
+	case r := <-ch:
+		t.Fatalf("the produce was answered before it was durable: %v", r.err)
+	default:
+	}
+	release()
+	var rep wire.ProduceReply
+	if err := await(t, ch, &rep); err != nil || rep.BaseOffset != 0 {
+		t.Fatalf("in-flight produce: %+v, %v", rep, err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func TestE2EResetPositionAndTimestamps(t *testing.T) {
+	tn := startNode(t, nil, nil)
+	c := tn.mustDial(t, tn.admin)
+	c.createTopic("t", wire.TopicConfig{})
+	for i, ts := range []int64{1000, 2000, 3000} {
+		var b wire.BatchBuilder
+		b.Append(wire.Record{Timestamp: ts, Value: []byte{'a' + byte(i)}})
+		raw, err := b.Build(wire.CompressionNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.produce(c.main, "t", 0, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byTime := c.pollOne(c.main, wire.Consumer{}, "t", wire.Position{Mode: wire.PositionTimestamp, Timestamp: 1500}, 0)
+	if got := values(t, byTime.Batches); byTime.Status != wire.StatusOK || !eq(got, []string{"1:b", "2:c"}) {
+		t.Fatalf("poll from timestamp 1500: %s %q %v", byTime.Status, byTime.Message, got)
+	}
+
+	var att wire.AttachConsumerReply
+	c.mustCall(&wire.AttachConsumerRequest{Name: "r"}, &att)
+	me := named("r", att.Session)
+	all := c.pollOne(c.main, me, "t", wire.Position{Mode: wire.PositionNext, Reset: wire.PositionFirst}, 0)
+	var commit wire.CommitReply
+	c.mustCall(&wire.CommitRequest{Consumer: me, Offsets: []wire.CommitOffset{{Topic: "t", Offset: all.Next, Token: all.Token}}}, &commit)
+	if commit.Partitions[0].Status != wire.StatusOK {
+		t.Fatalf("commit: %+v", commit.Partitions[0])
+	}
+	// A plain commit may not go backwards; a reset may.
+	c.mustCall(&wire.CommitRequest{Consumer: me, Offsets: []wire.CommitOffset{{Topic: "t", Offset: 1, Token: all.Token}}}, &commit)
+	if r := commit.Partitions[0]; r.Status != wire.StatusCommitBackwards || r.Offset != 3 {
+		t.Fatalf("backwards commit: %+v", r)
+	}
+	var committed wire.GetCommittedReply
+	c.mustCall(&wire.GetCommittedRequest{Consumer: me, Partitions: []wire.TopicPartition{{Topic: "t"}}}, &committed)
+	var reset wire.ResetPositionReply
+	c.mustCall(&wire.ResetPositionRequest{Consumer: me, Partitions: []wire.ResetPartition{
+		{Topic: "t", Position: wire.Position{Mode: wire.PositionTimestamp, Timestamp: 2000}, Token: committed.Partitions[0].Token},
+	}}, &reset)
+	if r := reset.Partitions[0]; r.Status != wire.StatusOK || r.Offset != 1 {
+		t.Fatalf("reset to timestamp 2000: %+v", r)
+	}
+	again := c.pollOne(c.main, me, "t", wire.Position{Mode: wire.PositionNext}, 0)
+	if got := values(t, again.Batches); !eq(got, []string{"1:b", "2:c"}) {
+		t.Fatalf("poll next after the reset: %s %v", again.Status, got)
+	}
+	// An anonymous consumer cannot commit.
+	err := c.call(c.main, &wire.CommitRequest{Offsets: []wire.CommitOffset{{Topic: "t", Offset: 1, Token: all.Token}}}, &commit)
+	if statusOfErr(err) != wire.StatusInvalidArgument {
+		t.Fatalf("anonymous commit: %v", err)
+	}
+}
+
+func TestE2EParkedPollLimit(t *testing.T) {
+	tn := startNode(t, nil, func(c *Config) { c.MaxParkedPolls = 1 })
+	parked := make(chan struct{}, 1)
+	tn.onPark = func() { parked <- struct{}{} }
+	c := tn.mustDial(t, tn.admin)
+	c.createTopic("empty", wire.TopicConfig{})
+	c.createTopic("full", wire.TopicConfig{})
+	if _, err := c.produce(c.main, "full", 0, batch(t, 0, 0, 0, "x")); err != nil {
+		t.Fatal(err)
+	}
+	first := c.send(c.stream(), &wire.PollRequest{MaxWait: safety,
+		Partitions: []wire.PollPartition{{Topic: "empty", Position: wire.Position{Mode: wire.PositionEnd}}}})
+	<-parked
+	// Past the limit, a poll that finds nothing is told to back off...
+	err := c.call(c.stream(), &wire.PollRequest{MaxWait: safety,
+		Partitions: []wire.PollPartition{{Topic: "empty", Position: wire.Position{Mode: wire.PositionEnd}}}}, &wire.PollReply{})
+	if statusOfErr(err) != wire.StatusBusy {
+		t.Fatalf("second parked poll: %v, want %s", err, wire.StatusBusy)
+	}
+	// ...and one that finds records is answered.
+	if p := c.pollOne(c.stream(), wire.Consumer{}, "full", wire.Position{Mode: wire.PositionFirst}, safety); !eq(values(t, p.Batches), []string{"0:x"}) {
+		t.Fatalf("poll with records past the limit: %s %v", p.Status, values(t, p.Batches))
+	}
+	// Deleting the topic wakes the parked poll.
+	c.mustCall(&wire.DeleteTopicRequest{Name: "empty"}, &wire.DeleteTopicReply{})
+	var rep wire.PollReply
+	if err := await(t, first, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Partitions[0].Status; s != wire.StatusUnknownTopic {
+		t.Fatalf("parked poll on a deleted topic: %s, want %s", s, wire.StatusUnknownTopic)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -355,7 +356,11 @@ func (n *Node) EnforceRetention() {
 // leaves a token nobody knows (revocable) rather than a file the node does
 // not accept; the next start mints another.
 func (n *Node) bootstrapAdminToken(ctx context.Context) error {
-	if _, err := os.Stat(n.paths.AdminToken); err == nil {
+	if b, err := os.ReadFile(n.paths.AdminToken); err == nil {
+		if _, err := n.tokens.authenticate(strings.TrimSpace(string(b))); err != nil {
+			n.log.Warn("the admin token file holds a token this node does not accept; remove the file to mint a new one at the next start",
+				"file", n.paths.AdminToken, "reason", err)
+		}
 		return nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("node: admin token file: %w", err)

@@ -166,7 +166,7 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 	frame, err := wire.AppendRequest(nil, c.nextID(), &wire.AuthenticateRequest{Token: c.token})
 	if err != nil {
 		_ = conn.Close()
-		return nil, fmt.Errorf("ledge: authenticate: %w", err)
+		return nil, fmt.Errorf("sdk: authenticate: %w", err)
 	}
 	raw, err := pipe.Do(ctx, frame)
 	if err != nil {
@@ -252,7 +252,7 @@ func (c *Client) call(ctx context.Context, req, reply wire.Message) error {
 		raw, err := pipe.Do(ctx, frame)
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("ledge: %s: %w", op, err)
+				return fmt.Errorf("sdk: %s: %w", op, err)
 			}
 			s.markBroken(pipe)
 			lastErr = err
@@ -275,7 +275,7 @@ func decodeReply(frame []byte, m wire.Message) error {
 		return err
 	}
 	if n != len(frame)-wire.FrameHeaderSize {
-		return fmt.Errorf("ledge: reply frame of %d bytes declares %d", len(frame), n)
+		return fmt.Errorf("sdk: reply frame of %d bytes declares %d", len(frame), n)
 	}
 	return wire.DecodeReply(wire.Frame{FrameHeader: h, Body: frame[wire.FrameHeaderSize:]}, m)
 }

@@ -159,7 +159,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		c.abortStream()
 		res = <-inflight.done
 		if res.err != nil {
-			return nil, fmt.Errorf("ledge: poll %s: no reply within %v: %w", c.topic, c.cfg.maxWait+c.c.cfg.requestTimeout, res.err)
+			return nil, fmt.Errorf("sdk: poll %s: no reply within %v: %w", c.topic, c.cfg.maxWait+c.c.cfg.requestTimeout, res.err)
 		}
 	}
 	if res.err != nil {
@@ -247,7 +247,7 @@ func (c *Consumer) abortStream() {
 // deliver turns a poll reply into records and moves the cursors.
 func (c *Consumer) deliver(inflight *inflightPoll, reply *wire.PollReply) ([]*Record, error) {
 	if len(reply.Partitions) != len(inflight.parts) {
-		return nil, fmt.Errorf("ledge: poll %s: %d partitions in the reply, %d asked", c.topic, len(reply.Partitions), len(inflight.parts))
+		return nil, fmt.Errorf("sdk: poll %s: %d partitions in the reply, %d asked", c.topic, len(reply.Partitions), len(inflight.parts))
 	}
 	var (
 		out  []*Record
@@ -309,7 +309,7 @@ func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) 
 	for rest := p.Batches; len(rest) > 0; {
 		batch, r, err := wire.NextBatch(rest)
 		if err != nil {
-			return nil, fmt.Errorf("ledge: poll %s/%d: %w", topic, cur.partition, err)
+			return nil, fmt.Errorf("sdk: poll %s/%d: %w", topic, cur.partition, err)
 		}
 		h, _ := wire.ParseBatchHeader(batch)
 		count += int(h.RecordCount)
@@ -331,7 +331,7 @@ func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) 
 			it = wire.RecordIterator{}
 		}
 		if err := it.Reset(batch, len(batch)); err != nil {
-			return out, fmt.Errorf("ledge: poll %s/%d: %w", topic, cur.partition, err)
+			return out, fmt.Errorf("sdk: poll %s/%d: %w", topic, cur.partition, err)
 		}
 		for {
 			wr, ok := it.Next()
@@ -349,7 +349,7 @@ func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) 
 			out = append(out, &slab[len(slab)-1])
 		}
 		if err := it.Err(); err != nil {
-			return out, fmt.Errorf("ledge: poll %s/%d: %w", topic, cur.partition, err)
+			return out, fmt.Errorf("sdk: poll %s/%d: %w", topic, cur.partition, err)
 		}
 	}
 	cur.pos = AtOffset(p.Next)

@@ -103,7 +103,7 @@ func (c *Consumer) ResetPosition(ctx context.Context, partition int32, pos Posit
 		return 0, c.noteFenced(err)
 	}
 	if len(cs) != 1 {
-		return 0, fmt.Errorf("ledge: get-committed %s/%d: %d answers", c.topic, partition, len(cs))
+		return 0, fmt.Errorf("sdk: get-committed %s/%d: %d answers", c.topic, partition, len(cs))
 	}
 	if cs[0].Err != nil {
 		return 0, c.noteFenced(cs[0].Err)
@@ -116,7 +116,7 @@ func (c *Consumer) ResetPosition(ctx context.Context, partition int32, pos Posit
 		return 0, c.noteFenced(withTopic(err, c.topic))
 	}
 	if len(reply.Partitions) != 1 {
-		return 0, fmt.Errorf("ledge: reset-position %s/%d: %d answers", c.topic, partition, len(reply.Partitions))
+		return 0, fmt.Errorf("sdk: reset-position %s/%d: %d answers", c.topic, partition, len(reply.Partitions))
 	}
 	r := reply.Partitions[0]
 	if err := statusError("reset-position", c.topic, uint32(partition), r.Status, r.Message); err != nil {

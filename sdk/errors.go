@@ -114,7 +114,7 @@ type Error struct {
 
 // Error implements error.
 func (e *Error) Error() string {
-	s := "ledge: " + e.Op
+	s := e.Op
 	switch {
 	case e.Topic != "" && e.Partition >= 0:
 		s += fmt.Sprintf(" %s/%d", e.Topic, e.Partition)
@@ -205,5 +205,5 @@ func transportError(op string, err error) error {
 	case errors.Is(err, quic.ErrTokenRevoked):
 		return &Error{Op: op, Partition: -1, Status: wire.StatusUnauthenticated, Message: "the token was revoked", cause: err}
 	}
-	return fmt.Errorf("ledge: %s: %w", op, err)
+	return fmt.Errorf("sdk: %s: %w", op, err)
 }

@@ -53,9 +53,10 @@ type prodBatch struct {
 	// node's later answers do not settle must then be reported as possibly
 	// written, never sent under a new identity.
 	maybeWritten bool
-	// gapClosed: the batch failed for good and the batches behind it were
-	// renumbered to take its sequence numbers.
-	gapClosed bool
+	// needsGap: the batch failed for good and was not appended; the
+	// batches behind it must be renumbered to take its sequence numbers
+	// before it may be completed.
+	needsGap bool
 
 	acked bool
 	reply wire.ProduceReply
@@ -63,6 +64,9 @@ type prodBatch struct {
 }
 
 func (b *prodBatch) resolved() bool { return b.acked || b.err != nil }
+
+// done reports whether b may be completed and forgotten.
+func (b *prodBatch) done() bool { return b.acked || (b.err != nil && !b.needsGap) }
 
 // replyEvent is a stream's answer to a batch.
 type replyEvent struct {
@@ -315,8 +319,7 @@ func (s *partSender) handleReply(b *prodBatch, raw []byte, err error) {
 	case st.RetryClass() == wire.ClassRetry:
 		b.last = notSent
 	default:
-		b.last = notSent
-		b.err = nodeErr
+		b.last, b.err, b.needsGap = notSent, nodeErr, true
 	}
 }
 
@@ -426,10 +429,10 @@ func (s *partSender) settle(now time.Time) {
 			continue
 		}
 		if b.err != nil {
-			if b.last == notSent && !b.gapClosed && chain == chainIntact && !errors.Is(b.err, ErrDuplicateSequence) {
+			if b.needsGap && chain == chainIntact {
 				chain, gapSeq = chainGap, b.seq
 			}
-			b.gapClosed = true
+			b.needsGap = false
 			continue
 		}
 		expired := now.Sub(b.recs[0].at) >= limit
@@ -450,12 +453,11 @@ func (s *partSender) settle(now time.Time) {
 				chain, lostCause = chainLost, b.err
 			default:
 				b.err = fmt.Errorf("%w: the record was not written: %w", ErrDeliveryTimeout, errOrNoReply(b.lastErr))
-				chain, gapSeq, b.gapClosed = chainGap, b.seq, true
+				chain, gapSeq = chainGap, b.seq
 			}
 		case chainGap:
 			if expired {
 				b.err = fmt.Errorf("%w: the record was not written: %w", ErrDeliveryTimeout, errOrNoReply(b.lastErr))
-				b.gapClosed = true
 				continue
 			}
 			if s.p.cfg.idempotent {
@@ -522,6 +524,7 @@ func (s *partSender) failUnresolved(err error) {
 		if !b.resolved() {
 			b.err = err
 		}
+		b.needsGap = false
 	}
 	s.mu.Lock()
 	q := s.queue
@@ -690,7 +693,7 @@ func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
 	// in place rather than copy it.
 	lenAt, off := len(dst)-4, len(dst)
 	if dst, err = bb.AppendBatch(dst, s.p.cfg.compression); err != nil {
-		return nil, fmt.Errorf("ledge: produce %s/%d: %w", s.p.topic, s.part, err)
+		return nil, fmt.Errorf("sdk: produce %s/%d: %w", s.p.topic, s.part, err)
 	}
 	binary.LittleEndian.PutUint32(dst[lenAt:], uint32(len(dst)-off))
 	if dst, err = wire.FinishFrame(dst, start); err != nil {
@@ -723,7 +726,7 @@ func (s *partSender) send(b *prodBatch, now time.Time) bool {
 // complete hands the resolved batches at the head of the queue to their
 // callbacks, in order.
 func (s *partSender) complete() {
-	for len(s.unacked) > 0 && s.unacked[0].resolved() {
+	for len(s.unacked) > 0 && s.unacked[0].done() {
 		b := s.unacked[0]
 		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
@@ -763,6 +766,7 @@ func (s *partSender) abandon() {
 		if !b.resolved() {
 			b.err = errProducerAborted
 		}
+		b.needsGap = false
 	}
 	s.complete()
 	s.mu.Lock()

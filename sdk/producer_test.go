@@ -242,7 +242,7 @@ func TestProducerRefusedBatchClosesTheGap(t *testing.T) {
 			}
 			return faultNone
 		}
-		p := testProducer(t, n, 1, WithMaxBatchRecords(5), WithMaxInFlight(40))
+		p := testProducer(t, n, 1, WithMaxBatchRecords(5), WithMaxInFlight(40), WithLinger(time.Hour))
 		out := produceAll(t, p, 100)
 		failed := 0
 		for _, r := range out {
@@ -320,7 +320,7 @@ func TestProducerDuplicateSequenceKeepsNumbering(t *testing.T) {
 			}
 			return faultNone
 		}
-		p := testProducer(t, n, 1, WithMaxBatchRecords(10), WithMaxInFlight(10))
+		p := testProducer(t, n, 1, WithMaxBatchRecords(10), WithLinger(time.Hour))
 		out := produceAll(t, p, 10)
 		for _, r := range out {
 			if !errors.Is(r.err, ErrDuplicateSequence) {

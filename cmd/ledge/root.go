@@ -28,6 +28,11 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(newServeCommand())
+	root.AddCommand(newTopicCommand())
+	root.AddCommand(newProduceCommand())
+	root.AddCommand(newConsumeCommand())
+	root.AddCommand(newTokenCommand())
+	root.AddCommand(newBenchCommand())
 	return root
 }
 

@@ -115,6 +115,11 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o serveOptions) err
 	case err := <-done:
 		return err
 	case s := <-sigs:
+		select {
+		case err := <-done: // finished meanwhile
+			return err
+		default:
+		}
 		fmt.Fprintf(stderr, "ledge: second %s: exiting at once\n", s)
 		os.Exit(1)
 	}

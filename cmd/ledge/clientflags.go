@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/ledgemq/ledge/sdk"
+	"github.com/spf13/cobra"
+)
+
+// Environment variables the client commands read when a flag is not given.
+const (
+	envServer  = "LEDGE_SERVER"
+	envCA      = "LEDGE_CA"
+	envToken   = "LEDGE_TOKEN"
+	envDataDir = "LEDGE_DATA_DIR"
+)
+
+// clientFlags are how a client command reaches a node.
+type clientFlags struct {
+	server  string
+	ca      string
+	token   string
+	dataDir string
+	timeout time.Duration
+}
+
+// clientFlagsHelp is appended to the help of every client command.
+const clientFlagsHelp = `
+Connection: --server (or LEDGE_SERVER, default 127.0.0.1:7420), --ca (or
+LEDGE_CA) and --token (or LEDGE_TOKEN). Run in the directory that holds a
+node's ledge-data, no flags are needed: the CA certificate and the admin
+token are read from there (--data-dir or LEDGE_DATA_DIR names another).`
+
+// addClientFlags registers the connection flags on cmd and its
+// subcommands.
+func addClientFlags(cmd *cobra.Command) *clientFlags {
+	f := &clientFlags{}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&f.server, "server", "", "node address host:port (env "+envServer+"; default "+sdk.DefaultAddr+")")
+	fs.StringVar(&f.ca, "ca", "", "CA certificate file the node's certificate is checked against (env "+envCA+")")
+	fs.StringVar(&f.token, "token", "", "bearer token (env "+envToken+"; default: the admin token of the data directory)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "a node's data directory to take the CA and admin token from (env "+envDataDir+"; default ./"+sdk.DefaultDataDir+" when present)")
+	fs.DurationVar(&f.timeout, "timeout", sdk.DefaultRequestTimeout, "how long to wait for the connection and for each reply")
+	cmd.Long += "\n" + clientFlagsHelp
+	return f
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// dial connects to the node the flags and environment describe.
+func (f *clientFlags) dial(ctx context.Context) (*sdk.Client, error) {
+	addr := firstNonEmpty(f.server, os.Getenv(envServer))
+	opts := []sdk.Option{sdk.WithRequestTimeout(f.timeout), sdk.WithDialTimeout(f.timeout)}
+	if dir := firstNonEmpty(f.dataDir, os.Getenv(envDataDir)); dir != "" {
+		opts = append(opts, sdk.WithDataDir(dir))
+	}
+	if ca := firstNonEmpty(f.ca, os.Getenv(envCA)); ca != "" {
+		opts = append(opts, sdk.WithCAFile(ca))
+	}
+	if tok := firstNonEmpty(f.token, os.Getenv(envToken)); tok != "" {
+		opts = append(opts, sdk.WithToken(tok))
+	}
+	c, err := sdk.Dial(ctx, addr, opts...)
+	if err != nil {
+		if addr == "" {
+			addr = sdk.DefaultAddr
+		}
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// parseSize parses a byte count: a plain number, or one with a unit
+// (k, KB, KiB, M, MB, MiB, G, GB, GiB, T...; decimal units are powers of
+// 1000, binary ones of 1024, a bare letter is binary).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsDigit(r) && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("invalid size %q (want a byte count like 1048576, 512KiB or 10GB)", s)
+	}
+	mult := float64(1)
+	switch strings.ToLower(unit) {
+	case "", "b":
+	case "k", "kib":
+		mult = 1 << 10
+	case "kb":
+		mult = 1e3
+	case "m", "mib":
+		mult = 1 << 20
+	case "mb":
+		mult = 1e6
+	case "g", "gib":
+		mult = 1 << 30
+	case "gb":
+		mult = 1e9
+	case "t", "tib":
+		mult = 1 << 40
+	case "tb":
+		mult = 1e12
+	default:
+		return 0, fmt.Errorf("invalid size %q: unknown unit %q", s, unit)
+	}
+	return int64(v * mult), nil
+}
+
+// parseAge parses a duration, also in days ("7d", "1d12h").
+func parseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		s = s[i+1:]
+		if s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (want something like 90m, 36h or 7d)", s)
+	}
+	return days + d, nil
+}
+
+// formatBytes prints a byte count in binary units.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ledgemq/ledge/sdk"
+	"github.com/spf13/cobra"
+)
+
+type consumeFlags struct {
+	from       string
+	follow     bool
+	count      int
+	commit     bool
+	consumer   string
+	format     string
+	partitions []int
+	maxWait    time.Duration
+}
+
+func newConsumeCommand() *cobra.Command {
+	var f consumeFlags
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print a topic's records",
+		Long: `Print the records of a topic's partitions, one per line, until it has shown
+what is there (or --count records); with --follow, keep waiting for new
+ones until interrupted.
+
+--from says where to start: earliest (the first record), latest (only
+records produced from now on), committed (a named consumer's committed
+position), an offset (42), a time (2026-01-02T15:04:05Z) or a time ago
+(-90m). Default: committed with --consumer, earliest without.
+
+--consumer NAME reads as a named consumer: attaching fences any other
+process consuming under the name. With --commit it commits what it
+printed, with the fence token of the poll that returned it.
+
+--format raw prints each value; json prints one object per record with
+its topic, partition, offset, timestamp, key, value and headers (key and
+value as strings when they are UTF-8, else key_base64 and value_base64).`,
+		Example: `  ledge consume demo
+  ledge consume orders --from latest --follow
+  ledge consume orders --consumer billing --commit --count 100 --format json
+  ledge consume sensors --from -1h --partition 0`,
+		Args: cobra.ExactArgs(1),
+	}
+	cf := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runConsume(cmd, cf, args[0], &f) }
+	fs := cmd.Flags()
+	fs.StringVar(&f.from, "from", "", "where to start: earliest, latest, committed, OFFSET, TIME (RFC 3339) or -DURATION")
+	fs.BoolVarP(&f.follow, "follow", "F", false, "keep waiting for new records")
+	fs.IntVarP(&f.count, "count", "n", 0, "stop after this many records (0: no limit)")
+	fs.BoolVar(&f.commit, "commit", false, "commit what was printed (needs --consumer)")
+	fs.StringVar(&f.consumer, "consumer", "", "consume as this named consumer")
+	fs.StringVar(&f.format, "format", "raw", "output format: raw or json")
+	fs.IntSliceVarP(&f.partitions, "partition", "p", nil, "read only this partition (repeatable; default all)")
+	fs.DurationVar(&f.maxWait, "max-wait", 5*time.Second, "with --follow, how long each long poll waits for records")
+	return cmd
+}
+
+// parseFrom maps --from to a position.
+func parseFrom(s string, now time.Time) (sdk.Position, error) {
+	switch strings.ToLower(s) {
+	case "earliest", "first", "beginning":
+		return sdk.AtFirst(), nil
+	case "latest", "end":
+		return sdk.AtEnd(), nil
+	case "last":
+		return sdk.AtLast(), nil
+	case "committed", "next":
+		return sdk.AtCommitted(), nil
+	}
+	if o, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return sdk.AtOffset(o), nil
+	}
+	if strings.HasPrefix(s, "-") {
+		d, err := parseAge(s[1:])
+		if err == nil {
+			return sdk.AtTime(now.Add(-d)), nil
+		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return sdk.AtTime(t), nil
+	}
+	return sdk.Position{}, fmt.Errorf("--from %q: want earliest, latest, committed, an offset, an RFC 3339 time or -DURATION", s)
+}
+
+func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFlags) error {
+	if f.format != "raw" && f.format != "json" {
+		return fmt.Errorf("--format %q: want raw or json", f.format)
+	}
+	if f.commit && f.consumer == "" {
+		return errors.New("--commit needs --consumer NAME: only a named consumer has positions to commit")
+	}
+	if f.count < 0 {
+		return errors.New("--count must not be negative")
+	}
+	var opts []sdk.ConsumerOption
+	if f.from != "" {
+		pos, err := parseFrom(f.from, time.Now())
+		if err != nil {
+			return err
+		}
+		if pos == sdk.AtCommitted() && f.consumer == "" {
+			return errors.New("--from committed needs --consumer NAME")
+		}
+		opts = append(opts, sdk.WithStart(pos))
+	}
+	if f.consumer != "" {
+		opts = append(opts, sdk.WithConsumerName(f.consumer))
+	}
+	if len(f.partitions) > 0 {
+		ps := make([]int32, len(f.partitions))
+		for i, p := range f.partitions {
+			ps[i] = int32(p)
+		}
+		opts = append(opts, sdk.WithPartitions(ps...))
+	}
+	wait := time.Duration(0)
+	if f.follow {
+		wait = f.maxWait
+	}
+	opts = append(opts, sdk.WithMaxWait(wait))
+	if f.count > 0 {
+		opts = append(opts, sdk.WithMaxMessages(min(f.count, sdk.DefaultMaxMessages)))
+	}
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := cf.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	cons, err := c.NewConsumer(ctx, topic, opts...)
+	if err != nil {
+		return err
+	}
+	defer cons.Close(context.WithoutCancel(ctx))
+
+	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	defer out.Flush()
+	printed := 0
+	for {
+		recs, pollErr := cons.Poll(ctx)
+		if pollErr != nil && ctx.Err() != nil {
+			return nil // interrupted
+		}
+		if f.count > 0 && printed+len(recs) > f.count {
+			recs = recs[:f.count-printed]
+		}
+		for _, r := range recs {
+			if err := printRecord(out, f.format, r); err != nil {
+				return err
+			}
+		}
+		printed += len(recs)
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if f.commit && len(recs) > 0 {
+			if err := cons.Commit(context.WithoutCancel(ctx), recs...); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+		}
+		switch {
+		case pollErr != nil:
+			return pollErr
+		case f.count > 0 && printed >= f.count:
+			return nil
+		case len(recs) == 0 && !f.follow:
+			return nil
+		}
+	}
+}
+
+type recordJSON struct {
+	Topic        string       `json:"topic"`
+	Partition    int32        `json:"partition"`
+	Offset       uint64       `json:"offset"`
+	Timestamp    string       `json:"timestamp"`
+	Key          *string      `json:"key,omitempty"`
+	KeyBase64    string       `json:"key_base64,omitempty"`
+	Value        *string      `json:"value,omitempty"`
+	ValueBase64  string       `json:"value_base64,omitempty"`
+	Headers      []headerJSON `json:"headers,omitempty"`
+	NullValue    bool         `json:"null_value,omitempty"`
+}
+
+type headerJSON struct {
+	Key         string  `json:"key"`
+	Value       *string `json:"value,omitempty"`
+	ValueBase64 string  `json:"value_base64,omitempty"`
+}
+
+// textOrBase64 returns b as a string when it is UTF-8, else its base64.
+func textOrBase64(b []byte) (*string, string) {
+	if b == nil {
+		return nil, ""
+	}
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, ""
+	}
+	return nil, base64.StdEncoding.EncodeToString(b)
+}
+
+func printRecord(w io.Writer, format string, r *sdk.Record) error {
+	if format == "raw" {
+		if _, err := w.Write(r.Value); err != nil {
+			return err
+		}
+		_, err := w.Write([]byte{'\n'})
+		return err
+	}
+	j := recordJSON{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		Timestamp: r.Timestamp.UTC().Format(time.RFC3339Nano), NullValue: r.Value == nil}
+	j.Key, j.KeyBase64 = textOrBase64(r.Key)
+	j.Value, j.ValueBase64 = textOrBase64(r.Value)
+	for _, h := range r.Headers {
+		hj := headerJSON{Key: h.Key}
+		hj.Value, hj.ValueBase64 = textOrBase64(h.Value)
+		j.Headers = append(j.Headers, hj)
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

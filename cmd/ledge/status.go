@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ledgemq/ledge/node"
+	"github.com/spf13/cobra"
+)
+
+// statusAddrEnv names the node's HTTP address when --http-addr is not
+// given.
+const statusAddrEnv = "LEDGE_HTTP_ADDR"
+
+// maxStatusBytes bounds the status document read from a node.
+const maxStatusBytes = 32 << 20
+
+func newStatusCommand() *cobra.Command {
+	var (
+		addr    string
+		asJSON  bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print a node's health, topics, consumers and their lag",
+		Long: `Print what the node's status page shows: health, the QUIC listener and its
+connections, every topic and partition (offsets, history epoch, size,
+throughput), every named consumer and group with its lag, and plugins.
+
+It reads /api/status from the node's HTTP listener (ledge serve
+--http-listen, default ` + node.DefaultHTTPListen + `), which needs no token: keep that
+listener on loopback or a trusted network. --json prints the document as
+the node sent it, for scripts.`,
+		Example: `  ledge status
+  ledge status --http-addr 192.168.1.10:7421
+  ledge status --json | jq '.consumers[] | {name, lag}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("http-addr") {
+				if v := os.Getenv(statusAddrEnv); v != "" {
+					addr = v
+				}
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			raw, st, err := fetchStatus(ctx, addr)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				_, err := cmd.OutOrStdout().Write(raw)
+				return err
+			}
+			return printStatus(cmd.OutOrStdout(), st)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "http-addr", node.DefaultHTTPListen, "the node's HTTP listener, host:port or URL (env "+statusAddrEnv+")")
+	f.BoolVar(&asJSON, "json", false, "print the status document as JSON")
+	f.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
+	return cmd
+}
+
+// statusURL turns host:port or a URL into the status endpoint's URL.
+func statusURL(addr string) string {
+	base := strings.TrimRight(addr, "/")
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return base + "/api/status"
+}
+
+// fetchStatus reads and decodes a node's status document.
+func fetchStatus(ctx context.Context, addr string) ([]byte, node.Status, error) {
+	var st node.Status
+	url := statusURL(addr)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, st, fmt.Errorf("status: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, st, fmt.Errorf("status: is the node running with its HTTP listener on %s? %w", addr, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes))
+	if err != nil {
+		return nil, st, fmt.Errorf("status: reading %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, st, fmt.Errorf("status: %s answered %s", url, resp.Status)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, st, fmt.Errorf("status: %s did not answer a status document: %w", url, err)
+	}
+	return raw, st, nil
+}
+
+// printStatus writes the status summary for a terminal.
+func printStatus(w io.Writer, st node.Status) error {
+	health := "ready"
+	if !st.Health.Ready {
+		health = "NOT READY: " + st.Health.Reason
+	}
+	n, tr := st.Node, st.Transport
+	fmt.Fprintf(w, "ledge %s · %s · up %s\n", n.Version, health, humanDuration(n.UptimeSeconds))
+	fmt.Fprintf(w, "QUIC %s · %d connections · %d streams · %d requests in flight · %d/%d parked polls\n",
+		orDash(n.Listen), tr.ConnectionsOpen, tr.StreamsOpen, tr.RequestsInFlight, tr.ParkedPolls, tr.MaxParkedPolls)
+	if n.DiskTotalBytes > 0 {
+		fmt.Fprintf(w, "data %s · disk free %s of %s\n", orDash(n.DataDir), humanBytes(int64(n.DiskFreeBytes)), humanBytes(int64(n.DiskTotalBytes)))
+	}
+
+	fmt.Fprintln(w)
+	if len(st.Topics) == 0 {
+		fmt.Fprintln(w, "no topics")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "TOPIC\tPART\tSTART\tHIGH WATERMARK\tEPOCH\tRECORDS\tSIZE\tRECORDS/S\tBYTES/S\tSTATE\t")
+		for _, t := range st.Topics {
+			for _, p := range t.Partitions {
+				state := "ok"
+				if p.Failed != "" {
+					state = "FAILED: " + p.Failed
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", t.Name, p.Partition, p.LogStart, p.HighWatermark,
+					p.HistoryEpoch, p.Records, humanBytes(p.SizeBytes), humanRate(p.RecordsPerSecond), humanBytesRate(p.BytesPerSecond), state)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintln(w)
+	if len(st.Consumers) == 0 {
+		fmt.Fprintln(w, "no consumers with committed offsets")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CONSUMER\tKIND\tTOPIC\tLAG\tMEMBERS\tPOSITION BY PARTITION")
+		for _, c := range st.Consumers {
+			parts := make([]string, len(c.Partitions))
+			for i, p := range c.Partitions {
+				parts[i] = fmt.Sprintf("%d:%d(lag %d)", p.Partition, p.Position, p.Lag)
+			}
+			members := "-"
+			if c.Kind == "group" {
+				members = strconv.Itoa(len(c.Members))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", c.Name, c.Kind, c.Topic, c.Lag, members, strings.Join(parts, " "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintln(w)
+	if len(st.Plugins) == 0 {
+		fmt.Fprintln(w, "no plugins")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tKIND\tSTATE\tCALLS\tTIMEOUTS\tTRAPS\tSTRIKES")
+	for _, p := range st.Plugins {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\n", p.Name, p.Kind, p.State, p.Calls, p.Timeouts, p.Traps, p.Strikes)
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func humanBytes(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), 0
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	for v >= unit && i < len(units)-1 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+func humanRate(r float64) string {
+	switch {
+	case r == 0:
+		return "0"
+	case r >= 100:
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.1f", r)
+}
+
+func humanBytesRate(r float64) string {
+	if r == 0 {
+		return "0"
+	}
+	return humanBytes(int64(r)) + "/s"
+}
+
+func humanDuration(s float64) string {
+	d := time.Duration(s) * time.Second
+	switch {
+	case d >= 24*time.Hour:
+		return fmt.Sprintf("%dd%dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%dm", d/time.Hour, d%time.Hour/time.Minute)
+	}
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,10 @@
+//go:build unix
+
+package engine
+
+import (
+	"os"
+	"syscall"
+)
+
+func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }

@@ -1,0 +1,36 @@
+package engine
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// PartitionStats are a partition's counters since the engine opened, for
+// metrics.
+type PartitionStats struct {
+	Appends       uint64        // batches appended
+	AppendedBytes uint64        // bytes of those batches
+	Writes        uint64        // coalesced file writes
+	Syncs         uint64        // fsyncs of segment files
+	SyncTime      time.Duration // total time in those fsyncs
+	SyncFailures  uint64
+	NoSpace       uint64 // appends refused on a full disk
+}
+
+type partStats struct {
+	appends, appendedBytes, writes, syncs, syncNanos, syncFailures, noSpace atomic.Uint64
+}
+
+// Stats returns the partition's counters.
+func (p *Partition) Stats() PartitionStats {
+	s := &p.stats
+	return PartitionStats{
+		Appends:       s.appends.Load(),
+		AppendedBytes: s.appendedBytes.Load(),
+		Writes:        s.writes.Load(),
+		Syncs:         s.syncs.Load(),
+		SyncTime:      time.Duration(s.syncNanos.Load()),
+		SyncFailures:  s.syncFailures.Load(),
+		NoSpace:       s.noSpace.Load(),
+	}
+}

@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ledgemq/ledge/fence"
+)
+
+// Making written data durable. syncOnce fsyncs every segment with data
+// written since the last sync, oldest first (sealed ones through their
+// read handle: the flusher no longer writes them; the active one through
+// the handle given, or its read handle — fdatasync covers the file, not the
+// descriptor), writes the index files of newly sealed segments, fsyncs the
+// directory when entries changed, and only then advances the durable end,
+// the checkpoint and the durable producer state. Under DurabilityAlways
+// the flusher calls it after each round of writes; under interval and none
+// the syncer goroutine does, on its timer, when a segment is sealed, and on
+// request (purge, close), so a write never waits for an fsync.
+//
+// A failed fsync is never retried: the partition fails, and what was not
+// durable is not acknowledged (always) or is lost at a crash (the recovery
+// bumps the history epoch).
+type durability struct {
+	mu      sync.Mutex // serializes syncOnce
+	prod    map[fence.ProducerID]*fence.ProducerState
+	asOf    uint64
+	kick    chan struct{} // a segment was sealed
+	reqs    chan chan error
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// noteUnsyncedLocked records that seg has data not yet fsynced.
+func (p *Partition) noteUnsyncedLocked(seg *segment) {
+	if n := len(p.unsyncedSegs); n == 0 || p.unsyncedSegs[n-1] != seg {
+		if !slices.Contains(p.unsyncedSegs, seg) {
+			seg.acquire() // kept open until synced
+			p.unsyncedSegs = append(p.unsyncedSegs, seg)
+		}
+	}
+}
+
+// syncOnce makes everything written so far durable. active, if not nil,
+// is the flusher's handle of the active segment (used when the caller is
+// the flusher).
+func (p *Partition) syncOnce(active vfs.File) error {
+	d := &p.dur
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p.mu.Lock()
+	if p.failed != nil {
+		err := p.failed
+		p.mu.Unlock()
+		return err
+	}
+	target := p.writtenEnd
+	segs := p.unsyncedSegs
+	p.unsyncedSegs = nil
+	recs := p.unsyncedProd
+	p.unsyncedProd = nil
+	dirDirty := p.dirDirty
+	p.dirDirty = false
+	var act *segment
+	var actSize int64
+	if n := len(p.segs); n > 0 {
+		act = p.segs[n-1]
+		actSize = act.size
+	}
+	p.mu.Unlock()
+	defer func() {
+		for _, s := range segs {
+			s.release()
+		}
+	}()
+	fail := func(err error) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.failLocked(err, nil)
+		return p.failed
+	}
+	sealed := false
+	for _, s := range segs {
+		h := s.rf
+		if s == act && active != nil {
+			h = active
+		}
+		t0 := time.Now()
+		err := h.SyncData()
+		p.stats.syncs.Add(1)
+		p.stats.syncNanos.Add(uint64(time.Since(t0)))
+		if err != nil {
+			p.stats.syncFailures.Add(1)
+			return fail(fmt.Errorf("fsync %s: %w", s.path, err))
+		}
+	}
+	for _, s := range segs {
+		p.mu.Lock()
+		done := !s.sealed || s.indexed
+		var idx []byte
+		if !done {
+			idx = s.encodeIndex()
+		}
+		p.mu.Unlock()
+		if done {
+			continue
+		}
+		if err := writeIndexFile(p.e.fs, s, idx); err != nil {
+			return fail(fmt.Errorf("write the index of %s: %w", s.path, err))
+		}
+		p.mu.Lock()
+		s.indexed = true
+		p.mu.Unlock()
+		sealed, dirDirty = true, true
+	}
+	if dirDirty {
+		if err := syncDir(p.e.fs, p.dir); err != nil {
+			return fail(err)
+		}
+	}
+	for _, r := range recs {
+		applyProducer(d.prod, r)
+	}
+	d.asOf = max(d.asOf, target)
+	p.mu.Lock()
+	p.syncedEnd = max(p.syncedEnd, target)
+	if act != nil {
+		p.checkpoint = checkpoint{seg: act.base, pos: actSize, end: target}
+	}
+	if p.cfg.Durability == DurabilityAlways {
+		p.notifyLocked()
+	}
+	p.mu.Unlock()
+	if sealed {
+		// Everything before the active segment is durable: checkpoint it
+		// with the producer state, so recovery need not read sealed
+		// segments.
+		snap := producerSnapshot{asOf: d.asOf, state: d.prod}
+		if err := p.writeStateAndProducers(nil, &snap, false); err != nil {
+			return fail(err)
+		}
+		p.collect()
+	}
+	return nil
+}
+
+// durableProducers returns a copy of the durable producer state.
+func (p *Partition) durableProducers() producerSnapshot {
+	d := &p.dur
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return producerSnapshot{asOf: d.asOf, state: cloneProducers(d.prod)}
+}
+
+// syncNow makes everything written so far durable, through the syncer if
+// the policy has one.
+func (p *Partition) syncNow() error {
+	if p.cfg.Durability == DurabilityAlways || p.dur.reqs == nil {
+		return p.syncOnce(p.fl.wf)
+	}
+	ch := make(chan error, 1)
+	select {
+	case p.dur.reqs <- ch:
+		return <-ch
+	case <-p.dur.stopped:
+		return p.syncOnce(nil)
+	}
+}
+
+// kickSyncer tells the syncer a segment was sealed.
+func (p *Partition) kickSyncer() {
+	if p.dur.kick == nil {
+		return
+	}
+	select {
+	case p.dur.kick <- struct{}{}:
+	default: // a sync is already due
+	}
+}
+
+func (p *Partition) startSyncer() {
+	d := &p.dur
+	if p.cfg.Durability == DurabilityAlways {
+		return
+	}
+	d.kick = make(chan struct{}, 1)
+	d.reqs = make(chan chan error)
+	d.stop = make(chan struct{})
+	d.stopped = make(chan struct{})
+	go p.runSyncer()
+}
+
+func (p *Partition) stopSyncer() {
+	d := &p.dur
+	if d.stop == nil {
+		return
+	}
+	close(d.stop)
+	<-d.stopped
+}
+
+// runSyncer fsyncs in the background: when a segment is sealed, on
+// request, and under interval every SyncInterval while data is unsynced.
+func (p *Partition) runSyncer() {
+	d := &p.dur
+	defer close(d.stopped)
+	var tick <-chan time.Time
+	if p.cfg.Durability == DurabilityInterval {
+		t := time.NewTicker(p.cfg.SyncInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-d.stop:
+			return
+		case ch := <-d.reqs:
+			ch <- p.syncOnce(nil)
+		case <-d.kick:
+			_ = p.syncOnce(nil)
+		case <-tick:
+			p.mu.Lock()
+			pending := len(p.unsyncedSegs) > 0 || p.dirDirty
+			p.mu.Unlock()
+			if pending {
+				_ = p.syncOnce(nil)
+			}
+		}
+	}
+}

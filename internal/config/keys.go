@@ -1,0 +1,322 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ledgemq/ledge/internal/logging"
+	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/transport/quic"
+)
+
+// Config is the effective configuration of `ledge serve`. Load fills every
+// field; the zero value is not a valid configuration (use Defaults).
+type Config struct {
+	// DataDir holds the logs, the metadata, the TLS material and the
+	// admin token.
+	DataDir string
+	// Listen is the UDP address of the QUIC listener.
+	Listen string
+	// CertNames and CertAddrs are added to the names the server
+	// certificate is valid for (localhost, 127.0.0.1, ::1 and the host
+	// name always are).
+	CertNames, CertAddrs []string
+	// ShutdownTimeout bounds how long a graceful stop waits for requests
+	// in flight.
+	ShutdownTimeout time.Duration
+	// RetentionInterval is how often retention runs; 0 turns the
+	// background loop off.
+	RetentionInterval time.Duration
+
+	HTTP  HTTP
+	Log   Log
+	Polls Polls
+	QUIC  QUIC
+
+	// File is the configuration file that was read ("" for none).
+	File string
+
+	sources map[string]Source
+	origins map[string]string
+}
+
+// HTTP configures the operations listener (metrics, health, status page).
+type HTTP struct {
+	Enabled bool
+	Listen  string // TCP host:port
+}
+
+// Log configures the node's log.
+type Log struct {
+	Format string // auto, text or json
+	Level  string // debug, info, warn or error
+}
+
+// Polls bounds long polls and poll replies.
+type Polls struct {
+	MaxParked int
+	MaxWait   time.Duration
+	MaxBytes  int64
+}
+
+// QUIC tunes the QUIC listener.
+type QUIC struct {
+	MaxConns             int
+	MaxStreams           int
+	MaxRequestsPerStream int
+	MaxFrameSize         int64
+	InflightBudget       int64
+	ReceiveWindowBudget  int64
+	IdleTimeout          time.Duration
+	KeepAlive            time.Duration
+	HandshakeTimeout     time.Duration
+	AuthTimeout          time.Duration
+}
+
+// Kind is the type of a key's value.
+type Kind uint8
+
+// Kinds of values.
+const (
+	KindString Kind = iota + 1
+	KindAddress
+	KindBool
+	KindInt
+	KindBytes
+	KindDuration
+	KindChoice
+	KindList
+)
+
+// Key is one setting: its names, default, unit and allowed values.
+type Key struct {
+	// Name is the key in the YAML file, dotted for nesting (http.listen).
+	Name string
+	Kind Kind
+	// Default is the default value as the file would spell it.
+	Default string
+	// Unit says what the value measures (bytes, duration, count), for the
+	// documentation table; "" when the kind says it all.
+	Unit string
+	// Allowed states the accepted values, as errors and docs show them.
+	Allowed string
+	// Help is the one-line description (flag usage, docs).
+	Help string
+
+	set func(c *Config, v rawValue) error // the error completes "want ..."
+	get func(c *Config) string            // lists joined by commas
+}
+
+// Flag is the key's command-line flag, without dashes: the name with dots
+// and underscores turned into dashes (http.listen → http-listen).
+func (k Key) Flag() string { return strings.NewReplacer(".", "-", "_", "-").Replace(k.Name) }
+
+// Env is the key's environment variable: LEDGE_ and the name in upper
+// case with dots turned into underscores (http.listen → LEDGE_HTTP_LISTEN).
+func (k Key) Env() string {
+	return "LEDGE_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k.Name))
+}
+
+// rawValue is a value as a source gave it: text, or a YAML sequence.
+type rawValue struct {
+	text   string
+	list   []string
+	isList bool
+}
+
+func (v rawValue) String() string {
+	if v.isList {
+		return strings.Join(v.list, ",")
+	}
+	return v.text
+}
+
+// Keys returns every key, in the order of the documentation and of
+// --print-config.
+func Keys() []Key {
+	return []Key{
+		stringKey("data_dir", "./"+node.DefaultDataDir, "directory of the logs, metadata, TLS material and admin token", "a non-empty path",
+			func(s string) error {
+				if strings.TrimSpace(s) == "" {
+					return fmt.Errorf("a non-empty path")
+				}
+				return nil
+			}, func(c *Config) *string { return &c.DataDir }),
+		addressKey("listen", node.DefaultListen, "UDP address of the QUIC listener (port 0 picks a free port)", func(c *Config) *string { return &c.Listen }),
+		listKey("cert.names", "DNS names the server certificate is valid for, besides localhost and the host name", "DNS names",
+			checkDNSName, func(c *Config) *[]string { return &c.CertNames }),
+		listKey("cert.addrs", "IP addresses the server certificate is valid for, besides 127.0.0.1 and ::1", "IP addresses",
+			checkIP, func(c *Config) *[]string { return &c.CertAddrs }),
+		durationKey("shutdown_timeout", 30*time.Second, 100*time.Millisecond, time.Hour, false,
+			"how long a graceful stop waits for requests in flight before canceling them", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+		durationKey("retention_interval", node.DefaultRetentionInterval, time.Second, 24*time.Hour, true,
+			"how often retention by age and size runs; 0 turns it off", func(c *Config) *time.Duration { return &c.RetentionInterval }),
+
+		boolKey("http.enabled", true, "serve metrics, health checks and the status page over HTTP", func(c *Config) *bool { return &c.HTTP.Enabled }),
+		addressKey("http.listen", node.DefaultHTTPListen, "TCP address of the HTTP listener (/metrics, /healthz, /readyz, /, /api/status)", func(c *Config) *string { return &c.HTTP.Listen }),
+
+		choiceKey("log.format", string(logging.FormatAuto), logging.Formats(), "log format: text on a terminal and JSON otherwise (auto), or always one of them", func(c *Config) *string { return &c.Log.Format }),
+		choiceKey("log.level", "info", logging.Levels(), "least severe level logged", func(c *Config) *string { return &c.Log.Level }),
+
+		intKey("polls.max_parked", node.DefaultMaxParkedPolls, 1, 1_000_000, "long polls that may wait for records at once; past it a poll is answered at once", func(c *Config) *int { return &c.Polls.MaxParked }),
+		durationKey("polls.max_wait", node.DefaultMaxPollWait, time.Millisecond, time.Hour, false, "cap on the wait a long poll asks for", func(c *Config) *time.Duration { return &c.Polls.MaxWait }),
+		bytesKey("polls.max_bytes", node.DefaultMaxPollBytes, 64<<10, quic.DefaultMaxReplyFrame/2, "cap on the records of one poll reply (one whole batch per partition is returned regardless)", func(c *Config) *int64 { return &c.Polls.MaxBytes }),
+
+		intKey("quic.max_conns", quic.DefaultMaxConns, 1, 65536, "connections served at once; more are refused", func(c *Config) *int { return &c.QUIC.MaxConns }),
+		intKey("quic.max_streams", quic.DefaultMaxIncomingStreams, 1, 65536, "streams one connection may have open at once", func(c *Config) *int { return &c.QUIC.MaxStreams }),
+		intKey("quic.max_requests_per_stream", node.DefaultStreamRequests, 1, 65536, "requests in flight on one stream; the node stops reading the stream past it", func(c *Config) *int { return &c.QUIC.MaxRequestsPerStream }),
+		bytesKey("quic.max_frame_size", quic.DefaultMaxRequestFrame, 64<<10, 256<<20, "largest request frame, header included; a larger one resets its stream", func(c *Config) *int64 { return &c.QUIC.MaxFrameSize }),
+		bytesKey("quic.inflight_budget", quic.DefaultInflightBudget, 64<<10, 64<<30, "bytes of requests read and not yet answered, over all connections; past it the node applies backpressure (at least quic.max_frame_size)", func(c *Config) *int64 { return &c.QUIC.InflightBudget }),
+		bytesKey("quic.receive_window_budget", quic.DefaultReceiveWindowBudget, 1<<20, 64<<30, "receive windows of all connections together: what QUIC may buffer for the node", func(c *Config) *int64 { return &c.QUIC.ReceiveWindowBudget }),
+		durationKey("quic.idle_timeout", quic.DefaultMaxIdleTimeout, time.Second, time.Hour, false, "a connection without a packet for this long is closed", func(c *Config) *time.Duration { return &c.QUIC.IdleTimeout }),
+		durationKey("quic.keep_alive", 0, time.Second, time.Hour, true, "how often the node sends keep-alives on quiet connections; 0 leaves it to clients", func(c *Config) *time.Duration { return &c.QUIC.KeepAlive }),
+		durationKey("quic.handshake_timeout", quic.DefaultHandshakeTimeout, time.Second, 5*time.Minute, false, "bound on the QUIC and TLS handshake", func(c *Config) *time.Duration { return &c.QUIC.HandshakeTimeout }),
+		durationKey("quic.auth_timeout", quic.DefaultAuthTimeout, time.Second, 5*time.Minute, false, "bound on the wait for a connection's authentication request", func(c *Config) *time.Duration { return &c.QUIC.AuthTimeout }),
+	}
+}
+
+// KeyByName returns the key called name.
+func KeyByName(name string) (Key, bool) {
+	for _, k := range Keys() {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+func stringKey(name, def, help, allowed string, check func(string) error, field func(*Config) *string) Key {
+	return Key{
+		Name: name, Kind: KindString, Default: def, Allowed: allowed, Help: help,
+		set: func(c *Config, v rawValue) error {
+			if v.isList {
+				return fmt.Errorf("%s, not a list", allowed)
+			}
+			if err := check(v.text); err != nil {
+				return err
+			}
+			*field(c) = v.text
+			return nil
+		},
+		get: func(c *Config) string { return *field(c) },
+	}
+}
+
+func addressKey(name, def, help string, field func(*Config) *string) Key {
+	k := stringKey(name, def, help, "host:port", checkHostPort, field)
+	k.Kind, k.Unit = KindAddress, "host:port"
+	return k
+}
+
+func choiceKey(name, def string, choices []string, help string, field func(*Config) *string) Key {
+	allowed := "one of " + strings.Join(choices, ", ")
+	k := stringKey(name, def, help, allowed, func(s string) error {
+		if !slices.Contains(choices, strings.ToLower(s)) {
+			return fmt.Errorf("%s", allowed)
+		}
+		return nil
+	}, field)
+	set := k.set
+	k.set = func(c *Config, v rawValue) error {
+		v.text = strings.ToLower(strings.TrimSpace(v.text))
+		return set(c, v)
+	}
+	k.Kind = KindChoice
+	return k
+}
+
+func boolKey(name string, def bool, help string, field func(*Config) *bool) Key {
+	return Key{
+		Name: name, Kind: KindBool, Default: strconv.FormatBool(def), Allowed: "true or false", Help: help,
+		set: func(c *Config, v rawValue) error {
+			b, err := parseBool(v.text)
+			if err != nil || v.isList {
+				return fmt.Errorf("true or false")
+			}
+			*field(c) = b
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatBool(*field(c)) },
+	}
+}
+
+func intKey(name string, def, lo, hi int, help string, field func(*Config) *int) Key {
+	allowed := fmt.Sprintf("%d to %d", lo, hi)
+	return Key{
+		Name: name, Kind: KindInt, Default: strconv.Itoa(def), Unit: "count", Allowed: allowed, Help: help,
+		set: func(c *Config, v rawValue) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v.text))
+			if err != nil || v.isList || n < lo || n > hi {
+				return fmt.Errorf("an integer from %s", allowed)
+			}
+			*field(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
+}
+
+func bytesKey(name string, def, lo, hi int64, help string, field func(*Config) *int64) Key {
+	allowed := fmt.Sprintf("%s to %s", formatBytes(lo), formatBytes(hi))
+	return Key{
+		Name: name, Kind: KindBytes, Default: formatBytes(def), Unit: "bytes", Allowed: allowed, Help: help,
+		set: func(c *Config, v rawValue) error {
+			n, err := parseBytes(v.text)
+			if err != nil || v.isList {
+				return fmt.Errorf("a size in bytes from %s (units: KiB, MiB, GiB)", allowed)
+			}
+			if n < lo || n > hi {
+				return fmt.Errorf("a size from %s", allowed)
+			}
+			*field(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return formatBytes(*field(c)) },
+	}
+}
+
+// durationKey is a duration in [lo, hi]; zeroOff also accepts 0 (off).
+func durationKey(name string, def, lo, hi time.Duration, zeroOff bool, help string, field func(*Config) *time.Duration) Key {
+	allowed := fmt.Sprintf("%s to %s", formatDuration(lo), formatDuration(hi))
+	if zeroOff {
+		allowed = "0 (off) or " + allowed
+	}
+	return Key{
+		Name: name, Kind: KindDuration, Default: formatDuration(def), Unit: "duration", Allowed: allowed, Help: help,
+		set: func(c *Config, v rawValue) error {
+			d, err := parseDuration(v.text)
+			if err != nil || v.isList {
+				return fmt.Errorf("a duration such as 500ms, 30s or 5m, %s", allowed)
+			}
+			if !(zeroOff && d == 0) && (d < lo || d > hi) {
+				return fmt.Errorf("a duration from %s", allowed)
+			}
+			*field(c) = d
+			return nil
+		},
+		get: func(c *Config) string { return formatDuration(*field(c)) },
+	}
+}
+
+func listKey(name, help, allowed string, check func(string) error, field func(*Config) *[]string) Key {
+	return Key{
+		Name: name, Kind: KindList, Default: "", Unit: "list", Allowed: allowed, Help: help,
+		set: func(c *Config, v rawValue) error {
+			items := v.list
+			if !v.isList {
+				items = splitList(v.text)
+			}
+			for _, it := range items {
+				if err := check(it); err != nil {
+					return fmt.Errorf("%w; %q is not one", err, it)
+				}
+			}
+			*field(c) = slices.Clone(items)
+			return nil
+		},
+		get: func(c *Config) string { return strings.Join(*field(c), ",") },
+	}
+}

@@ -1,0 +1,131 @@
+package node
+
+import (
+	"context"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// The coordinator inside a Node: the node's topics as GroupTopics, and the
+// handlers of the group requests (kinds 0x0040–0x0044). A handler takes
+// the request's authorization check (request.allow) and the decoded
+// message, like the other handlers of the server.
+
+// nodeGroupTopics is the node's live topics as the coordinator sees them.
+type nodeGroupTopics struct{ n *Node }
+
+// GroupTopics returns the node's topics for OpenGroups.
+func (n *Node) GroupTopics() GroupTopics { return nodeGroupTopics{n} }
+
+func (t nodeGroupTopics) GroupTopic(name string) (fence.TopicID, []PartitionAssigner, bool) {
+	tp, err := t.n.lookup(name, [16]byte{})
+	if err != nil || tp.deleted() {
+		return fence.TopicID{}, nil, false
+	}
+	parts := make([]PartitionAssigner, len(tp.owners))
+	for i, o := range tp.owners {
+		parts[i] = o
+	}
+	return tp.id, parts, true
+}
+
+func (t nodeGroupTopics) GroupOffset(topic string, partition uint32, group string) wire.GroupOffset {
+	out := wire.GroupOffset{Topic: topic, Partition: partition}
+	tp, err := t.n.lookup(topic, [16]byte{})
+	if err == nil {
+		_, err = tp.owner(partition)
+	}
+	if err != nil {
+		out.Status, out.Message = StatusOf(err)
+		return out
+	}
+	return groupOffsetOf(tp.id, partition, tp.logs[partition], group)
+}
+
+// groupBookmarkKey is the bookmark under which a partition's owner keeps
+// a group's committed offset (the owner's progress key of a group).
+func groupBookmarkKey(group string) string { return "g/" + group }
+
+// groupOffsetOf reads a group's committed offset on a partition and
+// resolves it in the partition's current history.
+func groupOffsetOf(id fence.TopicID, partition uint32, log PartitionLog, group string) wire.GroupOffset {
+	st := log.State()
+	out := wire.GroupOffset{Partition: partition, Resolved: st.LogStart, HighWatermark: st.HighWatermark}
+	b, ok, err := log.Bookmark(groupBookmarkKey(group))
+	if err != nil {
+		out.Status, out.Message = StatusOf(err)
+		return out
+	}
+	if !ok {
+		return out
+	}
+	out.HasOffset, out.Offset, out.History = true, b.Offset, uint64(b.History)
+	p := fence.Partition{Topic: id, Index: partition, History: st.History, LogStart: st.LogStart, HighWatermark: st.HighWatermark}
+	res, err := fence.ResolveBookmark(p, log.Lineage(), b.Offset, b.History)
+	if err != nil {
+		out.Status, out.Message = StatusOf(err)
+		return out
+	}
+	if res.Outcome == fence.ResumeAt {
+		out.Resolved = res.Offset
+	}
+	return out
+}
+
+// authorize is a request's scope check (request.allow).
+type authorize func(topic string, want wire.Scope) error
+
+func (gs *Groups) serveJoin(ctx context.Context, allow authorize, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
+	for _, t := range m.Topics {
+		if err := allow(t, wire.ScopeConsume); err != nil {
+			return nil, err
+		}
+	}
+	a, err := gs.Join(ctx, JoinRequest{
+		Group: m.Group, Member: m.MemberID, Topics: m.Topics, Assignor: m.Assignor,
+		SessionTimeout: m.SessionTimeout, RebalanceTimeout: m.RebalanceTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &wire.JoinGroupReply{MemberAssignment: a}, nil
+}
+
+func (gs *Groups) serveHeartbeat(ctx context.Context, allow authorize, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
+	if err := allow("", wire.ScopeConsume); err != nil {
+		return nil, err
+	}
+	a, err := gs.Heartbeat(ctx, HeartbeatRequest{
+		Group: m.Group, Member: m.MemberID, Epoch: fence.MemberEpoch(m.MemberEpoch), Owned: m.Owned,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &wire.HeartbeatReply{MemberAssignment: a}, nil
+}
+
+func (gs *Groups) serveLeave(ctx context.Context, allow authorize, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
+	if err := allow("", wire.ScopeConsume); err != nil {
+		return nil, err
+	}
+	if err := gs.Leave(ctx, m.Group, m.MemberID); err != nil {
+		return nil, err
+	}
+	return &wire.LeaveGroupReply{}, nil
+}
+
+func (gs *Groups) serveDescribe(_ context.Context, allow authorize, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
+	if err := allow("", wire.ScopeConsume); err != nil {
+		return nil, err
+	}
+	d := gs.Describe(m.Group)
+	return &d, nil
+}
+
+func (gs *Groups) serveList(_ context.Context, allow authorize, _ *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
+	if err := allow("", wire.ScopeConsume); err != nil {
+		return nil, err
+	}
+	return &wire.ListGroupsReply{Groups: gs.List()}, nil
+}

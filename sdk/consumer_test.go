@@ -1,0 +1,60 @@
+package sdk
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// storedBatch builds a batch of values as the node stores it: based at base.
+func storedBatch(t *testing.T, base uint64, c wire.Compression, values ...string) []byte {
+	t.Helper()
+	var b wire.BatchBuilder
+	for i, v := range values {
+		b.Append(wire.Record{Timestamp: int64(1000 + i), Key: []byte("k"), Value: []byte(v),
+			Headers: []wire.Header{{Key: "i", Value: []byte(fmt.Sprint(i))}}})
+	}
+	batch, err := b.Build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire.StampBaseOffset(batch, base)
+	return batch
+}
+
+// TestDecodePollPartition: records before the poll's start (the node
+// returns whole batches) are skipped, compressed and plain batches both
+// decode into records that outlive the next batch, headers are per record,
+// and the cursor moves past what the poll covered.
+func TestDecodePollPartition(t *testing.T) {
+	var batches []byte
+	batches = append(batches, storedBatch(t, 10, wire.CompressionZstd, "a", "b", "c")...)
+	batches = append(batches, storedBatch(t, 13, wire.CompressionNone, "d", "e")...)
+	batches = append(batches, storedBatch(t, 15, wire.CompressionS2, "f", "g")...)
+	tok, err := fence.Token{Kind: fence.HolderConsumer, Partition: 3, History: 1, From: 11, Next: 17}.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := &cursor{partition: 3, pos: AtCommitted()}
+	recs, err := decodePollPartition("t", cur, &wire.PollPartitionReply{Token: tok, Next: 17, Batches: batches})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%s@%d/%s", r.Value, r.Offset, r.Headers[0].Value))
+		if r.Topic != "t" || r.Partition != 3 || r.poll != cur.last {
+			t.Fatalf("record %+v", r)
+		}
+	}
+	want := []string{"b@11/1", "c@12/2", "d@13/0", "e@14/1", "f@15/0", "g@16/1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("records %v, want %v", got, want)
+	}
+	if cur.pos != AtOffset(17) || cur.last.from != 11 || cur.last.next != 17 || !slices.Equal(cur.last.token, tok) {
+		t.Fatalf("cursor %+v, last %+v", cur.pos, cur.last)
+	}
+}

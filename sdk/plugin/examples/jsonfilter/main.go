@@ -1,0 +1,85 @@
+// Command jsonfilter is a Ledge filter plugin: it keeps the records whose
+// value is a JSON object with a field equal to a given value.
+//
+// Parameters:
+//
+//	field   the member to test, a dot-separated path ("site", "device.site"); required
+//	equals  the value it must equal: a string's text, or a number, true,
+//	        false or null as written; required
+//	match   where the matching runs: "native" (default: one host call per
+//	        batch), "record" (one host call per record) or "guest" (inside
+//	        the plugin, no host call)
+//
+// Build:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o jsonfilter.wasm .
+package main
+
+import (
+	"fmt"
+
+	"github.com/ledgemq/ledge/sdk/plugin"
+)
+
+func init() {
+	plugin.RegisterBatchFilter(setup)
+}
+
+func setup(p plugin.Params) (plugin.BatchFilter, error) {
+	if err := p.Only("field", "equals", "match"); err != nil {
+		return nil, err
+	}
+	field, err := p.Required("field")
+	if err != nil {
+		return nil, err
+	}
+	equals, err := p.Required("equals")
+	if err != nil {
+		return nil, err
+	}
+	switch mode := p.String("match", "native"); mode {
+	case "native":
+		return func(b *plugin.Batch, keep plugin.Bitmap) error {
+			plugin.NativeMatchJSON(b, field, equals, keep)
+			return nil
+		}, nil
+	case "record":
+		return func(b *plugin.Batch, keep plugin.Bitmap) error {
+			for i := 0; i < b.Len(); i++ {
+				raw, ok := plugin.NativeJSONField(b.Record(i).Value(), field)
+				keep.Set(i, ok && plugin.JSONValueEquals(raw, equals))
+			}
+			return nil
+		}, nil
+	case "guest":
+		want := []byte(equals)
+		return func(b *plugin.Batch, keep plugin.Bitmap) error {
+			for i := 0; i < b.Len(); i++ {
+				raw, ok := plugin.JSONField(b.Record(i).Value(), field)
+				keep.Set(i, ok && jsonEquals(raw, want))
+			}
+			return nil
+		}, nil
+	default:
+		return nil, fmt.Errorf("parameter \"match\": %q (want native, record or guest)", mode)
+	}
+}
+
+// jsonEquals is plugin.JSONValueEquals without converting want per record.
+func jsonEquals(raw, want []byte) bool {
+	if len(raw) >= 2 && raw[0] == '"' && !hasBackslash(raw) {
+		return string(raw[1:len(raw)-1]) == string(want)
+	}
+	return plugin.JSONValueEquals(raw, string(want))
+}
+
+func hasBackslash(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {}

@@ -1,0 +1,70 @@
+//go:build wasip1
+
+package plugin
+
+import (
+	"unsafe"
+
+	"github.com/ledgemq/ledge/plugins/abi"
+)
+
+// The ABI's exports (docs/PLUGINS.md). One instance serves one goroutine
+// of the host at a time, so package state is safe here.
+var (
+	guest  kernel
+	buffer []byte // lent to the host by ledge_buffer
+)
+
+//go:wasmexport ledge_abi_version
+func exportABIVersion() int32 { return abi.Version }
+
+//go:wasmexport ledge_kinds
+func exportKinds() int32 { return registeredKinds() }
+
+//go:wasmexport ledge_buffer
+func exportBuffer(size uint32) uint32 {
+	if uint32(cap(buffer)) < size {
+		buffer = make([]byte, size)
+	}
+	buffer = buffer[:size]
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(buffer))))
+}
+
+//go:wasmexport ledge_init
+func exportInit(kind int32, ptr, n uint32) int32 {
+	if err := guest.init(kind, guestBytes(ptr, n)); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+//go:wasmexport ledge_filter
+func exportFilter(ptr, n uint32) int32 {
+	r, err := guest.runFilter(guestBytes(ptr, n))
+	if err != nil {
+		return fail(err)
+	}
+	return r
+}
+
+//go:wasmexport ledge_propose
+func exportPropose(ptr, n uint32) int32 {
+	r, err := guest.runPropose(guestBytes(ptr, n))
+	if err != nil {
+		return fail(err)
+	}
+	return r
+}
+
+// guestBytes returns the n bytes of linear memory at ptr. The host only
+// passes spans of the buffer this package lent it.
+func guestBytes(ptr, n uint32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(ptr))), n)
+}
+
+// fail reports err to the host and returns the ABI's error result.
+func fail(err error) int32 {
+	msg := err.Error()
+	hostError(unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))
+	return -1
+}

@@ -1,0 +1,269 @@
+package wire
+
+import "time"
+
+// GroupMember describes one member of a group.
+//
+//	member id str16 | member epoch u64 | session timeout dur | topics list<str16> |
+//	assignment list<AssignedPartition> | revoking list<TopicPartition> | pending list<TopicPartition>
+type GroupMember struct {
+	MemberID    string
+	MemberEpoch uint64
+	// SessionTimeout is the member's effective session timeout.
+	SessionTimeout time.Duration
+	// Topics are the member's subscription.
+	Topics []string
+	// Assignment is what the member holds now, with assignment epochs
+	// (partitions being revoked included: the member may still commit
+	// them until it confirms).
+	Assignment []AssignedPartition
+	// Revoking are held partitions the member is to give up.
+	Revoking []TopicPartition
+	// Pending are partitions of the member's target that another member
+	// has not released yet.
+	Pending []TopicPartition
+}
+
+const groupMemberMinSize = 2 + 8 + 8 + 4 + 4 + 4 + 4
+
+func (m *GroupMember) put(w *fieldWriter) {
+	w.str16(m.MemberID, MaxNameLen, "member id")
+	w.u64(m.MemberEpoch)
+	w.duration(m.SessionTimeout, "session timeout")
+	putNames(w, m.Topics, "topics")
+	putAssigned(w, m.Assignment)
+	putTopicPartitions(w, m.Revoking, "revoking")
+	putTopicPartitions(w, m.Pending, "pending")
+}
+
+func (m *GroupMember) get(r *fieldReader) {
+	r.str16(&m.MemberID, MaxNameLen, "member id")
+	m.MemberEpoch = r.u64("member epoch")
+	m.SessionTimeout = r.duration("session timeout")
+	m.Topics = getNames(r, m.Topics, "topics")
+	m.Assignment = getAssigned(r, m.Assignment)
+	m.Revoking = getTopicPartitions(r, m.Revoking, "revoking")
+	m.Pending = getTopicPartitions(r, m.Pending, "pending")
+}
+
+// GroupOffset is a group's progress on one partition of its topics.
+//
+//	topic str16 | partition u32 | status u16 | message text | has offset bool |
+//	offset u64 | history u64 | resolved u64 | high watermark u64 | member id str16
+type GroupOffset struct {
+	Topic     string
+	Partition uint32
+	// Status is StatusOK, or why the partition could not be described.
+	Status  Status
+	Message string
+	// HasOffset is false when the group never committed on the partition;
+	// Offset and History are then zero.
+	HasOffset bool
+	// Offset is the committed offset, stamped with the history epoch it
+	// was committed in.
+	Offset  uint64
+	History uint64
+	// Resolved is where the group resumes now: the committed offset
+	// resolved in the partition's current history (docs/FENCING.md), or
+	// the log start without a usable one.
+	Resolved uint64
+	// HighWatermark is the partition's end; the lag is HighWatermark −
+	// Resolved.
+	HighWatermark uint64
+	// MemberID is the member holding the partition ("" when none does).
+	MemberID string
+}
+
+const groupOffsetMinSize = 2 + 4 + 2 + 2 + 1 + 4*8 + 2
+
+func (o *GroupOffset) put(w *fieldWriter) {
+	w.str16(o.Topic, MaxNameLen, "topic")
+	w.u32(o.Partition)
+	w.u16(uint16(o.Status))
+	w.text(o.Message)
+	w.bool8(o.HasOffset)
+	if !o.HasOffset && (o.Offset != 0 || o.History != 0) {
+		w.fail(StatusInvalidArgument, "offset %d@%d without HasOffset", o.Offset, o.History)
+	}
+	w.u64(o.Offset)
+	w.u64(o.History)
+	w.u64(o.Resolved)
+	w.u64(o.HighWatermark)
+	w.str16(o.MemberID, MaxNameLen, "member id")
+}
+
+func (o *GroupOffset) get(r *fieldReader) {
+	r.str16(&o.Topic, MaxNameLen, "topic")
+	o.Partition = r.u32("partition")
+	o.Status = Status(r.u16("status"))
+	r.str16(&o.Message, MaxTextLen, "message")
+	o.HasOffset = r.bool8("has offset")
+	o.Offset = r.u64("offset")
+	o.History = r.u64("history")
+	if !o.HasOffset && (o.Offset != 0 || o.History != 0) {
+		r.fail("offset %d@%d without has-offset", o.Offset, o.History)
+	}
+	o.Resolved = r.u64("resolved")
+	o.HighWatermark = r.u64("high watermark")
+	r.str16(&o.MemberID, MaxNameLen, "member id")
+}
+
+// DescribeGroupRequest asks for a group's members, assignments and
+// committed offsets.
+//
+//	group str16
+type DescribeGroupRequest struct {
+	Group string
+}
+
+// Kind implements Message.
+func (*DescribeGroupRequest) Kind() Kind { return KindDescribeGroup }
+
+// Encode implements Message.
+func (m *DescribeGroupRequest) Encode(dst []byte) ([]byte, error) {
+	w := newFieldWriter(dst, "describe-group")
+	w.str16(m.Group, MaxNameLen, "group")
+	return w.result()
+}
+
+// Decode implements Message.
+func (m *DescribeGroupRequest) Decode(b []byte) error {
+	r := newFieldReader(b, "describe-group")
+	r.str16(&m.Group, MaxNameLen, "group")
+	return r.finish()
+}
+
+// DescribeGroupReply describes a group. A group the node does not know
+// is described as empty, with no members and no offsets.
+//
+//	group str16 | state u8 | assignor u8 | reserved(2) | group epoch u64 |
+//	members list<GroupMember> | offsets list<GroupOffset>
+type DescribeGroupReply struct {
+	Group    string
+	State    GroupState
+	Assignor GroupAssignor
+	// GroupEpoch is the epoch of the group's target assignment.
+	GroupEpoch uint64
+	// Members are sorted by member id.
+	Members []GroupMember
+	// Offsets cover every partition of the group's topics, by topic and
+	// partition.
+	Offsets []GroupOffset
+}
+
+// Kind implements Message.
+func (*DescribeGroupReply) Kind() Kind { return KindDescribeGroup }
+
+// Encode implements Message.
+func (m *DescribeGroupReply) Encode(dst []byte) ([]byte, error) {
+	w := newFieldWriter(dst, "describe-group reply")
+	w.str16(m.Group, MaxNameLen, "group")
+	w.enum(uint8(m.State), uint8(groupStateMax), "state")
+	w.enum(uint8(m.Assignor), uint8(groupAssignorMax), "assignor")
+	w.zero(2)
+	w.u64(m.GroupEpoch)
+	w.count(len(m.Members), "members")
+	for i := range m.Members {
+		m.Members[i].put(&w)
+	}
+	w.count(len(m.Offsets), "offsets")
+	for i := range m.Offsets {
+		m.Offsets[i].put(&w)
+	}
+	return w.result()
+}
+
+// Decode implements Message.
+func (m *DescribeGroupReply) Decode(b []byte) error {
+	r := newFieldReader(b, "describe-group reply")
+	r.str16(&m.Group, MaxNameLen, "group")
+	m.State = GroupState(r.enum(uint8(groupStateMax), "state"))
+	m.Assignor = GroupAssignor(r.enum(uint8(groupAssignorMax), "assignor"))
+	r.zero(2, "reserved")
+	m.GroupEpoch = r.u64("group epoch")
+	m.Members = resize(m.Members, r.count(groupMemberMinSize, "members"))
+	for i := range m.Members {
+		m.Members[i].get(&r)
+	}
+	m.Offsets = resize(m.Offsets, r.count(groupOffsetMinSize, "offsets"))
+	for i := range m.Offsets {
+		m.Offsets[i].get(&r)
+	}
+	return r.finish()
+}
+
+// GroupSummary is one group of a listing.
+//
+//	group str16 | state u8 | assignor u8 | reserved(2) | group epoch u64 |
+//	members u32 | topics list<str16>
+type GroupSummary struct {
+	Group      string
+	State      GroupState
+	Assignor   GroupAssignor
+	GroupEpoch uint64
+	Members    uint32
+	Topics     []string
+}
+
+const groupSummaryMinSize = 2 + 1 + 1 + 2 + 8 + 4 + 4
+
+// ListGroupsRequest lists the node's consumer groups.
+//
+//	(empty)
+type ListGroupsRequest struct{}
+
+// Kind implements Message.
+func (*ListGroupsRequest) Kind() Kind { return KindListGroups }
+
+// Encode implements Message.
+func (m *ListGroupsRequest) Encode(dst []byte) ([]byte, error) { return dst, nil }
+
+// Decode implements Message.
+func (m *ListGroupsRequest) Decode(b []byte) error {
+	r := newFieldReader(b, "list-groups")
+	return r.finish()
+}
+
+// ListGroupsReply lists groups by name.
+//
+//	groups list<GroupSummary>
+type ListGroupsReply struct {
+	Groups []GroupSummary
+}
+
+// Kind implements Message.
+func (*ListGroupsReply) Kind() Kind { return KindListGroups }
+
+// Encode implements Message.
+func (m *ListGroupsReply) Encode(dst []byte) ([]byte, error) {
+	w := newFieldWriter(dst, "list-groups reply")
+	w.count(len(m.Groups), "groups")
+	for i := range m.Groups {
+		g := &m.Groups[i]
+		w.str16(g.Group, MaxNameLen, "group")
+		w.enum(uint8(g.State), uint8(groupStateMax), "state")
+		w.enum(uint8(g.Assignor), uint8(groupAssignorMax), "assignor")
+		w.zero(2)
+		w.u64(g.GroupEpoch)
+		w.u32(g.Members)
+		putNames(&w, g.Topics, "topics")
+	}
+	return w.result()
+}
+
+// Decode implements Message.
+func (m *ListGroupsReply) Decode(b []byte) error {
+	r := newFieldReader(b, "list-groups reply")
+	m.Groups = resize(m.Groups, r.count(groupSummaryMinSize, "groups"))
+	for i := range m.Groups {
+		g := &m.Groups[i]
+		r.str16(&g.Group, MaxNameLen, "group")
+		g.State = GroupState(r.enum(uint8(groupStateMax), "state"))
+		g.Assignor = GroupAssignor(r.enum(uint8(groupAssignorMax), "assignor"))
+		r.zero(2, "reserved")
+		g.GroupEpoch = r.u64("group epoch")
+		g.Members = r.u32("members")
+		g.Topics = getNames(&r, g.Topics, "topics")
+	}
+	return r.finish()
+}
