@@ -234,6 +234,7 @@ func BenchmarkRead256MiB(b *testing.B) {
 	if err := p.WaitDurable(ctx, last); err != nil {
 		b.Fatal(err)
 	}
+	var reuse []byte
 	readAllBench := func(b *testing.B) {
 		var total int
 		for from := uint64(0); from <= last; {
@@ -241,7 +242,12 @@ func BenchmarkRead256MiB(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			res, err := plan.Execute(ctx)
+			var res ReadResult
+			if reuse != nil {
+				res, err = plan.ExecuteInto(ctx, reuse)
+			} else {
+				res, err = plan.Execute(ctx)
+			}
 			plan.Release()
 			if err != nil {
 				b.Fatal(err)
@@ -250,6 +256,7 @@ func BenchmarkRead256MiB(b *testing.B) {
 				total += len(bt)
 			}
 			from = res.Next
+			res.Release()
 		}
 		if total < logBytes {
 			b.Fatalf("read %d bytes", total)
@@ -262,20 +269,28 @@ func BenchmarkRead256MiB(b *testing.B) {
 		}
 	})
 	p.DropTailCache()
-	b.Run("page-cache", func(b *testing.B) {
-		rawStart := time.Now()
-		rawReadSegments(b, p)
-		raw := time.Since(rawStart)
-		b.SetBytes(logBytes)
-		b.ResetTimer()
-		start := time.Now()
-		for i := 0; i < b.N; i++ {
-			readAllBench(b)
-		}
-		eng := time.Since(start) / time.Duration(b.N)
-		b.StopTimer()
-		b.ReportMetric(raw.Seconds()/eng.Seconds(), "ratio-to-raw-read")
-	})
+	// page-cache: Execute with ReadResult.Release (pooled buffers);
+	// caller-buffer: ExecuteInto with one buffer the caller reuses.
+	for _, mode := range []string{"page-cache", "page-cache-caller-buffer"} {
+		b.Run(mode, func(b *testing.B) {
+			reuse = nil
+			if mode != "page-cache" {
+				reuse = make([]byte, 1<<20+64<<10)
+			}
+			rawStart := time.Now()
+			rawReadSegments(b, p)
+			raw := time.Since(rawStart)
+			b.SetBytes(logBytes)
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				readAllBench(b)
+			}
+			eng := time.Since(start) / time.Duration(b.N)
+			b.StopTimer()
+			b.ReportMetric(raw.Seconds()/eng.Seconds(), "ratio-to-raw-read")
+		})
+	}
 }
 
 // rawReadSegments reads the partition's segment files with 1 MiB ReadAt

@@ -17,11 +17,31 @@ import (
 // It is persisted (NoSync, with other metadata) so it also survives
 // restarts; downtime longer than maxStep is not counted.
 type jumpFreeClock struct {
-	mu       sync.Mutex
-	wall     func() time.Time
-	maxStep  int64
-	lastWall int64 // ms
-	eff      int64 // ms
+	mu        sync.Mutex
+	wall      func() time.Time
+	maxStep   int64
+	lastWall  int64 // ms
+	eff       int64 // ms
+	persisted int64 // eff when last written
+}
+
+// persistClock writes the jump-free clock (without an fsync) when it has
+// advanced by at least 10 s since it was last written.
+func (e *Engine) persistClock(eff int64) {
+	c := e.clock
+	c.mu.Lock()
+	due := eff-c.persisted >= 10_000
+	if due {
+		c.persisted = eff
+	}
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	_ = b.Set([]byte{'K'}, seal(kindClock, c.encode()), nil)
+	_ = e.commit(b, false)
 }
 
 // observe feeds a wall-clock reading and returns the jump-free time (ms).

@@ -13,12 +13,21 @@
 //
 // # Appends and durability
 //
-// Append validates a batch, assigns offsets under the partition lock and
-// returns at once; WaitDurable says when the topic's policy holds. One
-// flusher goroutine per partition takes every queued batch, copies them
-// into its own buffer, writes them with one call and, under
-// DurabilityAlways, fsyncs once for all of them (group commit). Readers see
-// a record once it is written (none, interval) or fsynced (always).
+// Append validates a batch, assigns offsets under the partition lock,
+// copies it into a staging chunk private to the pipeline and returns at
+// once; WaitDurable says when the topic's policy holds. One flusher
+// goroutine per partition, the only writer of its files, takes every
+// queued batch and writes each staging chunk with one call at the log's
+// logical end. Under DurabilityAlways it then fsyncs once for the whole
+// round (group commit; after an fsync it waits briefly for the appenders
+// it released, so that they share the next one). Under interval and none
+// a syncer goroutine fsyncs in the background (every SyncInterval, and
+// when a segment is sealed), so a write never waits for an fsync. Readers
+// see a record once it is written (none, interval) or fsynced (always).
+//
+// Segments are `<base offset>.log`; a new one starts where the previous
+// ended, which lets recovery tell a sealed segment that lost its tail.
+// A sealed segment gets an index file once it is fsynced.
 //
 // Offsets are reserved durably ahead of use, in steps of
 // Options.ReservationStep recorded in pebble with one synced write, started
@@ -40,9 +49,11 @@
 // PlanRead resolves a read on the owner (from the tail cache, or a segment
 // and a byte range, holding a reference); ReadPlan.Execute reads anywhere,
 // on a bounded reader pool, with positional reads, and returns whole stored
-// batches in a buffer nobody else holds. Options.BeforeRead lets tests
-// suspend a read at the file read; Partition.DropTailCache sends reads to
-// the files.
+// batches in a buffer nobody else holds (ReadResult.Release may give it
+// back for reuse; ExecuteInto reads into the caller's buffer). Batches from
+// the tail cache are the appended slices themselves: zero copy, never
+// modified. Options.BeforeRead lets tests suspend a read at the file read;
+// Partition.DropTailCache sends reads to the files.
 //
 // # Metadata
 //
@@ -56,13 +67,14 @@
 //
 // # Departures from the working API
 //
-// ReadPlan.Execute takes a context. Purge first makes everything appended
-// before it durable, then sets the start to that point (the high watermark
-// at that moment). Append requires a producer's batch to be dense
-// (recordCount = lastOffsetDelta + 1). Added: Partition.OffsetForTime,
-// ProducerState, ProducerIDs, Bookmarks, DropTailCache, Space, and the
-// MetaBatch API; Options.BeforeRead, ReservationStep, IndexIntervalBytes,
-// MaxClockStep, ReservedBytes and Pebble.
+// Purge first makes everything appended before it durable, then sets the
+// start to that point (the high watermark at that moment). Append requires
+// a producer's batch to be dense (recordCount = lastOffsetDelta + 1).
+// Added: Partition.OffsetForTime, ProducerState, ProducerIDs, SetBookmark,
+// Bookmarks, DropTailCache, Space, Stats; ReadPlan.ExecuteInto,
+// ReadResult.Release; the MetaBatch API (NewMetaBatch, PutMeta, GetMeta,
+// ScanMeta, SyncMeta); Options.BeforeRead, ReservationStep,
+// IndexIntervalBytes, MaxClockStep, ReservedBytes and Pebble.
 //
 // # Rationale
 //
@@ -74,4 +86,16 @@
 //
 // The reservation ceiling costs one synced pebble write per
 // ReservationStep offsets (~130 µs here), instead of one per batch.
+//
+// The copy into the staging chunk is made by the appender rather than the
+// flusher: the flusher's cost per byte is then the write alone, and the
+// copy runs in parallel on another core (measured: policy none went from
+// about 50% to about 70% of a raw sequential write on this 2-core machine).
+// Sealed segments are fsynced by the syncer, not the flusher: a 64 MiB
+// fdatasync stalled appends for ~60 ms.
+//
+// Metadata fsyncs are not folded into segment fsyncs: the owners' metadata
+// (bookmarks, sessions) is committed without an fsync and made durable by
+// SyncMeta, whose one WAL sync covers every earlier commit of every
+// partition.
 package engine

@@ -26,6 +26,8 @@ type Engine struct {
 
 	readers  chan struct{} // reader pool slots
 	tailUsed atomic.Int64
+	chunks   sync.Pool // staging chunks (*[]byte) of the durability pipelines
+	readBufs sync.Pool // read buffers (*[]byte) of readBufBytes
 
 	metaSeq    atomic.Uint64 // commits applied
 	metaErr    atomic.Pointer[error]

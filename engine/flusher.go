@@ -11,11 +11,13 @@ import (
 
 // The durability pipeline. Each partition has one flusher goroutine, the
 // only one that writes its files. Append copies each batch into a staging
-// buffer private to the pipeline (vfs.File.Write may modify what it is
+// chunk private to the pipeline (vfs.File.Write may modify what it is
 // given, and the appended slices themselves are cached and served); that
-// copy is made by the appender, so it overlaps the flusher's writes. Each
-// round the flusher takes the staging buffer with every queued batch and
-// writes it at the log's logical end, in writes of at most maxWriteBytes. Under DurabilityAlways it then fsyncs
+// copy is made by the appender, so it overlaps the flusher's writes.
+// Chunks are stagingChunkBytes long (a larger batch gets its own) and are
+// recycled through the engine's pool. Each round the flusher takes every
+// queued batch and writes each chunk's run of them with one call at the
+// log's logical end. Under DurabilityAlways it then fsyncs
 // once for everything written in the round (group commit) before the
 // round's appends are acknowledged and visible. Under interval and none the
 // fsyncs are the syncer's (syncer.go), so that a write never waits for one.
@@ -30,11 +32,8 @@ type flusher struct {
 	physEnd int64    // furthest byte ever written to the active file
 }
 
-// maxWriteBytes bounds one write: waiters are released chunk by chunk.
-const maxWriteBytes = 256 << 10
-
-// maxSpareBytes bounds the capacity of a staging buffer kept for reuse.
-const maxSpareBytes = 4 << 20
+// stagingChunkBytes is the size of a staging chunk, and so of most writes.
+const stagingChunkBytes = 512 << 10
 
 func (p *Partition) runFlusher() {
 	defer close(p.flusherDone)
@@ -47,9 +46,8 @@ func (p *Partition) runFlusher() {
 			released = 0
 		}
 		p.mu.Lock()
-		batch, data := p.queue, p.staging
-		p.queue, p.queued = nil, 0
-		p.staging, p.spare = p.spare[:0], nil
+		batch := p.queue
+		p.queue, p.queued, p.stage = nil, 0, nil // the chunks go with the batches
 		p.freeRoomLocked()
 		roll := p.rollWanted
 		p.rollWanted = false
@@ -66,18 +64,12 @@ func (p *Partition) runFlusher() {
 
 		if len(batch) > 0 && failed == nil {
 			syncs, t0 := p.stats.syncs.Load(), time.Now()
-			failed = p.writeBatches(batch, data)
+			failed = p.writeBatches(batch)
 			if p.cfg.Durability == DurabilityAlways && failed == nil && p.stats.syncs.Load() > syncs {
 				released, lastSync = len(batch), time.Since(t0)
 			}
 		}
-		if cap(data) <= maxSpareBytes {
-			p.mu.Lock()
-			if p.spare == nil {
-				p.spare = data[:0]
-			}
-			p.mu.Unlock()
-		}
+		p.recycleChunks(batch)
 		if roll && failed == nil {
 			failed = p.roll(p.nextWriteBase())
 		}
@@ -104,6 +96,41 @@ func (p *Partition) runFlusher() {
 		}
 		<-p.wake
 	}
+}
+
+// recycleChunks returns the staging chunks of a written round to the pool.
+func (p *Partition) recycleChunks(batch []*pending) {
+	var last *[]byte
+	for _, q := range batch {
+		if q.chunk != last && q.chunk != nil {
+			last = q.chunk
+			if cap(*q.chunk) == stagingChunkBytes {
+				*q.chunk = (*q.chunk)[:0]
+				p.e.chunks.Put(q.chunk)
+			}
+		}
+		q.chunk = nil
+	}
+}
+
+// stageLocked copies b into the current staging chunk, starting a new one
+// when it does not fit.
+func (p *Partition) stageLocked(q *pending) {
+	c := p.stage
+	if c == nil || cap(*c)-len(*c) < len(q.b) {
+		if len(q.b) > stagingChunkBytes {
+			nc := make([]byte, 0, len(q.b))
+			c = &nc
+		} else if v, ok := p.e.chunks.Get().(*[]byte); ok {
+			c = v
+		} else {
+			nc := make([]byte, 0, stagingChunkBytes)
+			c = &nc
+		}
+		p.stage = c
+	}
+	q.chunk, q.at = c, len(*c)
+	*c = append(*c, q.b...)
 }
 
 // gather is group commit's one concession to latency. An fsync just
@@ -162,10 +189,9 @@ func (p *Partition) active() *segment {
 	return p.segs[len(p.segs)-1]
 }
 
-// writeBatches writes batch (oldest first), whose bytes are data, to the
-// log, rolling segments as needed. It returns the partition's failure, if
-// the round caused one.
-func (p *Partition) writeBatches(batch []*pending, data []byte) error {
+// writeBatches writes batch (oldest first) to the log, rolling segments as
+// needed. It returns the partition's failure, if the round caused one.
+func (p *Partition) writeBatches(batch []*pending) error {
 	f := &p.fl
 	for len(batch) > 0 {
 		seg := p.active()
@@ -180,18 +206,16 @@ func (p *Partition) writeBatches(batch []*pending, data []byte) error {
 			}
 			seg = p.active()
 		}
-		// Coalesce what fits in the segment, in writes of at most
-		// maxWriteBytes: the copy stays in the CPU cache for the write, and
-		// waiters are released chunk by chunk.
-		n, size := 0, seg.size
-		for n < len(batch) && (n == 0 || (size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes &&
-			size-seg.size+int64(len(batch[n].b)) <= maxWriteBytes)) {
+		// One write per run of batches staged together in one chunk that
+		// fits in the segment.
+		first := batch[0]
+		n, size := 1, seg.size+int64(len(first.b))
+		for n < len(batch) && batch[n].chunk == first.chunk && size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes {
 			size += int64(len(batch[n].b))
 			n++
 		}
 		chunk := batch[:n]
-		buf := data[:size-seg.size]
-		data = data[len(buf):]
+		buf := (*first.chunk)[first.at : first.at+int(size-seg.size)]
 		pos := seg.size
 		_, err := f.wf.WriteAt(buf, pos)
 		p.stats.writes.Add(1)

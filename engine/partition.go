@@ -47,8 +47,7 @@ type Partition struct {
 	maxTS      int64      // largest record timestamp so far
 	queue      []*pending
 	queued     int
-	staging    []byte // the bytes of queue, private to the pipeline
-	spare      []byte // a drained staging buffer, for reuse
+	stage      *[]byte       // the staging chunk being filled
 	roomCh     chan struct{} // closed when queue room frees
 	rollWanted bool
 	barriers   []barrier
@@ -73,6 +72,8 @@ type Partition struct {
 // pending is an appended batch waiting for the flusher.
 type pending struct {
 	b          []byte
+	chunk      *[]byte // the staging chunk holding a copy of b, at at
+	at         int
 	base, last uint64
 	maxTS      int64
 	prod       prodRec
@@ -224,7 +225,7 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 		q.undo = p.applyProducerLocked(q.prod)
 	}
 	p.queue = append(p.queue, q)
-	p.staging = append(p.staging, batch...)
+	p.stageLocked(q)
 	p.queued += len(batch)
 	p.stats.appends.Add(1)
 	p.stats.appendedBytes.Add(uint64(len(batch)))
@@ -330,7 +331,7 @@ func (p *Partition) failQueueLocked(err error, inflight []*pending) {
 	}
 	p.queue = nil
 	p.queued = 0
-	p.staging = p.staging[:0]
+	p.stage = nil
 	p.freeRoomLocked()
 }
 

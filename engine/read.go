@@ -34,6 +34,7 @@ type readPlan struct {
 	empty    bool
 	next     uint64
 	released atomic.Bool
+	hdr      [wire.BatchHeaderSize]byte // scratch for peeking at a header
 }
 
 // ReadResult is what a read returns: whole stored batches, in offset
@@ -41,7 +42,24 @@ type readPlan struct {
 type ReadResult struct {
 	Batches [][]byte
 	Next    uint64
+	pooled  *[]byte
+	e       *Engine
 }
+
+// Release gives the result's memory back to the engine for later reads.
+// The batches must not be used afterwards. Calling it is optional (without
+// it the memory is garbage collected) and it is a no-op for results that
+// share the tail cache or a caller's buffer.
+func (r *ReadResult) Release() {
+	if r.pooled != nil {
+		r.e.readBufs.Put(r.pooled)
+		r.pooled, r.Batches = nil, nil
+	}
+}
+
+// readBufBytes bounds the pooled read buffers: a read of up to 1 MiB plus
+// the index spacing fits.
+const readBufBytes = 1<<20 + 64<<10
 
 // From returns the offset the plan reads from.
 func (r ReadPlan) From() uint64 {
@@ -120,8 +138,21 @@ func (r ReadPlan) Release() {
 }
 
 // Execute performs the read. File reads take a slot of the engine's
-// reader pool (waiting for one honors ctx).
+// reader pool (waiting for one honors ctx). The result's batches are in a
+// buffer of their own.
 func (r ReadPlan) Execute(ctx context.Context) (ReadResult, error) {
+	return r.execute(ctx, nil, true)
+}
+
+// ExecuteInto is Execute reading into buf when it is large enough (about
+// maxBytes plus the index spacing), so a caller that is done with a
+// previous result can reuse its memory. The engine keeps no reference to
+// buf. Results served from the tail cache do not use buf.
+func (r ReadPlan) ExecuteInto(ctx context.Context, buf []byte) (ReadResult, error) {
+	return r.execute(ctx, buf, false)
+}
+
+func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResult, error) {
 	x := r.x
 	switch {
 	case x == nil:
@@ -135,12 +166,41 @@ func (r ReadPlan) Execute(ctx context.Context) (ReadResult, error) {
 	}
 	e := x.p.e
 	chunk := int(min(x.limit-x.pos, int64(x.maxBytes)+int64(e.opts.IndexIntervalBytes)+wire.BatchHeaderSize))
+	if x.maxBytes < 64<<10 && x.limit-x.pos >= wire.BatchHeaderSize {
+		// A small read: learn the first batch's length, so that one read
+		// (one buffer) takes it whole whatever the batch size.
+		if _, err := x.seg.rf.ReadAt(x.hdr[:], x.pos); err == nil {
+			if h, err := wire.ParseBatchHeader(x.hdr[:]); err == nil {
+				chunk = int(min(x.limit-x.pos, max(int64(chunk), int64(h.Length)+int64(x.maxBytes))))
+			}
+		}
+	}
+	// Large reads take a buffer a released result gave back, if one is
+	// large enough; otherwise exactly what they need (which Release can
+	// give back later).
+	var pooled *[]byte
+	if pool && chunk >= readBufBytes/4 && chunk <= readBufBytes {
+		if v, ok := e.readBufs.Get().(*[]byte); ok && cap(*v) >= chunk {
+			pooled = v
+		} else {
+			b := make([]byte, chunk)
+			pooled = &b
+		}
+		buf = *pooled
+	}
 	pos := x.pos // file position of buf[0]
-	buf, err := x.readAt(ctx, pos, chunk)
+	buf, err := x.readAt(ctx, pos, chunk, buf)
 	if err != nil {
+		if pooled != nil {
+			e.readBufs.Put(pooled)
+		}
 		return ReadResult{}, err
 	}
-	res := ReadResult{Next: x.segEnd}
+	res := ReadResult{Next: x.segEnd, pooled: pooled, e: e}
+	if pooled != nil && &buf[0] != &(*pooled)[0] {
+		e.readBufs.Put(pooled)
+		res.pooled = nil
+	}
 	total, off := 0, 0
 	for {
 		at := pos + int64(off)
@@ -152,7 +212,7 @@ func (r ReadPlan) Execute(ctx context.Context) (ReadResult, error) {
 				break
 			}
 			pos, off = at, 0
-			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, int64(chunk)))); err != nil {
+			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, int64(chunk))), nil); err != nil {
 				return ReadResult{}, err
 			}
 			if len(buf) < wire.BatchHeaderSize {
@@ -175,7 +235,7 @@ func (r ReadPlan) Execute(ctx context.Context) (ReadResult, error) {
 				break
 			}
 			pos, off = at, 0
-			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, max(int64(h.Length), int64(chunk))))); err != nil {
+			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, max(int64(h.Length), int64(chunk)))), nil); err != nil {
 				return ReadResult{}, err
 			}
 			continue
@@ -194,7 +254,8 @@ func (r ReadPlan) Execute(ctx context.Context) (ReadResult, error) {
 	return res, nil
 }
 
-func (x *readPlan) readAt(ctx context.Context, pos int64, n int) ([]byte, error) {
+// readAt reads n bytes at pos, into dst if it is large enough.
+func (x *readPlan) readAt(ctx context.Context, pos int64, n int, dst []byte) ([]byte, error) {
 	e := x.p.e
 	if e.opts.BeforeRead != nil {
 		if err := e.opts.BeforeRead(ctx, ReadInfo{Topic: x.p.t.name, Partition: x.p.index, File: x.seg.path, Pos: pos, Len: n}); err != nil {
@@ -207,7 +268,11 @@ func (x *readPlan) readAt(ctx context.Context, pos int64, n int) ([]byte, error)
 		return nil, ctx.Err()
 	}
 	defer func() { <-e.readers }()
-	buf := make([]byte, n)
+	buf := dst[:0]
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
 	m, err := x.seg.rf.ReadAt(buf, pos)
 	if m == n {
 		return buf, nil
@@ -244,7 +309,7 @@ func (p *Partition) OffsetForTime(ctx context.Context, ts int64) (uint64, error)
 	pos := x.pos
 	for pos < x.limit {
 		n := int(min(x.limit-pos, 64<<10))
-		buf, err := x.readAt(ctx, pos, n)
+		buf, err := x.readAt(ctx, pos, n, nil)
 		if err != nil {
 			return 0, err
 		}

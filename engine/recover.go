@@ -3,11 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/fence"
@@ -262,7 +263,7 @@ func (p *Partition) listSegments(start uint64) ([]uint64, error) {
 }
 
 func isNotExist(err error) bool {
-	return err != nil && (errors.Is(err, io.EOF) || strings.Contains(err.Error(), "does not exist") || strings.Contains(err.Error(), "no such file"))
+	return err != nil && (errors.Is(err, os.ErrNotExist) || oserror.IsNotExist(err))
 }
 
 // openSegment opens a segment and loads or rebuilds its index. A segment

@@ -83,6 +83,7 @@ func (p *Partition) Purge() (PartitionState, error) {
 // and never deletes the active segment.
 func (p *Partition) EnforceRetention(now time.Time) error {
 	eff := p.e.clock.observe(now)
+	p.e.persistClock(eff)
 	cfg := p.cfg
 	if cfg.RetentionAge <= 0 && cfg.RetentionBytes <= 0 {
 		return nil

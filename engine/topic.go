@@ -74,7 +74,8 @@ func (e *Engine) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	t := e.newTopic(topicRecord{name: name, id: id, cfg: cfg, created: e.opts.Now().UnixMilli()})
+	rec := topicRecord{name: name, id: id, cfg: cfg, created: e.opts.Now().UnixMilli()}
+	t := e.newTopic(rec)
 	for _, p := range t.parts {
 		if err := e.fs.MkdirAll(p.dir, 0o755); err != nil {
 			return nil, fmt.Errorf("engine: create %s: %w", p.dir, err)
@@ -89,7 +90,6 @@ func (e *Engine) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := syncDir(e.fs, e.fs.PathJoin(e.opts.Dir, topicsDirName)); err != nil {
 		return nil, err
 	}
-	rec := topicRecord{name: name, id: id, cfg: cfg, created: e.opts.Now().UnixMilli()}
 	b := e.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(topicNameKey(name), seal(kindTopicName, id[:]), nil)

@@ -170,12 +170,16 @@ type group struct {
 
 // member is one member of a group.
 type member struct {
-	id               string
-	epoch, prevEpoch fence.MemberEpoch
-	topics           []string // sorted
-	session          time.Duration
-	rebalance        time.Duration
-	deadline         time.Time
+	id    string
+	epoch fence.MemberEpoch
+	// joined is the epoch at which this incarnation joined: a heartbeat
+	// may state any epoch from it to the current one (the member learns
+	// of the epochs it moved through only from replies).
+	joined    fence.MemberEpoch
+	topics    []string // sorted
+	session   time.Duration
+	rebalance time.Duration
+	deadline  time.Time
 	// revokeBy is when a member that has partitions to give up is
 	// removed if it has not; zero when it has none.
 	revokeBy time.Time
@@ -284,19 +288,21 @@ func (gs *Groups) Join(ctx context.Context, req JoinRequest) (wire.MemberAssignm
 
 // Heartbeat refreshes a member's session, takes the partitions it says it
 // owns as confirmation of the revocations it was asked for, and returns
-// its epoch and assignment now. A member the group does not know gets
-// fence.ErrUnknownMember; an epoch that is neither its current nor its
-// previous one (a reply lost on the way) gets fence.ErrFencedMember.
-// Either way the member must rejoin.
+// its epoch and assignment now. The epoch a heartbeat states may lag the
+// member's (replies tell it of epochs it moved through); only one stating
+// the current epoch confirms revocations, which never move a member's
+// epoch before they are confirmed. A member the group does not know gets
+// fence.ErrUnknownMember; an epoch this incarnation never had gets
+// fence.ErrFencedMember. Either way the member must rejoin.
 func (gs *Groups) Heartbeat(ctx context.Context, req HeartbeatRequest) (wire.MemberAssignment, error) {
 	return gs.step(ctx, req.Group, false, func(g *group, now time.Time) (*member, error) {
 		m := g.members[req.Member]
 		switch {
 		case m == nil:
 			return nil, fence.FromCode(fence.CodeUnknownMember, fmt.Sprintf("group %q has no member %q", req.Group, req.Member))
-		case req.Epoch != m.epoch && req.Epoch != m.prevEpoch:
+		case req.Epoch > m.epoch || req.Epoch < m.joined:
 			return nil, fence.FromCode(fence.CodeFencedMember,
-				fmt.Sprintf("member %q is at epoch %d, the heartbeat says %d", req.Member, m.epoch, req.Epoch))
+				fmt.Sprintf("member %q of epochs %d to %d: the heartbeat says %d", req.Member, m.joined, m.epoch, req.Epoch))
 		}
 		m.deadline = now.Add(m.session)
 		if req.Epoch == m.epoch {
@@ -408,10 +414,11 @@ func (gs *Groups) step(ctx context.Context, name string, create bool, fn func(g 
 			ceiling := g.epoch + fence.MemberEpoch(gs.cfg.EpochBlock)
 			t, err := putGroupRecord(gs.cfg.Meta, g.name, groupRecord{reserved: ceiling, assignor: g.assignor, topics: g.subscription()})
 			gs.mu.Unlock()
-			if err != nil {
-				return wire.MemberAssignment{}, err
+			if err == nil {
+				err = gs.cfg.Meta.Sync(ctx, t)
 			}
-			if err := gs.cfg.Meta.Sync(ctx, t); err != nil {
+			if err != nil {
+				gs.forgetUnborn(name)
 				return wire.MemberAssignment{}, err
 			}
 			gs.mu.Lock()
@@ -437,6 +444,16 @@ func (gs *Groups) step(ctx context.Context, name string, create bool, fn func(g 
 		gs.mu.Unlock()
 		return out, err
 	}
+}
+
+// forgetUnborn drops a group created by a step that could not reserve
+// its first epochs, so that no empty group is left behind.
+func (gs *Groups) forgetUnborn(name string) {
+	gs.mu.Lock()
+	if g := gs.groups[name]; g != nil && g.reserved == 0 && len(g.members) == 0 {
+		delete(gs.groups, name)
+	}
+	gs.mu.Unlock()
 }
 
 // expire removes the members whose session or revocation ran out.

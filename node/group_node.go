@@ -15,8 +15,8 @@ import (
 // nodeGroupTopics is the node's live topics as the coordinator sees them.
 type nodeGroupTopics struct{ n *Node }
 
-// GroupTopics returns the node's topics for OpenGroups.
-func (n *Node) GroupTopics() GroupTopics { return nodeGroupTopics{n} }
+// groupTopics returns the node's topics for OpenGroups.
+func (n *Node) groupTopics() GroupTopics { return nodeGroupTopics{n} }
 
 func (t nodeGroupTopics) GroupTopic(name string) (fence.TopicID, []PartitionAssigner, bool) {
 	tp, err := t.n.lookup(name, [16]byte{})

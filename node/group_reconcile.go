@@ -27,11 +27,11 @@ import (
 // Called with gs.mu held.
 func (gs *Groups) reconcile(g *group, now time.Time) {
 	gs.refreshTopics(g)
-	if g.dirty {
-		g.dirty = false
+	if g.dirty && len(g.members) > 0 {
 		g.epoch++
 		gs.computeTarget(g)
 	}
+	g.dirty = false
 	for _, id := range sortedKeys(g.members) {
 		m := g.members[id]
 		if m.epoch < g.epoch {
@@ -41,7 +41,10 @@ func (gs *Groups) reconcile(g *group, now time.Time) {
 				}
 				continue
 			}
-			m.prevEpoch, m.epoch, m.revokeBy = m.epoch, g.epoch, time.Time{}
+			if m.joined == 0 {
+				m.joined = g.epoch
+			}
+			m.epoch, m.revokeBy = g.epoch, time.Time{}
 			gs.setView(g, m)
 		}
 		for _, p := range sortedPartitions(m.target) {

@@ -10,8 +10,8 @@ import (
 
 // Metrics receives what the node counts while it serves: the events that
 // cannot be read back from its state later. Everything that can (offsets,
-// epochs, committed offsets, lag, connections) is read from the node when
-// metrics are scraped, not pushed here.
+// epochs, committed offsets, lag, appends, connections) is read from the
+// node and its storage when metrics are scraped, not pushed here.
 //
 // Implementations must be safe for concurrent use and must not block: the
 // calls are made on the request path. PromMetrics is the implementation
@@ -21,10 +21,6 @@ type Metrics interface {
 	// its reply and the time from the start of its handling to its reply
 	// being ready (for a long poll, the wait included).
 	RequestDone(kind wire.Kind, status wire.Status, d time.Duration)
-	// Appended is called when a produce appended records to a partition
-	// (not for a retry answered as a duplicate). records counts offsets;
-	// bytes is the batch's size as sent.
-	Appended(topic string, partition uint32, records uint64, bytes int)
 	// Delivered is called when a poll returned record batches from a
 	// partition, with their size.
 	Delivered(topic string, partition uint32, bytes int)
@@ -60,11 +56,6 @@ func observeRequest(log *slog.Logger, m Metrics, kind wire.Kind, start time.Time
 		return
 	}
 	switch r := rep.(type) {
-	case *wire.ProduceReply:
-		q, ok := req.(*wire.ProduceRequest)
-		if ok && q != nil && r != nil && !r.Duplicate && m != nil && r.LastOffset >= r.BaseOffset {
-			m.Appended(q.Topic, q.Partition, r.LastOffset-r.BaseOffset+1, len(q.Batch))
-		}
 	case *wire.PollReply:
 		q, ok := req.(*wire.PollRequest)
 		if !ok || q == nil || r == nil {

@@ -41,13 +41,24 @@ type PromMetrics struct {
 // Detaching waits for the reads in progress, so that none of them runs
 // while the node closes its storage.
 type nodeRef struct {
-	mu sync.RWMutex
-	n  *Node
+	mu     sync.RWMutex
+	n      *Node
+	groups GroupDescriber
+}
+
+// setGroups sets the group coordinator read along with the node.
+func (r *nodeRef) setGroups(g GroupDescriber) {
+	r.mu.Lock()
+	r.groups = g
+	r.mu.Unlock()
 }
 
 func (r *nodeRef) set(n *Node) {
 	r.mu.Lock()
 	r.n = n
+	if n == nil {
+		r.groups = nil
+	}
 	r.mu.Unlock()
 }
 
@@ -72,7 +83,7 @@ type partitionKey struct {
 
 // partitionCounters are the per-partition counters of the request path.
 type partitionCounters struct {
-	appendedRecords, appendedBytes, deliveredBytes atomic.Uint64
+	deliveredBytes atomic.Uint64
 }
 
 // Buckets of the latency histograms, in seconds: from 100µs (an append
@@ -169,13 +180,6 @@ func (m *PromMetrics) RequestDone(kind wire.Kind, status wire.Status, d time.Dur
 	m.durations.WithLabelValues(k).Observe(d.Seconds())
 }
 
-// Appended implements Metrics.
-func (m *PromMetrics) Appended(topic string, partition uint32, records uint64, bytes int) {
-	c := m.counters(topic, partition)
-	c.appendedRecords.Add(records)
-	c.appendedBytes.Add(uint64(bytes))
-}
-
 // Delivered implements Metrics.
 func (m *PromMetrics) Delivered(topic string, partition uint32, bytes int) {
 	m.counters(topic, partition).deliveredBytes.Add(uint64(bytes))
@@ -204,18 +208,15 @@ func (m *PromMetrics) counters(topic string, partition uint32) *partitionCounter
 	return c
 }
 
-// partitionTotals returns the counters of a partition (zero when none).
-func (m *PromMetrics) partitionTotals(topic string, partition uint32) (appendedRecords, appendedBytes, deliveredBytes uint64) {
-	if m == nil {
-		return 0, 0, 0
-	}
+// deliveredBytes returns the bytes polls returned from a partition.
+func (m *PromMetrics) deliveredBytes(topic string, partition uint32) uint64 {
 	m.mu.RLock()
 	c := m.parts[partitionKey{topic, partition}]
 	m.mu.RUnlock()
 	if c == nil {
-		return 0, 0, 0
+		return 0
 	}
-	return c.appendedRecords.Load(), c.appendedBytes.Load(), c.deliveredBytes.Load()
+	return c.deliveredBytes.Load()
 }
 
 // observeFsync records one fsync.

@@ -21,50 +21,53 @@ func nodeDesc(name, help string) *prometheus.Desc { return prometheus.NewDesc(na
 
 // stateDescs are the scrape-time metrics.
 type stateDescs struct {
-	hw, start, epoch, records, size, failed               *prometheus.Desc
-	appendedRecords, appendedBytes, deliveredBytes        *prometheus.Desc
-	committed, lag                                        *prometheus.Desc
-	topics, partitions                                    *prometheus.Desc
-	connsOpen, connsAccepted, connsRefused, authFailures  *prometheus.Desc
-	streamsOpen, streamsAccepted                          *prometheus.Desc
-	inFlight, inflightBytes, inflightBudget, bpWaits      *prometheus.Desc
-	framesTooLarge, protocolErrors, receivedBytes         *prometheus.Desc
-	parked, parkedLimit, diskFree, diskTotal, ready       *prometheus.Desc
+	hw, start, epoch, records, size, failed              *prometheus.Desc
+	appends, appendedBytes, deliveredBytes               *prometheus.Desc
+	partSyncFailures, noSpace                            *prometheus.Desc
+	committed, lag                                       *prometheus.Desc
+	topics, partitions                                   *prometheus.Desc
+	connsOpen, connsAccepted, connsRefused, authFailures *prometheus.Desc
+	streamsOpen, streamsAccepted                         *prometheus.Desc
+	inFlight, inflightBytes, inflightBudget, bpWaits     *prometheus.Desc
+	framesTooLarge, protocolErrors, receivedBytes        *prometheus.Desc
+	parked, parkedLimit, diskFree, diskTotal, ready      *prometheus.Desc
 }
 
 func newStateDescs() stateDescs {
 	return stateDescs{
-		hw:              partitionDesc("ledge_partition_high_watermark", "Exclusive end of what readers may see (the next offset to be handed out)."),
-		start:           partitionDesc("ledge_partition_log_start_offset", "First offset readers may ask for; raised by retention and purge."),
-		epoch:           partitionDesc("ledge_partition_history_epoch", "History epoch; bumped by purge and by a recovery that lost records."),
-		records:         partitionDesc("ledge_partition_records", "Records readers may see: high watermark minus log start."),
-		size:            partitionDesc("ledge_partition_size_bytes", "Size of the partition's files on disk."),
-		failed:          partitionDesc("ledge_partition_failed", "1 while the partition refuses appends until a restart (failed fsync, corrupt log)."),
-		appendedRecords: partitionDesc("ledge_partition_appended_records_total", "Records appended by produce requests since the node started."),
-		appendedBytes:   partitionDesc("ledge_partition_appended_bytes_total", "Bytes of record batches appended since the node started."),
-		deliveredBytes:  partitionDesc("ledge_partition_delivered_bytes_total", "Bytes of record batches returned by polls since the node started."),
-		committed:       consumerDesc("ledge_consumer_committed_offset", "Committed offset (the next offset to read) of a named consumer or group."),
-		lag:             consumerDesc("ledge_consumer_lag_records", "Records between where the consumer resumes and the high watermark."),
-		topics:          nodeDesc("ledge_topics", "Topics served."),
-		partitions:      nodeDesc("ledge_partitions", "Partitions served."),
-		connsOpen:       nodeDesc("ledge_connections_open", "QUIC connections open."),
-		connsAccepted:   nodeDesc("ledge_connections_accepted_total", "QUIC connections that completed the handshake."),
-		connsRefused:    nodeDesc("ledge_connections_refused_total", "QUIC connections refused (connection limit, window budget, shutdown)."),
-		authFailures:    nodeDesc("ledge_auth_failures_total", "Connections closed because authentication failed or timed out."),
-		streamsOpen:     nodeDesc("ledge_streams_open", "QUIC streams open."),
-		streamsAccepted: nodeDesc("ledge_streams_accepted_total", "QUIC streams accepted."),
-		inFlight:        nodeDesc("ledge_requests_in_flight", "Requests read and not yet answered."),
-		inflightBytes:   nodeDesc("ledge_inflight_bytes", "Bytes of requests read and not yet answered."),
-		inflightBudget:  nodeDesc("ledge_inflight_budget_bytes", "The in-flight budget (quic.inflight_budget)."),
-		bpWaits:         nodeDesc("ledge_backpressure_waits_total", "Stream reads that waited for the in-flight budget (backpressure)."),
-		framesTooLarge:  nodeDesc("ledge_frames_too_large_total", "Streams reset because a frame exceeded quic.max_frame_size."),
-		protocolErrors:  nodeDesc("ledge_protocol_errors_total", "Streams reset because of a malformed frame."),
-		receivedBytes:   nodeDesc("ledge_received_bytes_total", "Bytes of request frames read."),
-		parked:          nodeDesc("ledge_parked_polls", "Long polls waiting for records."),
-		parkedLimit:     nodeDesc("ledge_parked_polls_limit", "The parked poll limit (polls.max_parked)."),
-		diskFree:        nodeDesc("ledge_disk_free_bytes", "Space available on the file system of the data directory."),
-		diskTotal:       nodeDesc("ledge_disk_total_bytes", "Size of the file system of the data directory."),
-		ready:           nodeDesc("ledge_ready", "1 when /readyz answers ready."),
+		hw:               partitionDesc("ledge_partition_high_watermark", "Exclusive end of what readers may see (the next offset to be handed out)."),
+		start:            partitionDesc("ledge_partition_log_start_offset", "First offset readers may ask for; raised by retention and purge."),
+		epoch:            partitionDesc("ledge_partition_history_epoch", "History epoch; bumped by purge and by a recovery that lost records."),
+		records:          partitionDesc("ledge_partition_records", "Records readers may see: high watermark minus log start."),
+		size:             partitionDesc("ledge_partition_size_bytes", "Size of the partition's files on disk."),
+		failed:           partitionDesc("ledge_partition_failed", "1 while the partition refuses appends until a restart (failed fsync, corrupt log)."),
+		appends:          partitionDesc("ledge_partition_appends_total", "Record batches appended since the node started."),
+		appendedBytes:    partitionDesc("ledge_partition_appended_bytes_total", "Bytes of record batches appended since the node started."),
+		deliveredBytes:   partitionDesc("ledge_partition_delivered_bytes_total", "Bytes of record batches returned by polls since the node started."),
+		partSyncFailures: partitionDesc("ledge_partition_fsync_failures_total", "Failed fsyncs of the partition's segments; the partition fails until restart."),
+		noSpace:          partitionDesc("ledge_partition_no_space_refusals_total", "Record batches refused because the disk was full."),
+		committed:        consumerDesc("ledge_consumer_committed_offset", "Committed offset (the next offset to read) of a named consumer or group, in the current history: one committed before a purge counts at the new log start."),
+		lag:              consumerDesc("ledge_consumer_lag_records", "Records between where the consumer resumes and the high watermark."),
+		topics:           nodeDesc("ledge_topics", "Topics served."),
+		partitions:       nodeDesc("ledge_partitions", "Partitions served."),
+		connsOpen:        nodeDesc("ledge_connections_open", "QUIC connections open."),
+		connsAccepted:    nodeDesc("ledge_connections_accepted_total", "QUIC connections that completed the handshake."),
+		connsRefused:     nodeDesc("ledge_connections_refused_total", "QUIC connections refused (connection limit, window budget, shutdown)."),
+		authFailures:     nodeDesc("ledge_auth_failures_total", "Connections closed because authentication failed or timed out."),
+		streamsOpen:      nodeDesc("ledge_streams_open", "QUIC streams open."),
+		streamsAccepted:  nodeDesc("ledge_streams_accepted_total", "QUIC streams accepted."),
+		inFlight:         nodeDesc("ledge_requests_in_flight", "Requests read and not yet answered."),
+		inflightBytes:    nodeDesc("ledge_inflight_bytes", "Bytes of requests read and not yet answered."),
+		inflightBudget:   nodeDesc("ledge_inflight_budget_bytes", "The in-flight budget (quic.inflight_budget)."),
+		bpWaits:          nodeDesc("ledge_backpressure_waits_total", "Stream reads that waited for the in-flight budget (backpressure)."),
+		framesTooLarge:   nodeDesc("ledge_frames_too_large_total", "Streams reset because a frame exceeded quic.max_frame_size."),
+		protocolErrors:   nodeDesc("ledge_protocol_errors_total", "Streams reset because of a malformed frame."),
+		receivedBytes:    nodeDesc("ledge_received_bytes_total", "Bytes of request frames read."),
+		parked:           nodeDesc("ledge_parked_polls", "Long polls waiting for records."),
+		parkedLimit:      nodeDesc("ledge_parked_polls_limit", "The parked poll limit (polls.max_parked)."),
+		diskFree:         nodeDesc("ledge_disk_free_bytes", "Space available on the file system of the data directory."),
+		diskTotal:        nodeDesc("ledge_disk_total_bytes", "Size of the file system of the data directory."),
+		ready:            nodeDesc("ledge_ready", "1 when /readyz answers ready."),
 	}
 }
 
@@ -78,7 +81,8 @@ type stateCollector struct {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{
-		d.hw, d.start, d.epoch, d.records, d.size, d.failed, d.appendedRecords, d.appendedBytes, d.deliveredBytes,
+		d.hw, d.start, d.epoch, d.records, d.size, d.failed, d.appends, d.appendedBytes, d.deliveredBytes,
+		d.partSyncFailures, d.noSpace,
 		d.committed, d.lag, d.topics, d.partitions, d.connsOpen, d.connsAccepted, d.connsRefused, d.authFailures,
 		d.streamsOpen, d.streamsAccepted, d.inFlight, d.inflightBytes, d.inflightBudget, d.bpWaits,
 		d.framesTooLarge, d.protocolErrors, d.receivedBytes, d.parked, d.parkedLimit, d.diskFree, d.diskTotal, d.ready,
@@ -115,13 +119,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 					gauge(d.size, float64(p.size), l...)
 				}
 				gauge(d.failed, b2f(st.Failed != nil), l...)
-				ar, ab, db := c.m.partitionTotals(t.name, p.index)
-				counter(d.appendedRecords, float64(ar), l...)
-				counter(d.appendedBytes, float64(ab), l...)
-				counter(d.deliveredBytes, float64(db), l...)
+				if p.hasStats {
+					counter(d.appends, float64(p.stats.Appends), l...)
+					counter(d.appendedBytes, float64(p.stats.AppendedBytes), l...)
+					counter(d.partSyncFailures, float64(p.stats.SyncFailures), l...)
+					counter(d.noSpace, float64(p.stats.NoSpace), l...)
+				}
+				counter(d.deliveredBytes, float64(c.m.deliveredBytes(t.name, p.index)), l...)
 				for _, cs := range p.consumers {
 					cl := append(l[:2:2], cs.name, cs.kind)
-					gauge(d.committed, float64(cs.committed.Offset), cl...)
+					gauge(d.committed, float64(cs.position), cl...)
 					gauge(d.lag, float64(cs.lag), cl...)
 				}
 			}

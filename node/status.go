@@ -95,10 +95,11 @@ type PartitionStatus struct {
 	// SizeBytes is the size of the partition's files on disk (-1 when the
 	// storage does not say).
 	SizeBytes int64 `json:"size_bytes"`
-	// Counters since the node started.
-	AppendedRecords uint64 `json:"appended_records"`
-	AppendedBytes   uint64 `json:"appended_bytes"`
-	DeliveredBytes  uint64 `json:"delivered_bytes"`
+	// Counters since the node started: record batches and their bytes
+	// appended, bytes returned by polls.
+	Appends        uint64 `json:"appends"`
+	AppendedBytes  uint64 `json:"appended_bytes"`
+	DeliveredBytes uint64 `json:"delivered_bytes"`
 	// Rates over the last few seconds (0 until two samples exist).
 	RecordsPerSecond float64 `json:"records_per_second"`
 	BytesPerSecond   float64 `json:"bytes_per_second"`
@@ -115,8 +116,11 @@ type ConsumerStatus struct {
 	// watermarks, over the partitions.
 	Lag        uint64              `json:"lag"`
 	Partitions []ConsumerPartition `json:"partitions"`
-	// Members of a group (empty for a named consumer, and until the node
-	// serves groups).
+	// State, Epoch and Members describe a group (empty for a named
+	// consumer): its state (stable, reconciling, empty), group epoch and
+	// members with their assignments.
+	State   string         `json:"state,omitempty"`
+	Epoch   uint64         `json:"epoch,omitempty"`
 	Members []MemberStatus `json:"members,omitempty"`
 }
 

@@ -51,6 +51,7 @@ func (s *HTTPServer) status(withConsumers bool) Status {
 			st.Consumers = append(st.Consumers, cs...)
 		}
 		s.rates.keep(live)
+		st.Consumers = addGroups(s.m.ref.groups, st.Consumers)
 	})
 	slices.SortFunc(st.Consumers, func(a, b ConsumerStatus) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
@@ -86,7 +87,8 @@ func (s *HTTPServer) topicStatus(t topicSnapshot, now time.Time, live map[rateKe
 		if ls.Failed != nil {
 			ps.Failed = ls.Failed.Error()
 		}
-		ps.AppendedRecords, ps.AppendedBytes, ps.DeliveredBytes = s.m.partitionTotals(t.name, p.index)
+		ps.Appends, ps.AppendedBytes = p.stats.Appends, p.stats.AppendedBytes
+		ps.DeliveredBytes = s.m.deliveredBytes(t.name, p.index)
 		k := rateKey{topic: t.name, id: t.id, partition: p.index}
 		live[k] = true
 		ps.RecordsPerSecond, ps.BytesPerSecond = s.rates.observe(k, rateSample{at: now, records: ls.HighWatermark, bytes: ps.AppendedBytes})

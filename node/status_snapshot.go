@@ -38,6 +38,8 @@ type partitionSnapshot struct {
 	index     uint32
 	state     LogState
 	size      int64 // -1: unknown
+	stats     engine.PartitionStats
+	hasStats  bool // the storage keeps stats (the engine does)
 	consumers []consumerSnapshot
 }
 
@@ -68,6 +70,7 @@ func (n *Node) snapshot(withConsumers bool) nodeSnapshot {
 		ts := topicSnapshot{name: t.name, id: t.id, cfg: t.cfg}
 		for i, l := range t.logs {
 			ps := partitionSnapshot{index: uint32(i), state: l.State(), size: n.partitionSize(t.id, i)}
+			ps.stats, ps.hasStats = logStats(l)
 			if withConsumers {
 				ps.consumers = consumersOf(l, ps.state)
 			}
@@ -98,6 +101,18 @@ func (n *Node) partitionSize(id fence.TopicID, index int) int64 {
 		}
 	}
 	return total
+}
+
+// logStats returns the storage engine's counters of a partition log;
+// false for storages that keep none.
+func logStats(l PartitionLog) (engine.PartitionStats, bool) {
+	if o, ok := l.(orderedLog); ok {
+		l = o.PartitionLog
+	}
+	if el, ok := l.(engineLog); ok {
+		return el.p.Stats(), true
+	}
+	return engine.PartitionStats{}, false
 }
 
 // bookmarkLister is a log that can list its bookmarks (test storages).

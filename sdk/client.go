@@ -226,8 +226,8 @@ func (c *Client) withRequestTimeout(ctx context.Context, extra time.Duration) (c
 // A request the node never read (its stream or connection ended first) is
 // sent again on a new connection, a few times; any other failure is
 // returned. A refusal is an *Error.
-func (c *Client) call(ctx context.Context, req, reply wire.Message) error {
-	ctx, cancel := c.withRequestTimeout(ctx, 0)
+func (c *Client) call(parent context.Context, req, reply wire.Message) error {
+	ctx, cancel := c.withRequestTimeout(parent, 0)
 	defer cancel()
 	op := req.Kind().String()
 	frame, err := wire.AppendRequest(nil, c.nextID(), req)
@@ -252,6 +252,9 @@ func (c *Client) call(ctx context.Context, req, reply wire.Message) error {
 		raw, err := pipe.Do(ctx, frame)
 		if err != nil {
 			if ctx.Err() != nil {
+				if parent.Err() == nil {
+					c.dropSession(s) // our own timeout: the connection may be dead
+				}
 				return fmt.Errorf("sdk: %s: %w", op, err)
 			}
 			s.markBroken(pipe)
@@ -290,12 +293,40 @@ func (c *Client) openStream(ctx context.Context, depth int) (requestStream, int,
 		}
 		st, err := s.conn.OpenStream(ctx)
 		if err == nil {
-			return quic.NewPipeline(st, depth), s.maxFrame(), nil
+			return &sessionStream{Pipeline: quic.NewPipeline(st, depth), s: s}, s.maxFrame(), nil
 		}
 		if attempt > 0 || s.conn.Err() == nil {
 			return nil, 0, transportError("open stream", err)
 		}
 	}
+}
+
+// sessionStream is a pipelined stream and the session it belongs to.
+type sessionStream struct {
+	*quic.Pipeline
+	s *session
+}
+
+// streamTimedOut is told that a request on st got no reply within the
+// request timeout. A node that died without closing the connection (a
+// crash, a lost network) leaves it looking alive until the idle timeout,
+// and a new stream on it would hang the same way: drop the connection, so
+// the next request dials again.
+func (c *Client) streamTimedOut(st requestStream) {
+	if ss, ok := st.(*sessionStream); ok {
+		c.dropSession(ss.s)
+	}
+}
+
+// dropSession closes s and forgets it if it is the current session.
+func (c *Client) dropSession(s *session) {
+	c.mu.Lock()
+	if c.sess == s {
+		c.sess = nil
+	}
+	c.mu.Unlock()
+	c.cfg.logger.Warn("no reply within the request timeout; reconnecting", "addr", c.addr)
+	_ = s.conn.Close()
 }
 
 // requestStream is an ordered, pipelined request stream: what producers

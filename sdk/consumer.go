@@ -156,6 +156,9 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		c.pending = inflight
 		return nil, context.Cause(ctx)
 	case <-limit.C:
+		if c.stream != nil {
+			c.c.streamTimedOut(c.stream)
+		}
 		c.abortStream()
 		res = <-inflight.done
 		if res.err != nil {
@@ -330,7 +333,7 @@ func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) 
 			// batch its own.
 			it = wire.RecordIterator{}
 		}
-		if err := it.Reset(batch, len(batch)); err != nil {
+		if err := it.Reset(batch, wire.BatchMaxSize); err != nil {
 			return out, fmt.Errorf("sdk: poll %s/%d: %w", topic, cur.partition, err)
 		}
 		for {

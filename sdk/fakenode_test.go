@@ -81,6 +81,8 @@ func (n *fakeNode) initProducer(context.Context) (ident, error) {
 
 func (n *fakeNode) requestTimeout() time.Duration { return n.timeout }
 
+func (n *fakeNode) streamTimedOut(requestStream) {}
+
 func (n *fakeNode) openStream(context.Context, int) (requestStream, int, error) {
 	s := &fakeStream{n: n, queue: make(chan fakeCall, 64), done: make(chan struct{})}
 	go s.serve()

@@ -56,6 +56,8 @@ type producerBackend interface {
 	// initProducer registers a fresh producer identity.
 	initProducer(ctx context.Context) (ident, error)
 	requestTimeout() time.Duration
+	// streamTimedOut is told that a request on st got no reply in time.
+	streamTimedOut(st requestStream)
 }
 
 type clientBackend struct{ c *Client }
@@ -73,6 +75,8 @@ func (b clientBackend) initProducer(ctx context.Context) (ident, error) {
 }
 
 func (b clientBackend) requestTimeout() time.Duration { return b.c.cfg.requestTimeout }
+
+func (b clientBackend) streamTimedOut(st requestStream) { b.c.streamTimedOut(st) }
 
 // NewProducer reads the topic's metadata, registers an idempotent producer
 // (unless WithIdempotence(false)) and returns a producer for the topic.

@@ -15,6 +15,7 @@ type ackNode struct{ offset uint64 }
 
 func (n *ackNode) initProducer(context.Context) (ident, error) { return ident{id: 1}, nil }
 func (n *ackNode) requestTimeout() time.Duration               { return time.Minute }
+func (n *ackNode) streamTimedOut(requestStream)                {}
 func (n *ackNode) openStream(context.Context, int) (requestStream, int, error) {
 	return &ackStream{n: n}, 64 << 20, nil
 }

@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +40,7 @@ type benchFlags struct {
 	jsonOut     bool
 	ceiling     time.Duration
 	seed        uint64
+	cpuProfile  string
 }
 
 func newBenchCommand() *cobra.Command {
@@ -72,8 +74,9 @@ process on a temporary data directory and removes it afterwards.`,
 	fs.StringVar(&f.topic, "topic", "", "topic to use (default: a new bench-<random> topic, deleted afterwards)")
 	fs.StringVar(&f.logSize, "log-size", "256MiB", "consume: size of the log to preload and read when --count is 0")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the results as JSON")
-	fs.DurationVar(&f.ceiling, "ceiling-duration", 3*time.Second, "how long to measure the raw quic-go ceiling (0 skips it)")
+	fs.DurationVar(&f.ceiling, "ceiling-duration", 2*time.Second, "how long to measure the raw quic-go ceiling, before and again after the run (0 skips it)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the payloads")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured run (client and in-process node) to this file")
 	cmd.AddCommand(newBenchProduceCommand(cf, &f), newBenchConsumeCommand(cf, &f))
 	return cmd
 }
@@ -160,6 +163,23 @@ func (e *benchEnv) close() {
 	}
 }
 
+// startProfile starts a CPU profile when --cpuprofile is set; the returned
+// function stops it.
+func startProfile(f *benchFlags) (func(), error) {
+	if f.cpuProfile == "" {
+		return func() {}, nil
+	}
+	out, err := os.Create(f.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = out.Close() }, nil
+}
+
 // payloads returns n seeded random payloads of size bytes, reused round-robin.
 func payloads(seed uint64, size, n int) [][]byte {
 	rng := mrand.New(mrand.NewPCG(seed, 0x6c65646765))
@@ -202,6 +222,8 @@ type ceilingJSON struct {
 	MBPerSec        float64 `json:"mb_per_sec"`
 	RatioMsgsPerSec float64 `json:"ratio_messages_per_sec"`
 	RatioBytes      float64 `json:"ratio_bytes_per_sec"`
+	// Samples are the messages/s of each measurement (before, after).
+	Samples []float64 `json:"samples_messages_per_sec"`
 }
 
 func newLatencyHistogram() *hdrhistogram.Histogram {
@@ -221,24 +243,43 @@ func (r *benchResult) fill(h *hdrhistogram.Histogram, elapsed time.Duration) {
 	r.MaxMs = ms(h.Max())
 }
 
-// measureCeiling runs the raw quic-go stream for d and relates r to it.
-func (r *benchResult) measureCeiling(ctx context.Context, d time.Duration) error {
+// rawCeiling measures the raw quic-go stream for d (nothing when d is 0).
+func rawCeiling(ctx context.Context, d time.Duration) (*quic.Ceiling, error) {
 	if d <= 0 {
-		return nil
+		return nil, nil
 	}
 	c, err := quic.MeasureRawCeiling(ctx, d)
 	if err != nil {
-		return fmt.Errorf("raw quic-go ceiling: %w", err)
+		return nil, fmt.Errorf("raw quic-go ceiling: %w", err)
 	}
-	cj := &ceilingJSON{MessageSize: c.MessageSize, MsgsPerSec: c.MessagesPerSec, MBPerSec: c.BytesPerSec / 1e6}
-	if c.MessagesPerSec > 0 {
-		cj.RatioMsgsPerSec = r.MsgsPerSec / c.MessagesPerSec
+	return &c, nil
+}
+
+// relate sets r's ceiling to the mean of the measurements taken before and
+// after the run (the load of a shared machine drifts), and r's ratio to it.
+func (r *benchResult) relate(before, after *quic.Ceiling) {
+	var cs []*quic.Ceiling
+	for _, c := range []*quic.Ceiling{before, after} {
+		if c != nil {
+			cs = append(cs, c)
+		}
 	}
-	if c.BytesPerSec > 0 {
-		cj.RatioBytes = r.MBPerSec * 1e6 / c.BytesPerSec
+	if len(cs) == 0 {
+		return
+	}
+	cj := &ceilingJSON{MessageSize: cs[0].MessageSize}
+	for _, c := range cs {
+		cj.MsgsPerSec += c.MessagesPerSec / float64(len(cs))
+		cj.MBPerSec += c.BytesPerSec / 1e6 / float64(len(cs))
+		cj.Samples = append(cj.Samples, c.MessagesPerSec)
+	}
+	if cj.MsgsPerSec > 0 {
+		cj.RatioMsgsPerSec = r.MsgsPerSec / cj.MsgsPerSec
+	}
+	if cj.MBPerSec > 0 {
+		cj.RatioBytes = r.MBPerSec / cj.MBPerSec
 	}
 	r.Ceiling = cj
-	return nil
 }
 
 func (r *benchResult) print(w io.Writer, asJSON bool) error {
@@ -260,7 +301,7 @@ func (r *benchResult) print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(w, "  %d errors\n", r.Errors)
 	}
 	if c := r.Ceiling; c != nil {
-		fmt.Fprintf(w, "  raw quic-go ceiling (1 stream, %d B writes, loopback): %.0f msgs/s, %.1f MB/s\n",
+		fmt.Fprintf(w, "  raw quic-go ceiling (1 stream, %d B writes, loopback, mean of before and after): %.0f msgs/s, %.1f MB/s\n",
 			c.MessageSize, c.MsgsPerSec, c.MBPerSec)
 		fmt.Fprintf(w, "  ratio to the ceiling: %.0f%% of its messages/s, %.0f%% of its bytes/s\n",
 			100*c.RatioMsgsPerSec, 100*c.RatioBytes)

@@ -61,6 +61,10 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
+	ceilBefore, err := rawCeiling(ctx, f.ceiling)
+	if err != nil {
+		return err
+	}
 	pls := payloads(f.seed, f.size, 64)
 	h := newLatencyHistogram()
 	var (
@@ -69,6 +73,10 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 		failures atomic.Int64
 		firstErr atomic.Pointer[error]
 	)
+	stopProfile, err := startProfile(f)
+	if err != nil {
+		return err
+	}
 	prog := newProgress(stderr)
 	start := time.Now()
 	deadline := start.Add(f.duration)
@@ -103,6 +111,7 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 	}
 	flushErr := p.Flush(context.WithoutCancel(ctx))
 	elapsed := time.Since(start)
+	stopProfile()
 	prog.done()
 	_ = p.Close(context.WithoutCancel(ctx))
 	if flushErr != nil {
@@ -115,9 +124,11 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 		Errors: failures.Load()}
 	r.fill(h, elapsed)
 	mu.Unlock()
-	if err := r.measureCeiling(ctx, f.ceiling); err != nil {
+	ceilAfter, err := rawCeiling(ctx, f.ceiling)
+	if err != nil {
 		return err
 	}
+	r.relate(ceilBefore, ceilAfter)
 	if err := r.print(cmd.OutOrStdout(), f.jsonOut); err != nil {
 		return err
 	}
@@ -175,6 +186,10 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 	}
 
 	// Read it back from the start.
+	ceilBefore, err := rawCeiling(ctx, f.ceiling)
+	if err != nil {
+		return err
+	}
 	cons, err := env.client.NewConsumer(ctx, env.topic, sdk.WithStart(sdk.AtFirst()), sdk.WithMaxWait(time.Second))
 	if err != nil {
 		return err
@@ -182,6 +197,10 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 	defer cons.Close(context.WithoutCancel(ctx))
 	h := newLatencyHistogram()
 	var read, bytes int64
+	stopProfile, err := startProfile(f)
+	if err != nil {
+		return err
+	}
 	prog = newProgress(stderr)
 	start := time.Now()
 	for read < count {
@@ -201,12 +220,15 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 		prog.tick("read", read, bytes)
 	}
 	elapsed := time.Since(start)
+	stopProfile()
 	prog.done()
 	r := &benchResult{Mode: "consume", Target: env.where, Params: benchParams(f, env.topic),
 		Messages: read, Bytes: bytes, LatencyOf: "poll round trip"}
 	r.fill(h, elapsed)
-	if err := r.measureCeiling(ctx, f.ceiling); err != nil {
+	ceilAfter, err := rawCeiling(ctx, f.ceiling)
+	if err != nil {
 		return err
 	}
+	r.relate(ceilBefore, ceilAfter)
 	return r.print(cmd.OutOrStdout(), f.jsonOut)
 }

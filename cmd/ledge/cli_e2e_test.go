@@ -6,9 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,21 +18,34 @@ import (
 // failure; no test relies on it.
 const safety = 60 * time.Second
 
-// buildLedge builds the ledge binary into a temporary directory.
-func buildLedge(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ledge")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
+// asCLI, set in the environment, makes the test binary run as the ledge
+// command (see TestMain): the tests run the very code they were built
+// with, without a separate build.
+const asCLI = "LEDGE_TEST_RUN_AS_CLI"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asCLI) == "1" {
+		main()
+		os.Exit(0)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	os.Exit(m.Run())
+}
+
+// ledgeCmd returns a command running the test binary as `ledge args...`.
+func ledgeCmd(ctx context.Context, args ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
 	}
-	return bin
+	cmd := exec.CommandContext(ctx, exe, args...)
+	env := []string{asCLI + "=1"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEDGE_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	return cmd
 }
 
 // servedNode is `ledge serve` running in dir on an ephemeral port.
@@ -47,9 +58,9 @@ var listeningLine = regexp.MustCompile(`listening on (\S+)`)
 
 // serve starts `ledge serve` in dir with ./ledge-data and waits for the
 // line saying where it listens.
-func serve(t *testing.T, bin, dir string) *servedNode {
+func serve(t *testing.T, dir string) *servedNode {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd := ledgeCmd(context.Background(), "serve", "--listen", "127.0.0.1:0")
 	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -99,19 +110,13 @@ func serve(t *testing.T, bin, dir string) *servedNode {
 // run runs the binary in the node's directory with LEDGE_SERVER set (the
 // port is ephemeral) and no other credentials: the CLI finds the CA and
 // the admin token in ./ledge-data.
-func (n *servedNode) run(t *testing.T, bin, stdin string, args ...string) (stdout, stderr string, err error) {
+func (n *servedNode) run(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := ledgeCmd(ctx, args...)
 	cmd.Dir = n.dir
-	env := []string{"LEDGE_SERVER=" + n.addr}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LEDGE_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
+	cmd.Env = append(cmd.Env, "LEDGE_SERVER="+n.addr)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -119,51 +124,47 @@ func (n *servedNode) run(t *testing.T, bin, stdin string, args ...string) (stdou
 	return out.String(), errOut.String(), err
 }
 
-func (n *servedNode) mustRun(t *testing.T, bin, stdin string, args ...string) string {
+func (n *servedNode) mustRun(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
-	out, errOut, err := n.run(t, bin, stdin, args...)
+	out, errOut, err := n.run(t, stdin, args...)
 	if err != nil {
 		t.Fatalf("ledge %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errOut)
 	}
 	return out
 }
 
-// TestQuickstart runs the README's quickstart through the built binary:
+// TestQuickstart runs the README's quickstart through the ledge command:
 // serve, then topic create, produce and consume from the node's directory.
 func TestQuickstart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs a node")
-	}
-	bin := buildLedge(t)
-	n := serve(t, bin, t.TempDir())
+	n := serve(t, t.TempDir())
 
-	n.mustRun(t, bin, "", "topic", "create", "demo")
-	if out := n.mustRun(t, bin, "", "topic", "list"); !strings.Contains(out, "demo") {
+	n.mustRun(t, "", "topic", "create", "demo")
+	if out := n.mustRun(t, "", "topic", "list"); !strings.Contains(out, "demo") {
 		t.Fatalf("topic list does not show demo:\n%s", out)
 	}
-	n.mustRun(t, bin, "one\ntwo\nthree\n", "produce", "demo")
-	if out := n.mustRun(t, bin, "", "consume", "demo"); out != "one\ntwo\nthree\n" {
+	n.mustRun(t, "one\ntwo\nthree\n", "produce", "demo")
+	if out := n.mustRun(t, "", "consume", "demo"); out != "one\ntwo\nthree\n" {
 		t.Fatalf("consume printed %q", out)
 	}
 
 	// A named consumer commits what it printed and resumes after it.
-	if out := n.mustRun(t, bin, "", "consume", "demo", "--consumer", "c", "--commit", "--count", "2"); out != "one\ntwo\n" {
+	if out := n.mustRun(t, "", "consume", "demo", "--consumer", "c", "--commit", "--count", "2"); out != "one\ntwo\n" {
 		t.Fatalf("first consume printed %q", out)
 	}
-	if out := n.mustRun(t, bin, "", "consume", "demo", "--consumer", "c", "--format", "json"); !strings.Contains(out, `"offset":2,`) ||
+	if out := n.mustRun(t, "", "consume", "demo", "--consumer", "c", "--format", "json"); !strings.Contains(out, `"offset":2,`) ||
 		!strings.Contains(out, `"value":"three"`) || strings.Count(out, "\n") != 1 {
 		t.Fatalf("second consume printed %q", out)
 	}
-	if out := n.mustRun(t, bin, "", "topic", "describe", "demo"); !regexp.MustCompile(`(?m)^0\s+0\s+3\s+3\s+1\s+ok`).MatchString(out) {
+	if out := n.mustRun(t, "", "topic", "describe", "demo"); !regexp.MustCompile(`(?m)^0\s+0\s+3\s+3\s+1\s+ok`).MatchString(out) {
 		t.Fatalf("topic describe:\n%s", out)
 	}
 
 	// Failures exit non-zero with the reason on stderr.
-	_, errOut, err := n.run(t, bin, "", "consume", "missing")
+	_, errOut, err := n.run(t, "", "consume", "missing")
 	if err == nil || !strings.Contains(errOut, "unknown topic") {
 		t.Fatalf("consume of a missing topic: err %v, stderr %q", err, errOut)
 	}
-	_, errOut, err = n.run(t, bin, "", "topic", "list", "--token", "not-a-token")
+	_, errOut, err = n.run(t, "", "topic", "list", "--token", "not-a-token")
 	if err == nil || !strings.Contains(errOut, "unauthenticated") {
 		t.Fatalf("a bad token: err %v, stderr %q", err, errOut)
 	}
@@ -172,25 +173,21 @@ func TestQuickstart(t *testing.T) {
 // TestTokensThroughCLI creates a produce-only token, uses it, and revokes
 // it.
 func TestTokensThroughCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs a node")
-	}
-	bin := buildLedge(t)
-	n := serve(t, bin, t.TempDir())
-	n.mustRun(t, bin, "", "topic", "create", "t")
-	secret := strings.TrimSpace(n.mustRun(t, bin, "", "token", "create", "--topic", "t", "--allow", "produce", "--label", "writer", "--quiet"))
-	n.mustRun(t, bin, "x\n", "produce", "t", "--token", secret)
-	_, errOut, err := n.run(t, bin, "", "consume", "t", "--token", secret)
+	n := serve(t, t.TempDir())
+	n.mustRun(t, "", "topic", "create", "t")
+	secret := strings.TrimSpace(n.mustRun(t, "", "token", "create", "--topic", "t", "--allow", "produce", "--label", "writer", "--quiet"))
+	n.mustRun(t, "x\n", "produce", "t", "--token", secret)
+	_, errOut, err := n.run(t, "", "consume", "t", "--token", secret)
 	if err == nil || !strings.Contains(errOut, "forbidden") {
 		t.Fatalf("consume with a produce-only token: err %v, stderr %q", err, errOut)
 	}
-	list := n.mustRun(t, bin, "", "token", "list")
+	list := n.mustRun(t, "", "token", "list")
 	m := regexp.MustCompile(`(?m)^(\S+)\s+writer\s+t\s+produce`).FindStringSubmatch(list)
 	if m == nil {
 		t.Fatalf("token list:\n%s", list)
 	}
-	n.mustRun(t, bin, "", "token", "revoke", m[1])
-	_, errOut, err = n.run(t, bin, "y\n", "produce", "t", "--token", secret)
+	n.mustRun(t, "", "token", "revoke", m[1])
+	_, errOut, err = n.run(t, "y\n", "produce", "t", "--token", secret)
 	if err == nil || !strings.Contains(errOut, "unauthenticated") {
 		t.Fatalf("produce with a revoked token: err %v, stderr %q", err, errOut)
 	}

@@ -178,6 +178,14 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 			}
 		}
 		switch {
+		case pollErr != nil && f.follow && sdk.IsRetryable(pollErr):
+			// The node restarted or the network moved: keep following.
+			fmt.Fprintf(cmd.ErrOrStderr(), "ledge: %v; retrying\n", pollErr)
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return nil
+			}
 		case pollErr != nil:
 			return pollErr
 		case f.count > 0 && printed >= f.count:
@@ -189,16 +197,16 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 }
 
 type recordJSON struct {
-	Topic        string       `json:"topic"`
-	Partition    int32        `json:"partition"`
-	Offset       uint64       `json:"offset"`
-	Timestamp    string       `json:"timestamp"`
-	Key          *string      `json:"key,omitempty"`
-	KeyBase64    string       `json:"key_base64,omitempty"`
-	Value        *string      `json:"value,omitempty"`
-	ValueBase64  string       `json:"value_base64,omitempty"`
-	Headers      []headerJSON `json:"headers,omitempty"`
-	NullValue    bool         `json:"null_value,omitempty"`
+	Topic       string       `json:"topic"`
+	Partition   int32        `json:"partition"`
+	Offset      uint64       `json:"offset"`
+	Timestamp   string       `json:"timestamp"`
+	Key         *string      `json:"key,omitempty"`
+	KeyBase64   string       `json:"key_base64,omitempty"`
+	Value       *string      `json:"value,omitempty"`
+	ValueBase64 string       `json:"value_base64,omitempty"`
+	Headers     []headerJSON `json:"headers,omitempty"`
+	NullValue   bool         `json:"null_value,omitempty"`
 }
 
 type headerJSON struct {

@@ -128,15 +128,15 @@ func printStatus(w io.Writer, st node.Status) error {
 	if len(st.Topics) == 0 {
 		fmt.Fprintln(w, "no topics")
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "TOPIC\tPART\tSTART\tHIGH WATERMARK\tEPOCH\tRECORDS\tSIZE\tRECORDS/S\tBYTES/S\tSTATE\t")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPART\tSTART\tHIGH WATERMARK\tEPOCH\tRECORDS\tSIZE\tRECORDS/S\tBYTES/S\tSTATE")
 		for _, t := range st.Topics {
 			for _, p := range t.Partitions {
 				state := "ok"
 				if p.Failed != "" {
 					state = "FAILED: " + p.Failed
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", t.Name, p.Partition, p.LogStart, p.HighWatermark,
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.Name, p.Partition, p.LogStart, p.HighWatermark,
 					p.HistoryEpoch, p.Records, humanBytes(p.SizeBytes), humanRate(p.RecordsPerSecond), humanBytesRate(p.BytesPerSecond), state)
 			}
 		}
@@ -155,12 +155,18 @@ func printStatus(w io.Writer, st node.Status) error {
 			parts := make([]string, len(c.Partitions))
 			for i, p := range c.Partitions {
 				parts[i] = fmt.Sprintf("%d:%d(lag %d)", p.Partition, p.Position, p.Lag)
+				if p.Member != "" {
+					parts[i] += "@" + p.Member
+				}
 			}
-			members := "-"
+			kind, members := c.Kind, "-"
 			if c.Kind == "group" {
 				members = strconv.Itoa(len(c.Members))
+				if c.State != "" {
+					kind = fmt.Sprintf("group (%s, epoch %d)", c.State, c.Epoch)
+				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", c.Name, c.Kind, c.Topic, c.Lag, members, strings.Join(parts, " "))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", c.Name, kind, c.Topic, c.Lag, members, strings.Join(parts, " "))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

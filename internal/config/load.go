@@ -296,22 +296,28 @@ func readFile(path string) ([]fileValue, error) {
 		return nil, fmt.Errorf("%w: %s: want a mapping of keys at the top level", ErrInvalid, path)
 	}
 	var out []fileValue
-	if err := walk(root, "", &out); err != nil {
+	if err := walk(root, "", &out, map[string]bool{}); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	return out, nil
 }
 
-func walk(n *yaml.Node, prefix string, out *[]fileValue) error {
+func walk(n *yaml.Node, prefix string, out *[]fileValue, seen map[string]bool) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
 		name := kn.Value
 		if prefix != "" {
 			name = prefix + "." + name
 		}
+		if vn.Kind != yaml.MappingNode {
+			if seen[name] {
+				return fmt.Errorf("line %d: %s is set twice", kn.Line, name)
+			}
+			seen[name] = true
+		}
 		switch vn.Kind {
 		case yaml.MappingNode:
-			if err := walk(vn, name, out); err != nil {
+			if err := walk(vn, name, out, seen); err != nil {
 				return err
 			}
 		case yaml.SequenceNode:

@@ -136,7 +136,7 @@ func TestNamedConsumerFenced(t *testing.T) {
 	if err := second.Commit(ctx, got...); err != nil {
 		t.Fatal(err)
 	}
-	co, err := c.Committed(ctx, "jobs", "worker")
+	co, err := second.Committed(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,11 @@ func TestAutoCommitOnNextPoll(t *testing.T) {
 	if err := cons.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	co, err := c.Committed(ctx, "a", "auto")
+	again, err := c.NewConsumer(ctx, "a", sdk.WithConsumerName("auto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := again.Committed(ctx)
 	if err != nil || !co[0].Committed || co[0].Offset != 2 {
 		t.Fatalf("committed %+v, %v; want 2", co, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -17,21 +18,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 )
 
-// buildLedge builds the ledge binary into a temporary directory.
-func buildLedge(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ledge")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/ledge")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+// Set in the environment, nodeAddr and nodeDir make the test binary run
+// a node (see TestMain) that a test can SIGKILL: the node code under test,
+// in another process, without a separate build.
+const (
+	nodeAddr = "LEDGE_E2E_NODE_ADDR"
+	nodeDir  = "LEDGE_E2E_NODE_DIR"
+)
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(nodeAddr); addr != "" {
+		runNodeProcess(addr, os.Getenv(nodeDir))
+		return
 	}
-	return bin
+	os.Exit(m.Run())
+}
+
+// runNodeProcess serves a node until the process is killed.
+func runNodeProcess(addr, dir string) {
+	n, err := node.Open(context.Background(), node.Config{DataDir: dir, Listen: addr, RetentionInterval: -1})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node.Open:", err)
+		os.Exit(1)
+	}
+	fmt.Println("listening on", n.Addr())
+	select {}
 }
 
 // freeUDPPort returns a loopback address whose UDP port was free a moment
@@ -46,11 +61,17 @@ func freeUDPPort(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
-// serveProcess runs `ledge serve` on addr with dataDir and waits until it
-// listens. The process is SIGKILLed at cleanup if still running.
-func serveProcess(t *testing.T, bin, addr, dataDir string) *exec.Cmd {
+// serveProcess runs a node on addr with dataDir in a child process and
+// waits until it listens. The process is SIGKILLed at cleanup if still
+// running.
+func serveProcess(t *testing.T, addr, dataDir string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--data-dir", dataDir)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), nodeAddr+"="+addr, nodeDir+"="+dataDir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +103,17 @@ func serveProcess(t *testing.T, bin, addr, dataDir string) *exec.Cmd {
 	return cmd
 }
 
+// testWriter sends log lines to t.Log.
+type testWriter struct {
+	t     *testing.T
+	start time.Time
+}
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Logf("%v: %s", time.Since(w.start).Round(time.Millisecond), bytes.TrimSpace(b))
+	return len(b), nil
+}
+
 // TestProducerSurvivesNodeKill kills the node (SIGKILL) while an
 // idempotent producer has batches in flight on a durability "always"
 // topic, and restarts it on the same address. The producer reconnects and
@@ -89,15 +121,13 @@ func serveProcess(t *testing.T, bin, addr, dataDir string) *exec.Cmd {
 // once, at its acknowledged offset, in production order; records the
 // producer gave up on are there at most once.
 func TestProducerSurvivesNodeKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and kills a node")
-	}
-	bin := buildLedge(t)
 	dir := filepath.Join(t.TempDir(), "ledge-data")
 	addr := freeUDPPort(t)
-	proc := serveProcess(t, bin, addr, dir)
+	proc := serveProcess(t, addr, dir)
 	ctx := testContext(t)
-	c, err := sdk.Dial(ctx, addr, sdk.WithDataDir(dir), sdk.WithRequestTimeout(5*time.Second))
+	start := time.Now()
+	logger := slog.New(slog.NewTextHandler(testWriter{t, start}, nil))
+	c, err := sdk.Dial(ctx, addr, sdk.WithDataDir(dir), sdk.WithRequestTimeout(2*time.Second), sdk.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,16 +169,19 @@ func TestProducerSurvivesNodeKill(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("no acknowledgements")
 			}
+			t.Logf("%v: killing the node", time.Since(start))
 			if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			_ = proc.Wait()
-			serveProcess(t, bin, addr, dir)
+			serveProcess(t, addr, dir)
+			t.Logf("%v: restarted", time.Since(start))
 		}
 	}
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%v: all acknowledged", time.Since(start))
 	mu.Lock()
 	defer mu.Unlock()
 	for v, o := range outcomes {

@@ -28,7 +28,7 @@ func hostMatchJSON(path unsafe.Pointer, pathLen uint32, want unsafe.Pointer, wan
 //go:wasmimport ledge match_contains
 func hostMatchContains(needle unsafe.Pointer, needleLen uint32, bitmap unsafe.Pointer) int32
 
-func bytesPtr(b []byte) unsafe.Pointer   { return unsafe.Pointer(unsafe.SliceData(b)) }
+func bytesPtr(b []byte) unsafe.Pointer  { return unsafe.Pointer(unsafe.SliceData(b)) }
 func stringPtr(s string) unsafe.Pointer { return unsafe.Pointer(unsafe.StringData(s)) }
 
 // Log logs msg to the node's log, tagged with the plugin's name. The host

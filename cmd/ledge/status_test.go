@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ledgemq/ledge/node"
+)
+
+func sampleStatus() node.Status {
+	return node.Status{
+		Time:      time.Unix(1_700_000_000, 0),
+		Node:      node.NodeInfo{Version: "v1.2.3", UptimeSeconds: 3725, Listen: "127.0.0.1:7420", DataDir: "/var/lib/ledge", DiskFreeBytes: 3 << 30, DiskTotalBytes: 16 << 30},
+		Health:    node.Health{Live: true, Ready: false, Reason: "orders/1 failed: fsync: input/output error"},
+		Transport: node.TransportStatus{ConnectionsOpen: 2, StreamsOpen: 5, MaxParkedPolls: 1024},
+		Topics: []node.TopicStatus{{Name: "orders", Partitions: []node.PartitionStatus{
+			{Partition: 0, LogStart: 8, HighWatermark: 1200, HistoryEpoch: 2, Records: 1192, SizeBytes: 5 << 20, RecordsPerSecond: 12.5, BytesPerSecond: 2048},
+			{Partition: 1, HighWatermark: 7, HistoryEpoch: 1, Records: 7, SizeBytes: -1, Failed: "fsync: input/output error"},
+		}}},
+		Consumers: []node.ConsumerStatus{
+			{Name: "billing", Kind: "consumer", Topic: "orders", Lag: 200, Partitions: []node.ConsumerPartition{{Partition: 0, Position: 1000, Lag: 200}}},
+			{Name: "shipping", Kind: "group", Topic: "orders", Lag: 5, State: "stable", Epoch: 4,
+				Members:    []node.MemberStatus{{ID: "m1"}},
+				Partitions: []node.ConsumerPartition{{Partition: 0, Position: 1195, Lag: 5, Member: "m1"}}},
+		},
+	}
+}
+
+func TestPrintStatus(t *testing.T) {
+	var out bytes.Buffer
+	if err := printStatus(&out, sampleStatus()); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"ledge v1.2.3 · NOT READY: orders/1 failed", "up 1h2m", "QUIC 127.0.0.1:7420 · 2 connections",
+		"disk free 3.0 GiB of 16.0 GiB",
+		"no plugins",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	for _, row := range []string{
+		`orders\s+0\s+8\s+1200\s+2\s+1192\s+5\.0 MiB\s+12\.5\s+2\.0 KiB/s\s+ok`,
+		`orders\s+1\s+0\s+7\s+1\s+7\s+-\s+0\s+0\s+FAILED: fsync: input/output error`,
+		`billing\s+consumer\s+orders\s+200\s+-\s+0:1000\(lag 200\)`,
+		`shipping\s+group \(stable, epoch 4\)\s+orders\s+5\s+1\s+0:1195\(lag 5\)@m1`,
+	} {
+		if !regexp.MustCompile(row).MatchString(text) {
+			t.Errorf("output lacks a row /%s/:\n%s", row, text)
+		}
+	}
+}
+
+func TestStatusCommand(t *testing.T) {
+	body, _ := json.Marshal(sampleStatus())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/status" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+
+	run := func(args ...string) (string, error) {
+		cmd := newStatusCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	if out, err := run("--http-addr", addr); err != nil || !strings.Contains(out, "orders") {
+		t.Errorf("status: %v\n%s", err, out)
+	}
+	if out, err := run("--http-addr", srv.URL+"/", "--json"); err != nil || strings.TrimSpace(out) != string(body) {
+		t.Errorf("status --json: %v\n%s", err, out)
+	}
+	t.Setenv(statusAddrEnv, addr)
+	if out, err := run(); err != nil || !strings.Contains(out, "billing") {
+		t.Errorf("status with %s: %v\n%s", statusAddrEnv, err, out)
+	}
+	if _, err := run("--http-addr", addr+"/nowhere"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a wrong address: %v", err)
+	}
+	srv.Close()
+	if _, err := run("--http-addr", addr, "--timeout", "2s"); err == nil || !strings.Contains(err.Error(), "is the node running") {
+		t.Errorf("no node: %v", err)
+	}
+}
