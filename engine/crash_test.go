@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -174,4 +175,104 @@ func runCrashSeed(t *testing.T, d Durability, seed uint64) {
 		m.startMin = st.LogStart
 	}
 	_ = e.Close()
+}
+
+// TestCrashRecoveryConcurrent: several appenders on two partitions, some
+// waiting for durability and some not, then a power loss while the
+// pipelines are still writing and syncing.
+func TestCrashRecoveryConcurrent(t *testing.T) {
+	for _, d := range []Durability{DurabilityAlways, DurabilityInterval, DurabilityNone} {
+		for seed := 0; seed < *engineSeeds; seed++ {
+			t.Run(fmt.Sprintf("%s/seed=%d", d, seed), func(t *testing.T) {
+				runConcurrentCrash(t, d, uint64(seed))
+			})
+		}
+	}
+}
+
+func runConcurrentCrash(t *testing.T, d Durability, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7+uint64(d)))
+	fs := vfs.NewCrashableMem()
+	opts := testOptions(fs, newFakeClock())
+	opts.ReservationStep = 64
+	e := mustOpen(t, opts)
+	top, err := e.CreateTopic("t", TopicConfig{Partitions: 2, Durability: d, SegmentBytes: 4096, MaxBatchBytes: 2048, SyncInterval: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	values := map[[2]uint64]string{} // (partition, offset) → value
+	acked := map[[2]uint64]bool{}
+	var wg sync.WaitGroup
+	for w := 0; w < 3; w++ {
+		wseed := rng.Uint64()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(wseed, 1))
+			for i := 0; i < 40; i++ {
+				part := r.IntN(2)
+				p, _ := top.Partition(part)
+				n := 1 + r.IntN(4)
+				tag := fmt.Sprintf("w%d-%d", wseed%1000, i)
+				res, err := p.Append(makeBatch(t, tag, n, 0))
+				if err != nil {
+					t.Errorf("append: %v", err)
+					return
+				}
+				mu.Lock()
+				for j := 0; j < n; j++ {
+					values[[2]uint64{uint64(part), res.Base + uint64(j)}] = fmt.Sprintf("%s-%d", tag, j)
+				}
+				mu.Unlock()
+				if r.IntN(2) == 0 {
+					if err := p.WaitDurable(context.Background(), res.Last); err != nil {
+						t.Errorf("wait: %v", err)
+						return
+					}
+					if d == DurabilityAlways {
+						mu.Lock()
+						for j := 0; j < n; j++ {
+							acked[[2]uint64{uint64(part), res.Base + uint64(j)}] = true
+						}
+						mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng})
+	_ = e.Close()
+	opts.FS = crashed
+	e = mustOpen(t, opts)
+	defer e.Close()
+	top, _ = e.Topic("t")
+	for part := 0; part < 2; part++ {
+		p, _ := top.Partition(part)
+		st := p.State()
+		if st.Failed != nil {
+			t.Fatalf("partition %d failed: %v", part, st.Failed)
+		}
+		got, _ := readAll(t, p, st.LogStart)
+		seen := map[uint64]bool{}
+		for _, r := range got {
+			if want := values[[2]uint64{uint64(part), r.off}]; want != r.value {
+				t.Fatalf("partition %d offset %d holds %q, appended %q", part, r.off, r.value, want)
+			}
+			seen[r.off] = true
+		}
+		var maxOut uint64
+		for k := range values {
+			if k[0] == uint64(part) {
+				maxOut = max(maxOut, k[1]+1)
+				if acked[k] && !seen[k[1]] {
+					t.Fatalf("partition %d: acknowledged offset %d lost", part, k[1])
+				}
+			}
+		}
+		if r := appendWait(t, p, makeBatch(t, "after", 1, 0)); r.Base < maxOut {
+			t.Fatalf("partition %d: offset %d handed out again", part, r.Base)
+		}
+	}
 }

@@ -65,16 +65,15 @@
 // ErrUnsupportedFormat. MetaBatch commits without an fsync in the owner's
 // order; SyncMeta coalesces the fsyncs.
 //
-// # Departures from the working API
+// # API notes
 //
 // Purge first makes everything appended before it durable, then sets the
 // start to that point (the high watermark at that moment). Append requires
 // a producer's batch to be dense (recordCount = lastOffsetDelta + 1).
-// Added: Partition.OffsetForTime, ProducerState, ProducerIDs, SetBookmark,
-// Bookmarks, DropTailCache, Space, Stats; ReadPlan.ExecuteInto,
-// ReadResult.Release; the MetaBatch API (NewMetaBatch, PutMeta, GetMeta,
-// ScanMeta, SyncMeta); Options.BeforeRead, ReservationStep,
-// IndexIntervalBytes, MaxClockStep, ReservedBytes and Pebble.
+// Beside appends, reads and purge, a Partition offers OffsetForTime,
+// ProducerState, bookmarks, Stats and DropTailCache; ReadPlan.ExecuteInto
+// and ReadResult.Release let a caller reuse read memory; MetaBatch,
+// PutMeta, GetMeta, ScanMeta and SyncMeta are the owners' metadata store.
 //
 // # Rationale
 //
