@@ -65,10 +65,11 @@ func TestE2ESigtermDuringProduce(t *testing.T) {
 				vals[r] = fmt.Sprintf("b%05d-r%d", i, r)
 			}
 			b := batch(t, id.ProducerID, id.ProducerEpoch, int32(i*perBatch), vals...)
+			batchNo := i
 			answered.Add(1)
 			err := stream.Send(safetyContext(t), c.frame(&wire.ProduceRequest{Topic: "graceful", Batch: b}), func(f []byte, err error) {
 				defer answered.Done()
-				o := outcome{batch: i}
+				o := outcome{batch: batchNo}
 				var rep wire.ProduceReply
 				if err == nil {
 					err = decodeReply(f, &rep)

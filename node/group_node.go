@@ -40,7 +40,9 @@ func (t nodeGroupTopics) GroupOffset(topic string, partition uint32, group strin
 		out.Status, out.Message = StatusOf(err)
 		return out
 	}
-	return groupOffsetOf(tp.id, partition, tp.logs[partition], group)
+	o := groupOffsetOf(tp.id, partition, tp.logs[partition], group)
+	o.Topic = topic
+	return o
 }
 
 // groupBookmarkKey is the bookmark under which a partition's owner keeps
@@ -52,6 +54,7 @@ func groupBookmarkKey(group string) string { return "g/" + group }
 func groupOffsetOf(id fence.TopicID, partition uint32, log PartitionLog, group string) wire.GroupOffset {
 	st := log.State()
 	out := wire.GroupOffset{Partition: partition, Resolved: st.LogStart, HighWatermark: st.HighWatermark}
+	// The caller names the topic.
 	b, ok, err := log.Bookmark(groupBookmarkKey(group))
 	if err != nil {
 		out.Status, out.Message = StatusOf(err)
