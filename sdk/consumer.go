@@ -173,7 +173,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if err := decodeReply(res.raw, &reply); err != nil {
 		return nil, c.noteFenced(nodeError("poll", c.topic, -1, err))
 	}
-	return c.deliver(inflight, &reply)
+	return c.deliver(ctx, inflight, &reply)
 }
 
 func (c *Consumer) state() error {
@@ -247,17 +247,25 @@ func (c *Consumer) abortStream() {
 	c.stream = nil
 }
 
-// deliver turns a poll reply into records and moves the cursors.
-func (c *Consumer) deliver(inflight *inflightPoll, reply *wire.PollReply) ([]*Record, error) {
+// deliver applies a poll reply: it moves the cursors, sends the next poll
+// ahead (WithPrefetch) so the node reads while this one is decoded and
+// processed, then decodes the records.
+func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *wire.PollReply) ([]*Record, error) {
 	if len(reply.Partitions) != len(inflight.parts) {
 		return nil, fmt.Errorf("sdk: poll %s: %d partitions in the reply, %d asked", c.topic, len(reply.Partitions), len(inflight.parts))
 	}
+	type delivery struct {
+		cur     *cursor
+		p       *wire.PollPartitionReply
+		pp      *pollPartition
+		oldPos  Position
+		oldLast *pollPartition
+	}
 	var (
-		out  []*Record
+		todo []delivery
 		errs []error
 	)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i := range reply.Partitions {
 		p := &reply.Partitions[i]
 		cur := inflight.parts[i]
@@ -267,6 +275,9 @@ func (c *Consumer) deliver(inflight *inflightPoll, reply *wire.PollReply) ([]*Re
 		err := statusError("poll", c.topic, uint32(cur.partition), p.Status, p.Message)
 		switch {
 		case err == nil:
+			pp := newPollPartition(c.topic, cur, p)
+			todo = append(todo, delivery{cur: cur, p: p, pp: pp, oldPos: cur.pos, oldLast: cur.last})
+			cur.pos, cur.last = AtOffset(p.Next), pp
 		case p.Status == wire.StatusStaleHistory:
 			// A purge or a lossy recovery: what we held is void. Resume
 			// from the committed position (named) or the new start.
@@ -276,20 +287,39 @@ func (c *Consumer) deliver(inflight *inflightPoll, reply *wire.PollReply) ([]*Re
 				cur.pos = AtCommitted()
 			}
 			c.c.cfg.logger.Info("partition history changed; resuming", "topic", c.topic, "partition", cur.partition, "from", cur.pos)
-			continue
 		case p.Status.RetryClass() == wire.ClassRetry:
-			continue // busy or shutting down: the next poll tries again
+			// Busy or shutting down: the next poll tries again.
 		case errors.Is(err, ErrFencedSession):
 			if c.fenced == nil {
 				c.fenced = err
 			}
+			c.mu.Unlock()
 			return nil, err
 		default:
 			errs = append(errs, err)
-			continue
 		}
-		recs, err := decodePollPartition(c.topic, cur, p)
+	}
+	c.mu.Unlock()
+
+	if c.cfg.prefetch && c.cfg.autoCommit == AutoCommitNone && c.pending == nil {
+		if next, err := c.sendPoll(ctx); err == nil {
+			c.pending = next
+		}
+	}
+
+	var out []*Record
+	for _, d := range todo {
+		recs, err := decodeRecords(d.pp, d.p.Batches)
 		if err != nil {
+			// Read this partition again from where the poll started; the
+			// poll sent ahead assumed otherwise.
+			c.mu.Lock()
+			if c.byPart[d.cur.partition] == d.cur {
+				d.cur.pos, d.cur.last = d.oldPos, d.oldLast
+			}
+			c.mu.Unlock()
+			c.abortStream()
+			c.pending = nil
 			errs = append(errs, err)
 			continue
 		}
@@ -298,21 +328,27 @@ func (c *Consumer) deliver(inflight *inflightPoll, reply *wire.PollReply) ([]*Re
 	return out, errors.Join(errs...)
 }
 
-// decodePollPartition decodes one partition's batches, skipping records
-// before the poll's start (a batch is returned whole), and moves the
-// cursor past what the poll covered.
-func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) ([]*Record, error) {
+// newPollPartition is one partition's delivery: its token, and the range
+// the token says it covers (the node returns whole batches, which may
+// start before it).
+func newPollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) *pollPartition {
 	pp := &pollPartition{topic: topic, partition: cur.partition, token: slices.Clone(p.Token), next: p.Next}
 	if tok, err := fence.UnmarshalToken(p.Token); err == nil && !tok.IsZero() {
 		pp.from = tok.From
 	} else if cur.pos.mode == wire.PositionOffset {
 		pp.from = cur.pos.offset
 	}
+	return pp
+}
+
+// decodeRecords decodes a delivery's batches into records within
+// [pp.from, pp.next).
+func decodeRecords(pp *pollPartition, batches []byte) ([]*Record, error) {
 	count := 0
-	for rest := p.Batches; len(rest) > 0; {
+	for rest := batches; len(rest) > 0; {
 		batch, r, err := wire.NextBatch(rest)
 		if err != nil {
-			return nil, fmt.Errorf("sdk: poll %s/%d: %w", topic, cur.partition, err)
+			return nil, fmt.Errorf("sdk: poll %s/%d: %w", pp.topic, pp.partition, err)
 		}
 		h, _ := wire.ParseBatchHeader(batch)
 		count += int(h.RecordCount)
@@ -321,7 +357,7 @@ func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) 
 	slab := make([]Record, 0, count)
 	out := make([]*Record, 0, count)
 	var it wire.RecordIterator
-	for rest := p.Batches; len(rest) > 0; {
+	for rest := batches; len(rest) > 0; {
 		batch, r, _ := wire.NextBatch(rest)
 		rest = r
 		h, _ := wire.ParseBatchHeader(batch)
@@ -334,7 +370,7 @@ func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) 
 			it = wire.RecordIterator{}
 		}
 		if err := it.Reset(batch, wire.BatchMaxSize); err != nil {
-			return out, fmt.Errorf("sdk: poll %s/%d: %w", topic, cur.partition, err)
+			return nil, fmt.Errorf("sdk: poll %s/%d: %w", pp.topic, pp.partition, err)
 		}
 		for {
 			wr, ok := it.Next()
@@ -345,18 +381,16 @@ func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) 
 				continue
 			}
 			slab = append(slab, Record{
-				Topic: topic, Partition: cur.partition, Offset: wr.Offset,
+				Topic: pp.topic, Partition: pp.partition, Offset: wr.Offset,
 				Timestamp: time.UnixMilli(wr.Timestamp), Key: wr.Key, Value: wr.Value,
 				Headers: slices.Clone(wr.Headers), poll: pp,
 			})
 			out = append(out, &slab[len(slab)-1])
 		}
 		if err := it.Err(); err != nil {
-			return out, fmt.Errorf("sdk: poll %s/%d: %w", topic, cur.partition, err)
+			return nil, fmt.Errorf("sdk: poll %s/%d: %w", pp.topic, pp.partition, err)
 		}
 	}
-	cur.pos = AtOffset(p.Next)
-	cur.last = pp
 	return out, nil
 }
 
@@ -423,4 +457,16 @@ func (c *Consumer) Close(ctx context.Context) error {
 		c.stream = nil
 	}
 	return err
+}
+
+// decodePollPartition decodes one partition's part of a poll reply and
+// moves the cursor past what the poll covered.
+func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) ([]*Record, error) {
+	pp := newPollPartition(topic, cur, p)
+	recs, err := decodeRecords(pp, p.Batches)
+	if err != nil {
+		return nil, err
+	}
+	cur.pos, cur.last = AtOffset(p.Next), pp
+	return recs, nil
 }

@@ -131,6 +131,7 @@ type consumerConfig struct {
 	maxWait       time.Duration
 	maxMessages   int
 	maxBytes      int
+	prefetch      bool
 }
 
 func defaultConsumerConfig() consumerConfig {
@@ -138,6 +139,7 @@ func defaultConsumerConfig() consumerConfig {
 		maxWait:     DefaultMaxWait,
 		maxMessages: DefaultMaxMessages,
 		maxBytes:    DefaultMaxPollBytes,
+		prefetch:    true,
 	}
 }
 
@@ -214,4 +216,16 @@ func WithMaxBytes(n int) ConsumerOption {
 			c.maxBytes = n
 		}
 	})
+}
+
+// WithPrefetch sends the next poll as soon as a poll's reply arrives,
+// from where that reply ends, so the node reads and sends while the
+// application processes: Poll then returns what arrived meanwhile. A Seek
+// wastes the poll sent ahead for its partition (the next Poll returns
+// nothing for it, the one after reads from the new position).
+//
+// Default on. It applies only with AutoCommitNone: with automatic commits
+// a poll sent ahead would commit records before the application saw them.
+func WithPrefetch(on bool) ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.prefetch = on })
 }

@@ -28,7 +28,7 @@ func storedBatch(t *testing.T, base uint64, c wire.Compression, values ...string
 // TestDecodePollPartition: records before the poll's start (the node
 // returns whole batches) are skipped, compressed and plain batches both
 // decode into records that outlive the next batch, headers are per record,
-// and the cursor moves past what the poll covered.
+// and the delivery covers the token's range.
 func TestDecodePollPartition(t *testing.T) {
 	var batches []byte
 	batches = append(batches, storedBatch(t, 10, wire.CompressionZstd, "a", "b", "c")...)
@@ -39,14 +39,15 @@ func TestDecodePollPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := &cursor{partition: 3, pos: AtCommitted()}
-	recs, err := decodePollPartition("t", cur, &wire.PollPartitionReply{Token: tok, Next: 17, Batches: batches})
+	pp := newPollPartition("t", cur, &wire.PollPartitionReply{Token: tok, Next: 17})
+	recs, err := decodeRecords(pp, batches)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, r := range recs {
 		got = append(got, fmt.Sprintf("%s@%d/%s", r.Value, r.Offset, r.Headers[0].Value))
-		if r.Topic != "t" || r.Partition != 3 || r.poll != cur.last {
+		if r.Topic != "t" || r.Partition != 3 || r.poll != pp {
 			t.Fatalf("record %+v", r)
 		}
 	}
@@ -54,7 +55,7 @@ func TestDecodePollPartition(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("records %v, want %v", got, want)
 	}
-	if cur.pos != AtOffset(17) || cur.last.from != 11 || cur.last.next != 17 || !slices.Equal(cur.last.token, tok) {
-		t.Fatalf("cursor %+v, last %+v", cur.pos, cur.last)
+	if pp.from != 11 || pp.next != 17 || !slices.Equal(pp.token, tok) {
+		t.Fatalf("delivery %+v", pp)
 	}
 }

@@ -26,6 +26,16 @@
 // and never reorder a partition. Produce is asynchronous, with a callback
 // per record; ProduceSync waits; Flush waits for everything produced.
 //
+// A record fails only when sending again cannot help (the node refused its
+// batch: too large, forbidden, unknown topic), when it outlives
+// WithDeliveryTimeout, or when its outcome can no longer be learned: a
+// reply was lost and then the node forgot the producer, or the delivery
+// timeout passed. Only that last kind, ErrUnknownOutcome, may have been
+// written although its callback got an error; every other failure was not
+// written. A connection that stops answering is dropped after
+// WithRequestTimeout and dialed again, so a node that crashed and came
+// back is found without waiting for QUIC's idle timeout.
+//
 // Records with a key go to murmur2(key) mod partitions — the same hash and
 // arithmetic as Kafka's default partitioner, so keyed records land on the
 // same partition numbers a Kafka topic would give them. Records without a

@@ -20,6 +20,8 @@ const (
 	// ErrForbidden: the token lacks the scope the request needs on the
 	// topic. Do not retry with this token.
 	ErrForbidden = wire.StatusForbidden
+	// ErrUnauthorized is ErrForbidden under the name other clients use.
+	ErrUnauthorized = wire.StatusForbidden
 	// ErrUnknownToken: RevokeToken named a token id that does not exist.
 	ErrUnknownToken = wire.StatusUnknownToken
 	// ErrUnknownTopic: no topic of that name.

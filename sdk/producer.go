@@ -140,7 +140,8 @@ func (p *Producer) Partitions() int { return p.parts }
 // receives rec with its Partition and Offset set, or the error that
 // failed it. Callbacks of one partition run in the order of Produce calls,
 // on the partition's goroutine: they must not block for long, and must
-// not call Flush or Close.
+// not call the producer (Produce may wait for room that only the callback's
+// goroutine can free).
 //
 // Produce waits while the producer holds WithMaxBufferedRecords records;
 // ctx bounds only that wait (a record once accepted is sent whatever

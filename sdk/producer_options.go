@@ -146,7 +146,8 @@ func WithCompression(c Compression) ProducerOption {
 // producer registers a producer id and numbers each partition's batches,
 // so a retry is never appended twice and never reorders a partition.
 // Off, batches carry no producer id: a retry after a lost reply may
-// append a batch twice.
+// append a batch twice, and to keep the partition's order the producer
+// keeps only one batch in flight per partition.
 //
 // Default on.
 func WithIdempotence(on bool) ProducerOption {

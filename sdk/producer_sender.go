@@ -122,7 +122,8 @@ func (s *partSender) enqueue(r pendingRecord) {
 	s.mu.Lock()
 	if s.exited {
 		s.mu.Unlock()
-		s.completeRecords([]pendingRecord{r}, nil, errProducerAborted)
+		r.cb(r.rec, errProducerAborted)
+		s.p.done(1)
 		return
 	}
 	s.queue = append(s.queue, r)
@@ -300,7 +301,11 @@ func (s *partSender) sendReady(now time.Time) {
 	// Every batch not yet completed counts, acknowledged or not: a retry of
 	// the oldest must stay within the node's memory of the latest
 	// maxInFlightBatches batches.
-	for len(s.unacked) < maxInFlightBatches {
+	window := maxInFlightBatches
+	if !s.p.cfg.idempotent {
+		window = 1 // without sequences, a retry behind a later batch would reorder
+	}
+	for len(s.unacked) < window {
 		room := s.p.cfg.maxInFlight - s.inflightRecs
 		if s.inflight == 0 {
 			room = s.p.cfg.maxBatchRecords

@@ -369,3 +369,30 @@ func TestProducerFlushAndLinger(t *testing.T) {
 		_ = p.Close(ctx)
 	})
 }
+
+// TestProducerWithoutIdempotence sends batches without a producer id; with
+// busy refusals (nothing written) retries still write each record once.
+func TestProducerWithoutIdempotence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newFakeNode()
+		n.fault = randomFaults(3, 5, faultBusy)
+		p := testProducer(t, n, 2, WithIdempotence(false), WithMaxBatchRecords(4))
+		out := produceAll(t, p, 100)
+		for _, r := range out {
+			if r.err != nil {
+				t.Fatalf("%s failed: %v", r.value, r.err)
+			}
+		}
+		checkLog(t, n, 2, out)
+		if n.inits != 0 {
+			t.Fatalf("%d producer inits without idempotence", n.inits)
+		}
+		for p := range uint32(2) {
+			for _, r := range n.parts[p].log {
+				if r.producer != 0 {
+					t.Fatalf("a batch carried producer id %d", r.producer)
+				}
+			}
+		}
+	})
+}

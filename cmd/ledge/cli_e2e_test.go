@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -208,4 +210,77 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 		}
 	}
 	walk(newRootCommand())
+}
+
+// TestTopicLifecycleThroughCLI creates a topic with every setting, writes
+// a file to one partition, reads part of it back, purges and deletes it.
+func TestTopicLifecycleThroughCLI(t *testing.T) {
+	n := serve(t, t.TempDir())
+	n.mustRun(t, "", "topic", "create", "s", "--partitions", "3", "--durability", "interval", "--sync-interval", "50ms",
+		"--compression", "zstd", "--retention-age", "7d", "--retention-bytes", "1GiB", "--timestamps", "append")
+	var d struct {
+		Partitions     int    `json:"partitions"`
+		Durability     string `json:"durability"`
+		SyncInterval   string `json:"sync_interval"`
+		Compression    string `json:"compression"`
+		Timestamps     string `json:"timestamps"`
+		RetentionAge   string `json:"retention_age"`
+		RetentionBytes int64  `json:"retention_bytes"`
+		State          []struct {
+			Partition     int    `json:"partition"`
+			StartOffset   uint64 `json:"start_offset"`
+			HighWatermark uint64 `json:"high_watermark"`
+			History       uint64 `json:"history"`
+		} `json:"partitions_state"`
+	}
+	describe := func() {
+		t.Helper()
+		if err := json.Unmarshal([]byte(n.mustRun(t, "", "topic", "describe", "s", "--json")), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	describe()
+	if d.Partitions != 3 || d.Durability != "interval" || d.SyncInterval != "50ms" || d.Compression != "zstd" ||
+		d.Timestamps != "append" || d.RetentionAge != "168h0m0s" || d.RetentionBytes != 1<<30 {
+		t.Fatalf("described as %+v", d)
+	}
+
+	file := filepath.Join(t.TempDir(), "lines.txt")
+	if err := os.WriteFile(file, []byte("l0\nl1\r\nl2\nl3"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.mustRun(t, "", "produce", "s", "--file", file, "--partition", "1", "--header", "src=file", "--key", "k")
+	out := n.mustRun(t, "", "consume", "s", "--partition", "1", "--from", "1", "--count", "2", "--format", "json")
+	type record struct {
+		Partition int              `json:"partition"`
+		Offset    uint64           `json:"offset"`
+		Key       string           `json:"key"`
+		Value     string           `json:"value"`
+		Headers   []map[string]any `json:"headers"`
+	}
+	var recs []record
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != 2 || recs[0].Value != "l1" || recs[1].Value != "l2" || recs[0].Offset != 1 ||
+		recs[0].Partition != 1 || recs[0].Key != "k" || recs[0].Headers[0]["value"] != "file" {
+		t.Fatalf("consumed %q", out)
+	}
+
+	n.mustRun(t, "", "topic", "purge", "s", "--partition", "1")
+	describe()
+	if p := d.State[1]; p.StartOffset != 4 || p.HighWatermark != 4 || p.History != 2 {
+		t.Fatalf("partition 1 after purge: %+v", p)
+	}
+	if out := n.mustRun(t, "", "consume", "s"); out != "" {
+		t.Fatalf("a purged topic still shows %q", out)
+	}
+	n.mustRun(t, "", "topic", "delete", "s")
+	if out := n.mustRun(t, "", "topic", "list"); strings.Contains(out, "s ") {
+		t.Fatalf("deleted topic still listed:\n%s", out)
+	}
 }

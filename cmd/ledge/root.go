@@ -27,6 +27,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCommand())
+	root.AddCommand(newPluginCommand())
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newTopicCommand())
 	root.AddCommand(newProduceCommand())

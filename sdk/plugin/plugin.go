@@ -209,9 +209,7 @@ func JSONField(doc []byte, path string) ([]byte, bool) { return abi.JSONField(do
 
 // JSONValueEquals reports whether a raw JSON value equals want: a string's
 // decoded text must equal want, any other value's raw text ("42", "true").
-func JSONValueEquals(raw []byte, want string) bool {
-	return abi.JSONValueEquals(raw, []byte(want))
-}
+func JSONValueEquals(raw []byte, want string) bool { return abi.JSONValueEqualsString(raw, want) }
 
 // Level is the severity of a log message.
 type Level int32

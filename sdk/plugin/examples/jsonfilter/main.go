@@ -52,34 +52,16 @@ func setup(p plugin.Params) (plugin.BatchFilter, error) {
 			return nil
 		}, nil
 	case "guest":
-		want := []byte(equals)
 		return func(b *plugin.Batch, keep plugin.Bitmap) error {
 			for i := 0; i < b.Len(); i++ {
 				raw, ok := plugin.JSONField(b.Record(i).Value(), field)
-				keep.Set(i, ok && jsonEquals(raw, want))
+				keep.Set(i, ok && plugin.JSONValueEquals(raw, equals))
 			}
 			return nil
 		}, nil
 	default:
 		return nil, fmt.Errorf("parameter \"match\": %q (want native, record or guest)", mode)
 	}
-}
-
-// jsonEquals is plugin.JSONValueEquals without converting want per record.
-func jsonEquals(raw, want []byte) bool {
-	if len(raw) >= 2 && raw[0] == '"' && !hasBackslash(raw) {
-		return string(raw[1:len(raw)-1]) == string(want)
-	}
-	return plugin.JSONValueEquals(raw, string(want))
-}
-
-func hasBackslash(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
 }
 
 func main() {}

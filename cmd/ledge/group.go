@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/sdk"
+	"github.com/spf13/cobra"
+)
+
+func newGroupCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "group",
+		Short: "List and describe consumer groups",
+		Long: `Inspect the consumer groups of a node: their members, the partitions each
+holds with its assignment epoch, and the group's committed offsets and lag.
+
+Consume as a member of a group with: ledge consume TOPIC --group GROUP.`,
+		Example: `  ledge group list
+  ledge group describe billing
+  ledge group describe billing --json`,
+	}
+	cf := addClientFlags(cmd)
+	cmd.AddCommand(newGroupListCommand(cf), newGroupDescribeCommand(cf))
+	return cmd
+}
+
+type groupJSON struct {
+	Name     string   `json:"name"`
+	State    string   `json:"state"`
+	Assignor string   `json:"assignor"`
+	Epoch    uint64   `json:"epoch"`
+	Members  int      `json:"members"`
+	Topics   []string `json:"topics"`
+}
+
+func groupToJSON(g sdk.GroupSummary) groupJSON {
+	return groupJSON{Name: g.Name, State: g.State.String(), Assignor: g.Assignor.String(), Epoch: g.Epoch,
+		Members: g.Members, Topics: g.Topics}
+}
+
+func newGroupListCommand(cf *clientFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List the consumer groups",
+		Example: "  ledge group list\n  ledge group list --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			groups, err := c.ListGroups(ctx)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				out := make([]groupJSON, len(groups))
+				for i, g := range groups {
+					out[i] = groupToJSON(g)
+				}
+				return writeJSON(w, out)
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "GROUP\tSTATE\tMEMBERS\tEPOCH\tASSIGNOR\tTOPICS")
+			for _, g := range groups {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", g.Name, g.State, g.Members, g.Epoch, g.Assignor, strings.Join(g.Topics, ","))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+type groupMemberJSON struct {
+	ID       string               `json:"id"`
+	Epoch    uint64               `json:"epoch"`
+	Topics   []string             `json:"topics"`
+	Assigned []groupAssignmentRow `json:"assigned"`
+	Revoking []string             `json:"revoking,omitempty"`
+	Pending  []string             `json:"pending,omitempty"`
+}
+
+type groupAssignmentRow struct {
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	AssignmentEpoch uint64 `json:"assignment_epoch"`
+}
+
+type groupOffsetJSON struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Committed *uint64 `json:"committed"`
+	History   uint64  `json:"history,omitempty"`
+	Resume    uint64  `json:"resume"`
+	Lag       uint64  `json:"lag"`
+	Member    string  `json:"member,omitempty"`
+	Error     string  `json:"error,omitempty"`
+}
+
+func newGroupDescribeCommand(cf *clientFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "describe GROUP",
+		Short: "Show a group's members, assignments with epochs, committed offsets and lag",
+		Long: `Show a consumer group: each member with its member epoch and the partitions
+it holds, each with the epoch at which the member received it (its
+assignment epoch); partitions being revoked or still to be received; and,
+per partition of the group's topics, the committed offset with the history
+epoch it was committed in, where the group resumes and how far behind the
+end of the partition that is.`,
+		Example: "  ledge group describe billing\n  ledge group describe billing --json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			d, err := c.DescribeGroup(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, groupDescriptionJSON(d))
+			}
+			printGroup(w, d)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func tpString(tp sdk.TopicPartition) string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+
+func tpStrings(tps []sdk.TopicPartition) []string {
+	var out []string
+	for _, tp := range tps {
+		out = append(out, tpString(tp))
+	}
+	return out
+}
+
+func groupDescriptionJSON(d sdk.GroupDescription) any {
+	out := struct {
+		groupJSON
+		MemberList []groupMemberJSON `json:"member_list"`
+		Offsets    []groupOffsetJSON `json:"offsets"`
+	}{groupJSON: groupToJSON(d.GroupSummary)}
+	for _, m := range d.Members {
+		mj := groupMemberJSON{ID: m.ID, Epoch: m.Epoch, Topics: m.Topics, Revoking: tpStrings(m.Revoking), Pending: tpStrings(m.Pending)}
+		for _, a := range m.Assigned {
+			mj.Assigned = append(mj.Assigned, groupAssignmentRow{Topic: a.Topic, Partition: a.Partition, AssignmentEpoch: a.AssignmentEpoch})
+		}
+		out.MemberList = append(out.MemberList, mj)
+	}
+	for _, o := range d.Offsets {
+		oj := groupOffsetJSON{Topic: o.Topic, Partition: o.Partition, Resume: o.Resume, Lag: o.Lag, Member: o.Member}
+		if o.Committed {
+			off := o.Offset
+			oj.Committed, oj.History = &off, o.History
+		}
+		if o.Err != nil {
+			oj.Error = o.Err.Error()
+		}
+		out.Offsets = append(out.Offsets, oj)
+	}
+	return out
+}
+
+func printGroup(w io.Writer, d sdk.GroupDescription) {
+	fmt.Fprintf(w, "group %s: %s, epoch %d, %s assignor, %d members\n", d.Name, d.State, d.Epoch, d.Assignor, len(d.Members))
+	if len(d.Members) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MEMBER\tEPOCH\tPARTITIONS (ASSIGNMENT EPOCH)\tREVOKING\tPENDING")
+		for _, m := range d.Members {
+			var held []string
+			for _, a := range m.Assigned {
+				held = append(held, fmt.Sprintf("%s(%d)", tpString(a.TopicPartition), a.AssignmentEpoch))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", m.ID, m.Epoch, dashIfEmpty(held), dashIfEmpty(tpStrings(m.Revoking)),
+				dashIfEmpty(tpStrings(m.Pending)))
+		}
+		_ = tw.Flush()
+	}
+	if len(d.Offsets) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tRESUME\tLAG\tMEMBER")
+	for _, o := range d.Offsets {
+		committed := "-"
+		if o.Committed {
+			committed = fmt.Sprintf("%d (history %d)", o.Offset, o.History)
+		}
+		member := o.Member
+		if member == "" {
+			member = "-"
+		}
+		if o.Err != nil {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t\t\t\n", o.Topic, o.Partition, o.Err)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", o.Topic, o.Partition, committed, o.Resume, o.Lag, member)
+	}
+	_ = tw.Flush()
+}
+
+func dashIfEmpty(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, " ")
+}
+
+// runGroupConsume is `ledge consume TOPIC --group GROUP`: it reads as a
+// member of the group, at least once — what it printed is committed with
+// the token of the poll that returned it, by the next poll or on exit —
+// and takes part in rebalances while it runs.
+func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f *consumeFlags) error {
+	switch {
+	case f.format != "raw" && f.format != "json":
+		return fmt.Errorf("--format %q: want raw or json", f.format)
+	case f.consumer != "" || f.from != "" || len(f.partitions) > 0:
+		return errors.New("--group cannot be combined with --consumer, --from or --partition: the group assigns the partitions and resumes from its committed offsets")
+	case f.count < 0:
+		return errors.New("--count must not be negative")
+	}
+	// Without --follow a poll still waits a little: the member may have to
+	// wait for its partitions to be released by others.
+	wait := 500 * time.Millisecond
+	if f.follow {
+		wait = f.maxWait
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := cf.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stderr := cmd.ErrOrStderr()
+	report := func(what string) sdk.PartitionsFunc {
+		return func(_ context.Context, tps []sdk.TopicPartition) {
+			fmt.Fprintf(stderr, "ledge: group %s: %s %s\n", group, what, strings.Join(tpStrings(tps), " "))
+		}
+	}
+	g, err := c.NewGroupConsumer(ctx, group, []string{topic}, sdk.WithGroupMaxWait(wait),
+		sdk.OnAssigned(report("assigned")), sdk.OnRevoked(report("revoked")), sdk.OnLost(report("lost")))
+	if err != nil {
+		return err
+	}
+	defer g.Close(context.WithoutCancel(ctx))
+
+	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	defer out.Flush()
+	printed, idle := 0, 0
+	for {
+		recs, pollErr := g.Poll(ctx)
+		if pollErr != nil && ctx.Err() != nil {
+			return nil // interrupted
+		}
+		if f.count > 0 && printed+len(recs) > f.count {
+			rest := recs[f.count-printed:]
+			recs = recs[:f.count-printed]
+			if err := g.Commit(context.WithoutCancel(ctx), recs...); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			g.Unpoll(rest...)
+		}
+		for _, r := range recs {
+			if err := printRecord(out, f.format, r); err != nil {
+				return err
+			}
+		}
+		printed += len(recs)
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		// Without --follow, stop once a poll of held partitions found
+		// nothing (the first polls may come before the assignment).
+		if len(recs) == 0 && len(g.Assignment()) > 0 {
+			idle++
+		}
+		switch {
+		case pollErr != nil && f.follow && sdk.IsRetryable(pollErr):
+			fmt.Fprintf(stderr, "ledge: %v; retrying\n", pollErr)
+		case pollErr != nil && !errors.Is(pollErr, fence.ErrUnassignedPartition) && !errors.Is(pollErr, fence.ErrStaleMemberEpoch):
+			return pollErr
+		case f.count > 0 && printed >= f.count:
+			return nil
+		case !f.follow && idle > 0:
+			return nil
+		}
+	}
+}

@@ -1,0 +1,463 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ledgemq/ledge/plugins"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// newPluginCommand is "ledge plugin": running plugins locally, under the
+// node's production limits, without a node.
+func newPluginCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plugin",
+		Short: "Work with WebAssembly plugins (filters and commit policies)",
+		Example: `  ledge plugin test jsonfilter.wasm --input readings.jsonl --param field=site --param equals=lyon
+  ledge plugin bench jsonfilter.wasm --param field=site --param equals=lyon`,
+	}
+	cmd.AddCommand(newPluginTestCommand(), newPluginBenchCommand())
+	return cmd
+}
+
+// pluginFlags are the flags test and bench share.
+type pluginFlags struct {
+	kind     string
+	params   []string
+	cacheDir string
+}
+
+func (f *pluginFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.kind, "kind", "", "plugin kind: filter or commit-policy (default: what the module implements, filter first)")
+	cmd.Flags().StringArrayVar(&f.params, "param", nil, "plugin parameter key=value (repeatable)")
+	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", defaultPluginCacheDir(), "compilation cache directory (empty: none)")
+}
+
+func defaultPluginCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "ledge", "wazero")
+	}
+	return ""
+}
+
+// load starts a host with the production limits and adds the module.
+func (f *pluginFlags) load(ctx context.Context, cmd *cobra.Command, file string) (*plugins.Host, plugins.Kind, plugins.Params, error) {
+	params, err := plugins.ParseParams(f.params)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	wasm, err := os.ReadFile(file)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	logger := slog.New(pluginOutputHandler{slog.NewTextHandler(cmd.ErrOrStderr(), nil)})
+	h, err := plugins.NewHost(ctx, plugins.Config{CacheDir: f.cacheDir, Logger: logger})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	kinds := []plugins.Kind{plugins.KindFilter, plugins.KindCommitPolicy}
+	if f.kind != "" {
+		k, err := plugins.ParseKind(f.kind)
+		if err != nil {
+			h.Close(ctx)
+			return nil, 0, nil, err
+		}
+		kinds = []plugins.Kind{k}
+	}
+	for i, k := range kinds {
+		_, err = h.Add(ctx, "plugin", k, wasm)
+		if err == nil {
+			return h, k, params, nil
+		}
+		if !errors.Is(err, plugins.ErrWrongKind) || i == len(kinds)-1 {
+			break
+		}
+	}
+	h.Close(ctx)
+	return nil, 0, nil, err
+}
+
+func newPluginTestCommand() *cobra.Command {
+	var f pluginFlags
+	var input string
+	var batch int
+	cmd := &cobra.Command{
+		Use:   "test FILE.wasm --input records.jsonl",
+		Short: "Run a plugin over records under production limits and print its decisions",
+		Long: `Run a plugin over the records of a JSON Lines file, with the limits a node
+applies (deadline, memory cap, metering), and print what it decides: for a
+filter, which records a consumer would receive; for a commit policy, the
+commit it proposes.
+
+Each input line is an object:
+
+  {"offset": 10, "timestamp": 1700000000000, "key": "k1",
+   "value": {"site": "lyon"}, "headers": {"checkpoint": "yes"}}
+
+Every field is optional. offset defaults to the previous one plus one
+(0 first); timestamp is unix milliseconds. key and value: a string is
+taken as its text, any other JSON value as its JSON text, null or absent
+as null; key_base64 and value_base64 give raw bytes. headers map names to
+strings (null: a null value).`,
+		Example: `  ledge plugin test jsonfilter.wasm --input readings.jsonl --param field=site --param equals=lyon
+  ledge plugin test checkpoint.wasm --kind commit-policy --input records.jsonl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if input == "" {
+				return errors.New("--input is required")
+			}
+			recs, err := readRecordsFile(input)
+			if err != nil {
+				return err
+			}
+			if len(recs) == 0 {
+				return fmt.Errorf("%s: no records", input)
+			}
+			ctx := cmd.Context()
+			h, kind, params, err := f.load(ctx, cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer h.Close(ctx)
+			out := cmd.OutOrStdout()
+			if batch <= 0 {
+				batch = len(recs)
+			}
+			for start := 0; start < len(recs); start += batch {
+				poll := recs[start:min(start+batch, len(recs))]
+				v, err := viewOfRecords(poll)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "poll [%d, %d): %d records\n", v.From(), v.Next(), v.Len())
+				if kind == plugins.KindFilter {
+					keep, err := h.Filter(ctx, "plugin", params, v)
+					if err != nil {
+						return err
+					}
+					for i, r := range poll {
+						verdict := "drop"
+						if keep.Kept(i) {
+							verdict = "keep"
+						}
+						fmt.Fprintf(out, "  %s %d %s\n", verdict, r.Offset, preview(r.Value))
+					}
+					fmt.Fprintf(out, "  kept %d of %d; the consumer continues at %d\n", keep.Count(), v.Len(), v.Next())
+				} else {
+					p, err := h.Propose(ctx, "plugin", params, v)
+					if err != nil {
+						return err
+					}
+					if p.Commit {
+						fmt.Fprintf(out, "  proposal: commit through %d (committed position %d)\n", p.Through, p.Position())
+					} else {
+						fmt.Fprintln(out, "  proposal: none (the committed position does not move)")
+					}
+				}
+			}
+			st, _ := h.Stat("plugin")
+			fmt.Fprintf(out, "%s: %d calls, %v per call on average, %d KiB of memory\n",
+				kind, st.Stats.Calls, meanCall(st.Stats), st.Stats.MaxMemoryPages*64)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&input, "input", "", "JSON Lines file of records (required)")
+	cmd.Flags().IntVar(&batch, "batch", 0, "records per poll (default: all in one poll)")
+	return cmd
+}
+
+func newPluginBenchCommand() *cobra.Command {
+	var f pluginFlags
+	var input string
+	var records, size int
+	var duration time.Duration
+	cmd := &cobra.Command{
+		Use:   "bench FILE.wasm",
+		Short: "Measure a plugin's throughput: records per second and time per call",
+		Long: `Call a plugin repeatedly, under production limits, on polls of --records
+records, and print records per second and the time per call. The records
+come from --input (repeated as needed) or are generated: JSON objects of
+--size bytes, half of them with "site":"lyon".`,
+		Example: `  ledge plugin bench jsonfilter.wasm --param field=site --param equals=lyon
+  ledge plugin bench sample.wasm --param rate=0.1 --records 5000 --duration 5s`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var recs []wire.Record
+			var err error
+			if input != "" {
+				if recs, err = readRecordsFile(input); err != nil {
+					return err
+				}
+				if len(recs) == 0 {
+					return fmt.Errorf("%s: no records", input)
+				}
+			} else {
+				recs = syntheticRecords(records, size)
+			}
+			for len(recs) < records {
+				recs = append(recs, recs[:min(len(recs), records-len(recs))]...)
+			}
+			recs = recs[:records]
+			for i := range recs {
+				recs[i].Offset = uint64(i)
+			}
+			ctx := cmd.Context()
+			h, kind, params, err := f.load(ctx, cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer h.Close(ctx)
+			v, err := viewOfRecords(recs)
+			if err != nil {
+				return err
+			}
+			call := func() error {
+				if kind == plugins.KindFilter {
+					_, err := h.Filter(ctx, "plugin", params, v)
+					return err
+				}
+				_, err := h.Propose(ctx, "plugin", params, v)
+				return err
+			}
+			if err := call(); err != nil { // warm up: start and initialize an instance
+				return err
+			}
+			var times []time.Duration
+			start := time.Now()
+			for time.Since(start) < duration {
+				t0 := time.Now()
+				if err := call(); err != nil {
+					return err
+				}
+				times = append(times, time.Since(t0))
+			}
+			total := time.Since(start)
+			slices.Sort(times)
+			pct := func(p float64) time.Duration { return times[min(len(times)-1, int(float64(len(times))*p))] }
+			st, _ := h.Stat("plugin")
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s, %d records of %d bytes per call, %d calls in %v\n", kind, len(recs), avgValue(recs), len(times), total.Round(time.Millisecond))
+			fmt.Fprintf(out, "  %.0f records/s\n", float64(len(times)*len(recs))/total.Seconds())
+			fmt.Fprintf(out, "  time per call: p50 %v, p99 %v, max %v\n", pct(0.5), pct(0.99), times[len(times)-1])
+			fmt.Fprintf(out, "  per record: %.0f ns\n", float64(total.Nanoseconds())/float64(len(times)*len(recs)))
+			if kind == plugins.KindFilter && st.Stats.RecordsIn > 0 {
+				fmt.Fprintf(out, "  kept %.1f%% of records\n", 100*float64(st.Stats.RecordsOut)/float64(st.Stats.RecordsIn))
+			}
+			fmt.Fprintf(out, "  instance memory: %d KiB\n", st.Stats.MaxMemoryPages*64)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&input, "input", "", "JSON Lines file of records (see ledge plugin test --help); default: generated")
+	cmd.Flags().IntVar(&records, "records", 1000, "records per call")
+	cmd.Flags().IntVar(&size, "size", 100, "value size in bytes of generated records")
+	cmd.Flags().DurationVar(&duration, "duration", 2*time.Second, "how long to measure")
+	return cmd
+}
+
+// jsonRecord is one line of a records file.
+type jsonRecord struct {
+	Offset      *uint64            `json:"offset"`
+	Timestamp   int64              `json:"timestamp"`
+	Key         json.RawMessage    `json:"key"`
+	Value       json.RawMessage    `json:"value"`
+	KeyBase64   *string            `json:"key_base64"`
+	ValueBase64 *string            `json:"value_base64"`
+	Headers     map[string]*string `json:"headers"`
+}
+
+func readRecordsFile(path string) ([]wire.Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := readRecords(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}
+
+// readRecords parses JSON Lines records (see ledge plugin test --help).
+func readRecords(r io.Reader) ([]wire.Record, error) {
+	var out []wire.Record
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), wire.BatchMaxSize)
+	next := uint64(0)
+	for line := 1; sc.Scan(); line++ {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 || text[0] == '#' {
+			continue
+		}
+		var jr jsonRecord
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&jr); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		rec := wire.Record{Offset: next, Timestamp: jr.Timestamp}
+		if jr.Offset != nil {
+			if len(out) > 0 && *jr.Offset <= out[len(out)-1].Offset {
+				return nil, fmt.Errorf("line %d: offset %d does not follow %d", line, *jr.Offset, out[len(out)-1].Offset)
+			}
+			rec.Offset = *jr.Offset
+		}
+		var err error
+		if rec.Key, err = recordBytes(jr.Key, jr.KeyBase64); err != nil {
+			return nil, fmt.Errorf("line %d: key: %w", line, err)
+		}
+		if rec.Value, err = recordBytes(jr.Value, jr.ValueBase64); err != nil {
+			return nil, fmt.Errorf("line %d: value: %w", line, err)
+		}
+		names := make([]string, 0, len(jr.Headers))
+		for k := range jr.Headers {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			h := wire.Header{Key: k}
+			if v := jr.Headers[k]; v != nil {
+				h.Value = []byte(*v)
+			}
+			rec.Headers = append(rec.Headers, h)
+		}
+		out = append(out, rec)
+		next = rec.Offset + 1
+	}
+	return out, sc.Err()
+}
+
+// recordBytes turns a key or value field into bytes: a JSON string's text,
+// another JSON value's text, base64, or nil (null).
+func recordBytes(raw json.RawMessage, b64 *string) ([]byte, error) {
+	if b64 != nil {
+		if len(raw) > 0 {
+			return nil, errors.New("both the field and its _base64 form are given")
+		}
+		return base64.StdEncoding.DecodeString(*b64)
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []byte(s), nil
+	}
+	return []byte(raw), nil
+}
+
+// viewOfRecords builds a poll result holding recs, with their offsets.
+func viewOfRecords(recs []wire.Record) (*plugins.View, error) {
+	var b wire.BatchBuilder
+	var batches [][]byte
+	for i, r := range recs {
+		if b.Len() > 0 && (b.Size() > 1<<20 || r.Offset-recs[i-1].Offset > 1<<31) {
+			batch, err := b.Build(wire.CompressionNone)
+			if err != nil {
+				return nil, err
+			}
+			batches = append(batches, batch)
+			b.Reset()
+		}
+		b.AppendWithOffset(r)
+	}
+	batch, err := b.Build(wire.CompressionNone)
+	if err != nil {
+		return nil, err
+	}
+	batches = append(batches, batch)
+	return plugins.NewView(plugins.PollResult{
+		Topic: "test", From: recs[0].Offset, Next: recs[len(recs)-1].Offset + 1, Batches: batches,
+	})
+}
+
+// syntheticRecords returns n JSON records of about size bytes, half of
+// them with "site":"lyon".
+func syntheticRecords(n, size int) []wire.Record {
+	recs := make([]wire.Record, n)
+	for i := range recs {
+		site := "lyon"
+		if i%2 == 1 {
+			site = "oslo"
+		}
+		v := fmt.Sprintf(`{"site":"%s","device":"sensor-%06d","temp":%d.%d,"pad":"`, site, i, 10+i%20, i%10)
+		if pad := size - len(v) - 2; pad > 0 {
+			v += strings.Repeat("x", pad)
+		}
+		recs[i] = wire.Record{Offset: uint64(i), Timestamp: int64(i), Value: []byte(v + `"}`)}
+	}
+	return recs
+}
+
+func avgValue(recs []wire.Record) int {
+	n := 0
+	for _, r := range recs {
+		n += len(r.Value)
+	}
+	return n / len(recs)
+}
+
+func meanCall(s plugins.Stats) time.Duration {
+	if s.Calls == 0 {
+		return 0
+	}
+	return (s.CallTime / time.Duration(s.Calls)).Round(time.Microsecond)
+}
+
+// preview shows the start of a value on one line.
+func preview(v []byte) string {
+	if v == nil {
+		return "(null)"
+	}
+	const max = 60
+	s := strings.ToValidUTF8(string(v[:min(len(v), max)]), "?")
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(v) > max {
+		s += "..."
+	}
+	return s
+}
+
+// pluginOutputHandler shows what a plugin logs and the host's warnings,
+// not the host's routine events.
+type pluginOutputHandler struct{ slog.Handler }
+
+func (h pluginOutputHandler) Handle(ctx context.Context, r slog.Record) error {
+	fromPlugin := false
+	r.Attrs(func(a slog.Attr) bool {
+		fromPlugin = fromPlugin || a.Key == "source"
+		return !fromPlugin
+	})
+	if !fromPlugin && r.Level < slog.LevelWarn {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h pluginOutputHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return pluginOutputHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h pluginOutputHandler) WithGroup(name string) slog.Handler {
+	return pluginOutputHandler{h.Handler.WithGroup(name)}
+}

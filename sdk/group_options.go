@@ -1,0 +1,189 @@
+package sdk
+
+import (
+	"context"
+	"time"
+
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Delivery says what a GroupConsumer guarantees about the records it
+// returns when members come and go, crash or are fenced.
+type Delivery uint8
+
+// Delivery modes.
+const (
+	// AtLeastOnce (the default): the records a Poll returns are committed
+	// by the next Poll — the application finished them when it polled
+	// again — or when their partition is revoked, or by Close, or by
+	// Commit. A member that crashes or is fenced before that leaves them
+	// uncommitted, and whoever holds the partition next processes them
+	// again. Nothing is skipped.
+	AtLeastOnce Delivery = iota
+	// AtMostOnce: the node commits what a poll returns before the reply
+	// leaves it (commit on delivery). A member that crashes before it
+	// processed them loses them; no record is processed twice. A poll
+	// whose member was fenced while it ran returns nothing and commits
+	// nothing.
+	AtMostOnce
+)
+
+// String returns the mode's name.
+func (d Delivery) String() string {
+	if d == AtMostOnce {
+		return "at-most-once"
+	}
+	return "at-least-once"
+}
+
+// Assignor names how the node shares a group's partitions out. Both
+// assignors are sticky: a rebalance moves as few partitions as balance
+// allows.
+type Assignor = wire.GroupAssignor
+
+// Assignors.
+const (
+	// AssignRange gives each member contiguous ranges of each topic.
+	AssignRange = wire.AssignorRange
+	// AssignRoundRobin deals all the group's partitions out in turn.
+	AssignRoundRobin = wire.AssignorRoundRobin
+)
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// PartitionsFunc is a rebalance callback. It runs inside Poll (or Close),
+// on the goroutine that called it, with the partitions concerned.
+type PartitionsFunc func(ctx context.Context, partitions []TopicPartition)
+
+// GroupOption configures a GroupConsumer (see Client.NewGroupConsumer).
+type GroupOption interface{ applyGroup(*groupConfig) }
+
+type groupOption func(*groupConfig)
+
+func (f groupOption) applyGroup(c *groupConfig) { f(c) }
+
+type groupConfig struct {
+	delivery         Delivery
+	assignor         Assignor
+	memberID         string
+	sessionTimeout   time.Duration
+	rebalanceTimeout time.Duration
+	reset            ResetPolicy
+	maxWait          time.Duration
+	maxBytes         int
+	onAssigned       PartitionsFunc
+	onRevoked        PartitionsFunc
+	onLost           PartitionsFunc
+}
+
+func defaultGroupConfig() groupConfig {
+	return groupConfig{maxWait: DefaultMaxWait, maxBytes: DefaultMaxPollBytes}
+}
+
+// WithDelivery sets the delivery mode.
+//
+// Default AtLeastOnce.
+func WithDelivery(d Delivery) GroupOption {
+	return groupOption(func(c *groupConfig) { c.delivery = d })
+}
+
+// WithAssignor asks for the group's assignor. The first member of a group
+// chooses it; later members' choices are ignored while the group has
+// members.
+//
+// Default: the node's (range).
+func WithAssignor(a Assignor) GroupOption {
+	return groupOption(func(c *groupConfig) { c.assignor = a })
+}
+
+// WithMemberID sets the member's id (at most 255 bytes). A process that
+// rejoins under the same id replaces its earlier incarnation at once.
+//
+// Default: the node picks one at the first join, and the consumer keeps it
+// across rejoins.
+func WithMemberID(id string) GroupOption {
+	return groupOption(func(c *groupConfig) { c.memberID = id })
+}
+
+// WithSessionTimeout sets how long the node keeps a member that stopped
+// heartbeating; its partitions then move.
+//
+// Default: the node's (10 s). The node bounds it to [1 s, 5 min].
+func WithSessionTimeout(d time.Duration) GroupOption {
+	return groupOption(func(c *groupConfig) { c.sessionTimeout = max(d, 0) })
+}
+
+// WithRebalanceTimeout sets how long the member may take to give up a
+// revoked partition — the time between two Polls, since revocations are
+// carried out inside Poll. A member slower than that is removed from the
+// group and loses all its partitions.
+//
+// Default: the node's (30 s).
+func WithRebalanceTimeout(d time.Duration) GroupOption {
+	return groupOption(func(c *groupConfig) { c.rebalanceTimeout = max(d, 0) })
+}
+
+// WithGroupResetPolicy sets where a partition is read from when the group
+// has no committed offset on it, or the committed offset is outside the
+// partition (retention removed the records).
+//
+// Default ResetEarliest.
+func WithGroupResetPolicy(r ResetPolicy) GroupOption {
+	return groupOption(func(c *groupConfig) { c.reset = r })
+}
+
+// WithGroupMaxWait sets how long a poll waits for records when none are
+// there, and how long Poll waits for an assignment when the member holds
+// no partition.
+//
+// Default 1 s. Zero or negative answers at once.
+func WithGroupMaxWait(d time.Duration) GroupOption {
+	return groupOption(func(c *groupConfig) { c.maxWait = max(d, 0) })
+}
+
+// WithGroupMaxBytes bounds the bytes of one poll (at least one whole
+// batch per partition is returned).
+//
+// Default 4 MiB. Values below 1 keep the default.
+func WithGroupMaxBytes(n int) GroupOption {
+	return groupOption(func(c *groupConfig) {
+		if n > 0 {
+			c.maxBytes = n
+		}
+	})
+}
+
+// OnAssigned is called with the partitions the member received, before
+// Poll reads them. They are read from the group's committed offsets.
+//
+// Default: none.
+func OnAssigned(f PartitionsFunc) GroupOption {
+	return groupOption(func(c *groupConfig) { c.onAssigned = f })
+}
+
+// OnRevoked is called with partitions the member gives up in an orderly
+// rebalance (and with every partition at Close). Under AtLeastOnce, what
+// earlier Polls returned from them is committed just before; the callback
+// may still Commit records of its own. After it returns the member stops
+// reading them and tells the node, which hands them to another member.
+//
+// Default: none.
+func OnRevoked(f PartitionsFunc) GroupOption {
+	return groupOption(func(c *groupConfig) { c.onRevoked = f })
+}
+
+// OnLost is called with partitions the member lost without giving them up:
+// the node fenced it (its session expired, it was too slow to give up a
+// revoked partition, a restart of the node) or refused its work on a
+// partition as fenced. Another member may already be reading them: the
+// member commits nothing more for them, and what was pending is dropped.
+// A fenced member then rejoins by itself.
+//
+// Default: none.
+func OnLost(f PartitionsFunc) GroupOption {
+	return groupOption(func(c *groupConfig) { c.onLost = f })
+}
