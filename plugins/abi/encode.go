@@ -34,6 +34,15 @@ func (e *Encoder) Reset(m Meta) {
 	e.data = append(e.data, m.Topic...)
 }
 
+// SetMeta replaces the description given to Reset; the topic name must be
+// the same.
+func (e *Encoder) SetMeta(m Meta) {
+	if m.Topic != e.meta.Topic {
+		panic("abi: SetMeta changes the topic")
+	}
+	e.meta = m
+}
+
 // Len returns the number of records added.
 func (e *Encoder) Len() int { return e.count }
 

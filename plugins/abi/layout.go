@@ -143,10 +143,10 @@ const (
 
 // Proposal answer layout (ProposalSize bytes):
 //
-//	 0   4   decision     ProposeNone or ProposeCommit
-//	 4   4   reserved     0
-//	 8   8   through      with ProposeCommit: commit through this offset
-//	                      (the committed position becomes through+1)
+//	0   4   decision     ProposeNone or ProposeCommit
+//	4   4   reserved     0
+//	8   8   through      with ProposeCommit: commit through this offset
+//	                     (the committed position becomes through+1)
 const (
 	ProposalSize  = 16
 	ProposeNone   = 0
