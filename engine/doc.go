@@ -22,16 +22,26 @@
 // round (group commit; after an fsync it waits briefly for the appenders
 // it released, so that they share the next one). Under interval and none
 // a syncer goroutine fsyncs in the background (every SyncInterval, and
-// when a segment is sealed), so a write never waits for an fsync. Readers
-// see a record once it is written (none, interval) or fsynced (always).
+// when a segment is sealed, told at the end of the flusher's round), so a
+// write never waits for an fsync. Readers see a record once it is written
+// (none, interval) or fsynced (always).
+//
+// A partition's file writes, file removals and its own metadata writes
+// (reservations, checkpoints, cleanup records) are made by its flusher,
+// and its fsyncs by the flusher or the syncer, each handing work to the
+// other and waiting: they happen in the partition's order, never two at
+// once. A caller that lets the goroutines go idle between its calls (a
+// simulator under testing/synctest) sees the same file operations in the
+// same order every time.
 //
 // Segments are `<base offset>.log`; a new one starts where the previous
 // ended, which lets recovery tell a sealed segment that lost its tail.
 // A sealed segment gets an index file once it is fsynced.
 //
 // Offsets are reserved durably ahead of use, in steps of
-// Options.ReservationStep recorded in pebble with one synced write, started
-// in the background when half a step is used. A recovery after an unclean
+// Options.ReservationStep recorded in pebble with one synced write, made
+// by the flusher between rounds once half a step is used (an append waits
+// only if the reservation runs out). A recovery after an unclean
 // stop continues numbering at the reserved ceiling, so an offset is never
 // handed out twice, and under interval and none bumps the history epoch
 // (a lossy-recovery transition records the end that was kept). A clean
@@ -39,10 +49,39 @@
 // skips offsets nor bumps the epoch.
 //
 // A failed fsync or write fails the partition (ErrPartitionFailed): the
-// file is never fsynced again, unacknowledged appends fail, and a restart
-// recovers what is durable. A full disk is different: the appends refused
+// file is never fsynced again, unacknowledged appends fail, and the
+// flusher records (one synced metadata write) that the log may not be
+// trusted past its newest durable checkpoint. A restart then cuts the log
+// exactly there, whatever the files hold: after a failed fsync the page
+// cache may hold data the disk never got, which a restart without a power
+// loss would still read and a later fsync would not make durable. A full disk is different: the appends refused
 // fail with ErrNoSpace (retryable), reads go on, and a ballast file is
 // released so that retention and purge keep room for their metadata.
+//
+// # Purge, retention and topic deletion
+//
+// Each is a durable state machine (retention.go, topic.go): a synced
+// metadata batch records the intent (the new start offset; for purge also
+// the new history epoch, whose lineage transition is what invalidates
+// every older bookmark; for deletion the removal of every key of the topic
+// id), the operation is acknowledged only once it is durable, and the file
+// cleanup comes after. The cleanup is recorded as done only once the
+// files are removed and the directory fsync that makes the removal durable
+// succeeded; PartitionState.CleanupPending shows an obligation still open.
+// A failed directory fsync leaves the obligation pending and does not stop
+// appends (the files concerned are never served). Open finishes every
+// pending obligation before serving: it removes segment files that a power
+// loss brought back below the start offset, fsyncs the directory, removes
+// the directories of deleted topics (and of any topic id it does not
+// know), and only then records them as done. Cleanup only ever removes
+// files wholly below the durable start, so it never touches records
+// appended after a purge, even those that share a segment with purged
+// ones (an append racing the purge): recovery keeps the batches below the
+// start as part of the file's structure and serves only those at or above
+// it. Once a topic is deleted, its partitions, bookmarks and metadata
+// spaces refuse work with ErrTopicDeleted, so nothing of it is written
+// after the deletion batch; a topic re-created under the same name has a
+// new id, and every file and key of a topic contains its id.
 //
 // # Reads
 //
@@ -52,8 +91,14 @@
 // batches in a buffer nobody else holds (ReadResult.Release may give it
 // back for reuse; ExecuteInto reads into the caller's buffer). Batches from
 // the tail cache are the appended slices themselves: zero copy, never
-// modified. Options.BeforeRead lets tests suspend a read at the file read;
-// Partition.DropTailCache sends reads to the files.
+// modified. Partition.DropTailCache sends reads to the files.
+//
+// # Test hooks
+//
+// Options.BeforeRead suspends a read at its file read;
+// Options.BeforePurgeCommit runs between a purge's barrier and its
+// metadata batch (an append racing the purge); Options.Pebble adjusts the
+// metadata store's options (a simulator turns automatic compactions off).
 //
 // # Metadata
 //
@@ -97,4 +142,16 @@
 // (bookmarks, sessions) is committed without an fsync and made durable by
 // SyncMeta, whose one WAL sync covers every earlier commit of every
 // partition.
+//
+// # Known limits
+//
+// An unclean restart under interval and none bumps the history epoch
+// whenever offsets were reserved beyond the recovered end, even if none of
+// them was handed out: the engine cannot tell, and a needless bump only
+// costs consumers one "refresh position". A failed directory fsync is
+// taken to leave that directory's earlier changes not durable until the
+// next Open, but later fsyncs of the directory (for new segment files)
+// are trusted for their own changes. A metadata failure (a failed WAL
+// write or sync) is fatal for the metadata store: every later metadata
+// write fails with ErrMetadataFailed until a restart.
 package engine

@@ -30,6 +30,16 @@ import (
 type flusher struct {
 	wf      vfs.File // the active segment, opened for writing
 	physEnd int64    // furthest byte ever written to the active file
+	// kickSyncer: a segment was sealed in this round; the syncer is told
+	// at the end of the round, so that its fsyncs never race the round's
+	// writes for what they cover.
+	kickSyncer bool
+	// dirSyncFailed: an fsync of the partition directory made by a cleanup
+	// failed. That directory's earlier changes are not trusted to be
+	// durable before the next Open, so no cleanup is recorded as done.
+	dirSyncFailed bool
+	// failureMarked: markFailure ran.
+	failureMarked bool
 }
 
 // stagingChunkBytes is the size of a staging chunk, and so of most writes.
@@ -40,11 +50,22 @@ func (p *Partition) runFlusher() {
 	f := &p.fl
 	var released int           // appends the last fsync acknowledged
 	var lastSync time.Duration // how long it took
+	defer func() {
+		p.mu.Lock()
+		p.endExtensionLocked()
+		cleanups := p.cleanups
+		p.cleanups = nil
+		p.mu.Unlock()
+		for _, c := range cleanups {
+			close(c)
+		}
+	}()
 	for {
 		if released > 0 {
 			p.gather(released, lastSync)
 			released = 0
 		}
+		p.extendReservation()
 		p.mu.Lock()
 		batch := p.queue
 		p.queue, p.queued, p.stage = nil, 0, nil // the chunks go with the batches
@@ -53,6 +74,8 @@ func (p *Partition) runFlusher() {
 		p.rollWanted = false
 		barriers := p.barriers
 		p.barriers = nil
+		cleanups, cleanupWanted := p.cleanups, p.cleanupWanted
+		p.cleanups, p.cleanupWanted = nil, false
 		closing, failed := p.closing, p.failed
 		if failed == nil && closing != nil && !errors.Is(closing, ErrClosed) {
 			// The topic is being deleted: nothing queued will be written.
@@ -82,6 +105,23 @@ func (p *Partition) runFlusher() {
 				continue
 			}
 			b.ch <- barrierResult{snap: p.durableProducers()}
+		}
+		if failed == nil && closing == nil && (len(cleanups) > 0 || cleanupWanted) {
+			failed = p.cleanup(len(cleanups) > 0)
+		}
+		for _, c := range cleanups {
+			close(c)
+		}
+		if f.kickSyncer {
+			f.kickSyncer = false
+			p.kickSyncer()
+		}
+		if failed == nil {
+			failed = p.failure()
+		}
+		if failed != nil && !f.failureMarked {
+			f.failureMarked = true
+			p.markFailure()
 		}
 		if closing != nil {
 			p.stopSyncer()
@@ -147,7 +187,8 @@ func (p *Partition) gather(released int, lastSync time.Duration) {
 	var timer *time.Timer
 	for {
 		p.mu.Lock()
-		enough := len(p.queue) >= released || p.closing != nil || p.failed != nil || len(p.barriers) > 0
+		enough := len(p.queue) >= released || p.closing != nil || p.failed != nil || len(p.barriers) > 0 ||
+			p.extending || len(p.cleanups) > 0
 		p.mu.Unlock()
 		if enough {
 			break
@@ -332,9 +373,16 @@ func (p *Partition) roll(base uint64) error {
 			return err
 		}
 	} else {
-		p.kickSyncer()
+		f.kickSyncer = true
 	}
 	return nil
+}
+
+// failure returns the partition's failure, if any.
+func (p *Partition) failure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed
 }
 
 // createSegmentFile creates an empty log file and opens it for positional

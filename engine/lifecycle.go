@@ -50,12 +50,6 @@ func (p *Partition) stop(reason error) {
 		<-p.flusherDone
 	}
 	p.mu.Lock()
-	if p.extending {
-		ch := p.extendDone
-		p.mu.Unlock()
-		<-ch
-		p.mu.Lock()
-	}
 	p.tailDropLocked()
 	unsynced := p.unsyncedSegs
 	p.unsyncedSegs = nil

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -35,6 +37,7 @@ type MetaSeq uint64
 // re-created under the same name).
 type Space struct {
 	prefix []byte
+	topic  *Topic // nil for a node-wide space
 }
 
 const (
@@ -59,7 +62,7 @@ func NodeSpace(name string) Space {
 func (t *Topic) Space(name string) Space {
 	checkSpaceName(name)
 	p := append([]byte{'S', scopeTopic}, t.id[:]...)
-	return Space{prefix: append(append(p, name...), 0)}
+	return Space{prefix: append(append(p, name...), 0), topic: t}
 }
 
 // Space returns the partition-scoped space called name (non-empty, no NUL).
@@ -67,17 +70,26 @@ func (p *Partition) Space(name string) Space {
 	checkSpaceName(name)
 	k := append([]byte{'S', scopePartition}, p.t.id[:]...)
 	k = binary.BigEndian.AppendUint32(k, uint32(p.index))
-	return Space{prefix: append(append(k, name...), 0)}
+	return Space{prefix: append(append(k, name...), 0), topic: p.t}
 }
 
 func (s Space) key(k []byte) []byte {
 	return append(append(make([]byte, 0, len(s.prefix)+len(k)), s.prefix...), k...)
 }
 
-// MetaBatch is a set of metadata changes applied atomically.
+// MetaBatch is a set of metadata changes applied atomically. A batch that
+// touches a topic deleted before it commits fails with ErrTopicDeleted and
+// changes nothing.
 type MetaBatch struct {
-	e *Engine
-	b *pebble.Batch
+	e      *Engine
+	b      *pebble.Batch
+	topics []*Topic // the topics whose keys it touches
+}
+
+func (m *MetaBatch) touch(t *Topic) {
+	if t != nil && !slices.Contains(m.topics, t) {
+		m.topics = append(m.topics, t)
+	}
 }
 
 // NewMetaBatch starts a batch of metadata changes.
@@ -87,22 +99,26 @@ func (e *Engine) NewMetaBatch() *MetaBatch {
 
 // SetBookmark records consumer's position on p.
 func (m *MetaBatch) SetBookmark(p *Partition, consumer string, b Bookmark) {
+	m.touch(p.t)
 	_ = m.b.Set(bookmarkKey(p.t.id, p.index, consumer), seal(kindBookmark, b.encode()), nil)
 }
 
 // DeleteBookmark removes consumer's position on p.
 func (m *MetaBatch) DeleteBookmark(p *Partition, consumer string) {
+	m.touch(p.t)
 	_ = m.b.Delete(bookmarkKey(p.t.id, p.index, consumer), nil)
 }
 
 // Put sets key in space s to value (stored with magic, version, length
 // and CRC32C, like every value of the engine).
 func (m *MetaBatch) Put(s Space, key, value []byte) {
+	m.touch(s.topic)
 	_ = m.b.Set(s.key(key), seal(kindValue, value), nil)
 }
 
 // Delete removes key from space s.
 func (m *MetaBatch) Delete(s Space, key []byte) {
+	m.touch(s.topic)
 	_ = m.b.Delete(s.key(key), nil)
 }
 
@@ -114,6 +130,16 @@ func (m *MetaBatch) Len() int { return int(m.b.Count()) }
 // consumed.
 func (m *MetaBatch) Commit() (MetaSeq, error) {
 	defer m.Close()
+	// Hold off the deletion of every topic touched (in id order, so that
+	// two batches never wait for each other) while checking and committing.
+	slices.SortFunc(m.topics, func(a, b *Topic) int { return bytes.Compare(a.id[:], b.id[:]) })
+	for _, t := range m.topics {
+		t.deleteMu.RLock()
+		defer t.deleteMu.RUnlock()
+		if t.deleted {
+			return 0, fmt.Errorf("%w: %q", ErrTopicDeleted, t.name)
+		}
+	}
 	if err := m.e.commit(m.b, false); err != nil {
 		return 0, err
 	}
@@ -178,8 +204,17 @@ func (e *Engine) SyncMeta(ctx context.Context, seq MetaSeq) error {
 	}
 }
 
-// Bookmark returns consumer's committed position on p, if any.
-func (p *Partition) Bookmark(consumer string) (Bookmark, bool, error) {
+// Bookmark returns consumer's committed position on p, if any
+// (ErrTopicDeleted once p's topic is deleted).
+func (p *Partition) Bookmark(consumer string) (b Bookmark, ok bool, err error) {
+	err = p.t.alive(func() error {
+		b, ok, err = p.bookmark(consumer)
+		return err
+	})
+	return b, ok, err
+}
+
+func (p *Partition) bookmark(consumer string) (Bookmark, bool, error) {
 	key := bookmarkKey(p.t.id, p.index, consumer)
 	v, closer, err := p.e.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {

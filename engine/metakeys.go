@@ -48,6 +48,11 @@ const (
 
 const kindVersion = 1
 
+// partStateVersion is the version of kindPartition values: version 2 added
+// the cleanup obligation and the cut-after-checkpoint mark; version 1
+// values are still read.
+const partStateVersion = 2
+
 var schemaKey = []byte("\x00schema")
 
 func topicNameKey(name string) []byte { return append([]byte{'N'}, name...) }
@@ -77,6 +82,12 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
+// sealPartState seals a partition state in its current version.
+func sealPartState(s *partState) []byte {
+	payload := s.encode()
+	return codec.Seal(make([]byte, 0, codec.EnvelopeSize+len(payload)), kindPartition, partStateVersion, payload)
+}
+
 func seal(kind uint8, payload []byte) []byte {
 	return codec.Seal(make([]byte, 0, codec.EnvelopeSize+len(payload)), kind, kindVersion, payload)
 }
@@ -84,14 +95,21 @@ func seal(kind uint8, payload []byte) []byte {
 // openValue opens an envelope of kind, mapping a newer version to
 // ErrUnsupportedFormat and damage to a corruption error naming the key.
 func openValue(key, v []byte, kind uint8) ([]byte, error) {
-	p, _, err := codec.Open(v, kind, kindVersion)
+	p, _, err := openVersioned(key, v, kind, kindVersion)
+	return p, err
+}
+
+// openVersioned is openValue for a kind whose values have several
+// versions, up to maxVersion; it returns the payload's version.
+func openVersioned(key, v []byte, kind uint8, maxVersion uint16) ([]byte, uint16, error) {
+	p, version, err := codec.Open(v, kind, maxVersion)
 	switch {
 	case errors.Is(err, codec.ErrNewerVersion):
-		return nil, fmt.Errorf("%w: metadata key %q: %v", ErrUnsupportedFormat, key, err)
+		return nil, 0, fmt.Errorf("%w: metadata key %q: %v", ErrUnsupportedFormat, key, err)
 	case err != nil:
-		return nil, fmt.Errorf("engine: metadata key %q is corrupt: %w", key, err)
+		return nil, 0, fmt.Errorf("engine: metadata key %q is corrupt: %w", key, err)
 	}
-	return p, nil
+	return p, version, nil
 }
 
 // topicRecord is the stored form of a topic.
@@ -154,7 +172,21 @@ type partState struct {
 	// clean: written by a clean shutdown; the next offset is ceiling and
 	// nothing written was lost.
 	clean bool
+	// cleaned: the removal of every segment file wholly below this offset
+	// is durable (the files were removed and the directory fsynced after).
+	// cleaned < start is a pending cleanup obligation of a purge or of
+	// retention, finished by the partition or, at the latest, by recovery.
+	cleaned uint64
+	// cutAfterCheckpoint: an fsync or write of the log failed; cp is the
+	// exact durable end, and nothing after it may be trusted, even if a
+	// later read finds it (after a failed fsync the page cache may hold
+	// data that never reached the disk).
+	cutAfterCheckpoint bool
 }
+
+// cleanupPending reports whether segment files below the start offset may
+// still exist.
+func (s *partState) cleanupPending() bool { return s.cleaned < s.start }
 
 func (s *partState) encode() []byte {
 	b := binary.AppendUvarint(nil, s.start)
@@ -175,10 +207,19 @@ func (s *partState) encode() []byte {
 		b = append(b, byte(t.Kind))
 		b = binary.AppendUvarint(b, t.KeptEnd)
 	}
-	return b
+	// Version 2.
+	b = binary.AppendUvarint(b, s.cleaned)
+	cut := byte(0)
+	if s.cutAfterCheckpoint {
+		cut = 1
+	}
+	return append(b, cut)
 }
 
-func decodePartState(p []byte) (partState, error) {
+// decodePartState decodes a partition state of the given version. A
+// version 1 state has no cleanup record: its cleanup is taken as pending,
+// so that recovery checks the directory once.
+func decodePartState(p []byte, version uint16) (partState, error) {
 	r := codec.NewReader(p)
 	var s partState
 	s.start = r.Uvarint()
@@ -197,6 +238,10 @@ func decodePartState(p []byte) (partState, error) {
 			Kind:  fence.TransitionKind(r.Byte()),
 		}
 		s.lineage[i].KeptEnd = r.Uvarint()
+	}
+	if version >= 2 {
+		s.cleaned = r.Uvarint()
+		s.cutAfterCheckpoint = r.Byte() == 1
 	}
 	if err := r.Done(); err != nil {
 		return s, err

@@ -195,6 +195,11 @@ type Options struct {
 	// read, with the read's context; a non-nil error fails the read. Tests
 	// use it to suspend a read deterministically at the file read.
 	BeforeRead func(ctx context.Context, r ReadInfo) error
+	// BeforePurgeCommit, if set, is called by Partition.Purge once
+	// everything appended before the purge is durable and before the
+	// purge's metadata batch is written. Tests use it to append at that
+	// point deterministically (an append racing a purge).
+	BeforePurgeCommit func(topic string, partition int)
 	// Pebble, if set, may adjust the metadata store's options (for
 	// instance to turn off automatic compactions in a simulator).
 	Pebble func(*pebble.Options)

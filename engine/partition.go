@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -37,7 +39,8 @@ type Partition struct {
 	lineage    []fence.HistoryTransition
 	ceiling    uint64     // durable reservation: offsets below it may be handed out
 	checkpoint checkpoint // newest durable point, written with the next state write
-	extending  bool
+	extending  bool       // a raise of the reservation is wanted (made by the flusher)
+	extendNeed uint64     // the raise must cover offsets below this
 	extendDone chan struct{}
 	failed     error // appends refused until reopen
 	corrupt    error // *CorruptLogError: nothing is served
@@ -51,9 +54,14 @@ type Partition struct {
 	roomCh     chan struct{} // closed when queue room frees
 	rollWanted bool
 	barriers   []barrier
-	producers  map[fence.ProducerID]*fence.ProducerState
-	failures   []failedRange
-	tail       tailCache
+	// Cleanup of segment files below the start offset, made by the
+	// flusher: attempts waited for (closed when done), and whether one is
+	// due anyway (a segment below the start was just sealed).
+	cleanups      []chan struct{}
+	cleanupWanted bool
+	producers     map[fence.ProducerID]*fence.ProducerState
+	failures      []failedRange
+	tail          tailCache
 
 	// Written but not yet fsynced: the segments (each holding a
 	// reference), the producer records, and whether directory entries
@@ -62,11 +70,17 @@ type Partition struct {
 	unsyncedProd []prodRec
 	dirDirty     bool
 
+	// cleanupPending mirrors the durable state's cleanupPending, for State
+	// (which must not wait for a state write in progress).
+	cleanupPending atomic.Bool
+
 	wake        chan struct{} // flusher wake-up, capacity 1
 	flusherDone chan struct{}
 	fl          flusher // owned by the flusher goroutine
-	dur         durability
-	stats       partStats
+
+	recoveryDirDirty bool // recovery removed a file the directory fsync must cover
+	dur              durability
+	stats            partStats
 }
 
 // pending is an appended batch waiting for the flusher.
@@ -111,8 +125,14 @@ type PartitionState struct {
 	// Lineage is how each epoch began, in increasing epoch order.
 	Lineage []fence.HistoryTransition
 	// Failed is non-nil when appends are refused until a restart (a failed
-	// fsync) or nothing is served (a corrupt log).
+	// fsync), nothing is served (a corrupt log) or the topic was deleted
+	// (ErrTopicDeleted).
 	Failed error
+	// CleanupPending: segment files below LogStart (left by a purge or by
+	// retention) may still exist, because their removal is not yet known
+	// to be durable. They are never served; the partition removes them
+	// and, at the latest, the next Open does before serving.
+	CleanupPending bool
 }
 
 // Topic returns the partition's topic.
@@ -131,9 +151,14 @@ func (p *Partition) State() PartitionState {
 		History:       p.epoch,
 		Lineage:       slices.Clone(p.lineage),
 		Failed:        p.failed,
+
+		CleanupPending: p.cleanupPending.Load(),
 	}
-	if p.corrupt != nil {
+	switch {
+	case p.corrupt != nil:
 		s.Failed = p.corrupt
+	case s.Failed == nil && errors.Is(p.closing, ErrTopicDeleted):
+		s.Failed = p.closing
 	}
 	return s
 }
@@ -191,6 +216,7 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 			p.extendLocked(p.next + n)
 			ch := p.extendDone
 			p.mu.Unlock()
+			p.wakeFlusher()
 			<-ch
 			p.mu.Lock()
 			continue
@@ -284,39 +310,83 @@ func (p *Partition) WaitDurable(ctx context.Context, off uint64) error {
 	}
 }
 
-// extendLocked starts raising the durable offset reservation to cover at
-// least need, if no raise is in flight.
+// extendLocked asks the flusher to raise the durable offset reservation
+// to cover at least need (and a step more); extendDone is closed once it
+// did (or the partition stopped). The caller wakes the flusher.
 func (p *Partition) extendLocked(need uint64) {
+	p.extendNeed = max(p.extendNeed, need)
 	if p.extending {
 		return
 	}
 	p.extending = true
 	p.extendDone = make(chan struct{})
-	target := max(p.ceiling, p.next, need) + p.e.opts.ReservationStep
-	go func() {
-		err := p.writeState(func(s *partState) { s.ceiling = target; s.clean = false }, true)
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.extending = false
-		if err != nil {
-			p.failLocked(err, nil)
-		} else {
-			p.ceiling = max(p.ceiling, target)
-		}
+}
+
+// extendReservation makes the raise asked for by extendLocked: one synced
+// metadata write. Run by the flusher, so that a partition's metadata
+// writes are ordered with its file writes.
+func (p *Partition) extendReservation() {
+	p.mu.Lock()
+	if !p.extending {
+		p.mu.Unlock()
+		return
+	}
+	target := max(p.ceiling, p.next, p.extendNeed) + p.e.opts.ReservationStep
+	p.mu.Unlock()
+	err := p.writeState(func(s *partState) { s.ceiling = max(s.ceiling, target); s.clean = false }, true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.failLocked(err, nil)
+	} else {
+		p.ceiling = max(p.ceiling, target)
+	}
+	p.endExtensionLocked()
+}
+
+// endExtensionLocked releases the appenders waiting for a raise of the
+// reservation; they look at the partition's state again.
+func (p *Partition) endExtensionLocked() {
+	if p.extending {
+		p.extending, p.extendNeed = false, 0
 		close(p.extendDone)
-	}()
+	}
+}
+
+// wakeFlusher wakes the flusher if it is waiting for work.
+func (p *Partition) wakeFlusher() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // failLocked stops the partition from taking appends after a failed fsync
 // or write; everything not yet acknowledged (the queue, and inflight, the
 // batches the flusher was writing, oldest first) fails with the error.
+//
+// The flusher then records, synced, that the log may not be trusted past
+// its newest durable checkpoint (markFailure): after a failed fsync the
+// page cache may hold data the disk does not, and a recovery that found
+// it and fsynced it again would serve data that a power loss can still
+// take away.
 func (p *Partition) failLocked(cause error, inflight []*pending) {
 	if p.failed == nil {
 		p.failed = partitionFailed(cause)
 		p.e.opts.Logger.Error("partition failed; restart to recover", "topic", p.t.name, "partition", p.index, "err", cause)
+		p.wakeFlusher()
 	}
 	p.failQueueLocked(p.failed, inflight)
 	p.notifyLocked()
+}
+
+// markFailure records that recovery must cut the log at the newest
+// durable checkpoint. Run by the flusher once the partition failed.
+func (p *Partition) markFailure() {
+	err := p.writeState(func(s *partState) { s.cutAfterCheckpoint = true }, true)
+	if err != nil {
+		p.e.opts.Logger.Error("could not record the durable end of a failed partition; recovery keeps what it finds", "topic", p.t.name, "partition", p.index, "err", err)
+	}
 }
 
 // failQueueLocked fails every queued batch (and the ones in flight, given
@@ -380,7 +450,7 @@ func (p *Partition) writeStateAndProducers(mod func(*partState), snap *producerS
 	}
 	b := p.e.db.NewBatch()
 	defer b.Close()
-	if err := b.Set(partKey('P', p.t.id, p.index), seal(kindPartition, s.encode()), nil); err != nil {
+	if err := b.Set(partKey('P', p.t.id, p.index), sealPartState(&s), nil); err != nil {
 		return err
 	}
 	if snap != nil {
@@ -396,6 +466,7 @@ func (p *Partition) writeStateAndProducers(mod func(*partState), snap *producerS
 		return err
 	}
 	p.durable = s
+	p.cleanupPending.Store(s.cleanupPending())
 	return nil
 }
 

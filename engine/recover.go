@@ -21,7 +21,12 @@ import (
 //     checkpoint, clean flag) and the producer-state snapshot.
 //  2. Remove segments that lie wholly below the start offset (a purge or
 //     retention whose directory sync did not survive brings them back) and
-//     temporary files.
+//     temporary files, and fsync the directory if a cleanup obligation is
+//     pending, even when nothing is left to remove (the removal may have
+//     been made by the previous run and never made durable). If the
+//     previous run's log failed, everything after its last durable
+//     checkpoint is a torn tail whatever it looks like: later segments are
+//     removed and the checkpoint's segment is cut at the checkpoint.
 //  3. Sealed segments: load their index, or rebuild it by scanning. They
 //     were fsynced before their successor was created, so any damage in
 //     them (other than zeros past their end) is corruption.
@@ -30,6 +35,10 @@ import (
 //     is refused with a *CorruptLogError naming file and position. Damage
 //     after it is a torn tail: the log ends before it, the rest of the file
 //     is zeroed and the file fsynced (vfs has no Truncate).
+//     Batches below the start offset are part of the log's structure (a
+//     purge that raced an append leaves a segment holding both sides of
+//     the start) but are never served; a last segment wholly below the
+//     start is removed.
 //  5. Numbering. After a clean shutdown the next offset is the recorded
 //     one. Otherwise offsets up to the reservation ceiling may have been
 //     handed out, so numbering continues at the ceiling; under interval and
@@ -49,9 +58,22 @@ func (p *Partition) recover() error {
 	if err != nil {
 		return err
 	}
-	bases, err := p.listSegments(st.start)
+	bases, err := p.listSegments(st.start, st.cleanupPending())
 	if err != nil {
 		return err
+	}
+	if st.cutAfterCheckpoint {
+		// Nothing after the checkpoint's segment was durable.
+		i := len(bases)
+		for i > 0 && bases[i-1] > st.cp.seg {
+			i--
+		}
+		if i < len(bases) {
+			if err := p.removeSegments(bases[i:]); err != nil {
+				return err
+			}
+			bases = bases[:i]
+		}
 	}
 	prod := snap.state
 	applyHeader := func(h wire.BatchHeader) {
@@ -61,10 +83,15 @@ func (p *Partition) recover() error {
 			}
 		}
 	}
-	var end uint64 = st.start
+	end := st.start    // end of the log: never below the start
+	var prevEnd uint64 // end of the previous segment
 	p.maxTS = minTS
 	for i, base := range bases {
-		seg, cut, err := p.openSegment(base, max(end, base), st, snap.asOf, applyHeader)
+		limit := int64(-1)
+		if st.cutAfterCheckpoint && base == st.cp.seg {
+			limit = st.cp.pos
+		}
+		seg, cut, err := p.openSegment(base, max(prevEnd, base), limit, st, snap.asOf, applyHeader)
 		if err != nil {
 			var ce *CorruptLogError
 			if errors.As(err, &ce) {
@@ -78,6 +105,7 @@ func (p *Partition) recover() error {
 		}
 		p.segs = append(p.segs, seg)
 		end = max(end, seg.end)
+		prevEnd = seg.end
 		p.maxTS = max(p.maxTS, seg.maxTS)
 		if !cut && i+1 < len(bases) && bases[i+1] != seg.end {
 			// Each segment starts where the one before ended: this one
@@ -106,6 +134,17 @@ func (p *Partition) recover() error {
 				return err
 			}
 			break
+		}
+	}
+	if n := len(p.segs); n > 0 && p.segs[n-1].size > 0 && p.segs[n-1].end <= st.start {
+		// The last segment lies wholly below the start (the segment after
+		// it was lost): it holds nothing to serve, and a new one is
+		// started at the next append.
+		last := p.segs[n-1]
+		p.segs = p.segs[:n-1]
+		last.release()
+		if err := p.removeSegments([]uint64{last.base}); err != nil {
+			return err
 		}
 	}
 	if err := p.sealRecovered(); err != nil {
@@ -147,8 +186,11 @@ func (p *Partition) recover() error {
 		a := p.segs[n-1]
 		p.checkpoint = checkpoint{seg: a.base, pos: a.size, end: end}
 	}
+	// Every segment file wholly below the start is gone, durably: the
+	// cleanup obligation is done.
 	return p.writeState(func(s *partState) {
 		s.epoch, s.lineage, s.ceiling, s.clean = st.epoch, st.lineage, next, false
+		s.cleaned, s.cutAfterCheckpoint = st.start, false
 		if n := len(p.segs); n > 0 {
 			a := p.segs[n-1]
 			s.cp = checkpoint{seg: a.base, pos: a.size, end: end}
@@ -168,11 +210,11 @@ func (p *Partition) loadState() (partState, error) {
 		return partState{}, err
 	}
 	defer closer.Close()
-	pl, err := openValue(key, v, kindPartition)
+	pl, version, err := openVersioned(key, v, kindPartition, partStateVersion)
 	if err != nil {
 		return partState{}, err
 	}
-	st, err := decodePartState(pl)
+	st, err := decodePartState(pl, version)
 	if err != nil {
 		return st, fmt.Errorf("engine: partition state %x: %w", key, err)
 	}
@@ -202,8 +244,9 @@ func (p *Partition) loadProducers() (producerSnapshot, error) {
 
 // listSegments returns the base offsets of the partition's segments,
 // removing temporary files, indexes without a log, and segments wholly
-// below start.
-func (p *Partition) listSegments(start uint64) ([]uint64, error) {
+// below start (but the last). It fsyncs the directory if it removed
+// anything or if mustSync (a cleanup obligation is pending).
+func (p *Partition) listSegments(start uint64, mustSync bool) ([]uint64, error) {
 	fs := p.e.fs
 	if err := fs.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
@@ -254,7 +297,7 @@ func (p *Partition) listSegments(start uint64) ([]uint64, error) {
 			return nil, err
 		}
 	}
-	if len(junk) > 0 {
+	if len(junk) > 0 || mustSync {
 		if err := syncDir(fs, p.dir); err != nil {
 			return nil, err
 		}
@@ -271,8 +314,9 @@ func isNotExist(err error) bool {
 // its end) is corruption. From the checkpoint's segment on, damage after
 // the checkpoint is a torn tail: the log ends there (cut reports it), and
 // the rest of the file is zeroed. minOffset is the end of the previous
-// segment.
-func (p *Partition) openSegment(base, minOffset uint64, st partState, snapAsOf uint64, applyHeader func(wire.BatchHeader)) (*segment, bool, error) {
+// segment. limit, if not negative, is where the log must end in this file
+// (the exact durable end of a log whose fsync failed): the rest is cut.
+func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partState, snapAsOf uint64, applyHeader func(wire.BatchHeader)) (*segment, bool, error) {
 	fs := p.e.fs
 	path := p.segmentPath(base, segmentExt)
 	rf, err := fs.Open(path)
@@ -286,6 +330,10 @@ func (p *Partition) openSegment(base, minOffset uint64, st partState, snapAsOf u
 		return nil, false, err
 	}
 	fileSize := fi.Size()
+	logical := fileSize // the part of the file that may hold the log
+	if limit >= 0 && limit < fileSize {
+		logical = limit
+	}
 	seg.effCreated, seg.effLast = p.e.clock.now(), p.e.clock.now()
 	seg.maxTS = p.maxTS
 
@@ -293,13 +341,21 @@ func (p *Partition) openSegment(base, minOffset uint64, st partState, snapAsOf u
 	// describes is durable.
 	scanFrom := int64(0)
 	if data, err := readWholeFile(fs, indexPath(path)); err == nil {
-		err := seg.loadIndex(data, fileSize)
-		if errors.Is(err, ErrUnsupportedFormat) {
+		err := seg.loadIndex(data, logical)
+		switch {
+		case errors.Is(err, ErrUnsupportedFormat):
 			_ = rf.Close()
 			return nil, false, err
-		}
-		if err == nil {
+		case err == nil:
 			scanFrom = seg.size
+		default:
+			// It describes more than the log holds: a later index would
+			// be trusted for bytes that are about to change.
+			if err := fs.Remove(indexPath(path)); err != nil && !isNotExist(err) {
+				_ = rf.Close()
+				return nil, false, err
+			}
+			p.recoveryDirDirty = true
 		}
 	}
 	if scanFrom > 0 && snapAsOf < seg.end {
@@ -323,7 +379,7 @@ func (p *Partition) openSegment(base, minOffset uint64, st partState, snapAsOf u
 	}
 	partMax := seg.maxTS
 	interval := int64(p.e.opts.IndexIntervalBytes)
-	res, err := scanSegment(rf, scanFrom, fileSize, max(minOffset, seg.end), func(pos int64, h wire.BatchHeader, _ []byte) {
+	res, err := scanSegment(rf, scanFrom, logical, max(minOffset, seg.end), func(pos int64, h wire.BatchHeader, _ []byte) {
 		seg.addBatch(pos, h.BaseOffset, h.LastOffset(), h.MaxTimestamp, &partMax, interval)
 		applyHeader(h)
 	})
@@ -333,10 +389,10 @@ func (p *Partition) openSegment(base, minOffset uint64, st partState, snapAsOf u
 	}
 	seg.size = res.end
 	seg.rescanned = true
-	if res.badPos < 0 || (durable && res.zeros) {
+	if (res.badPos < 0 && logical == fileSize) || (durable && res.zeros) {
 		return seg, false, nil
 	}
-	if res.badPos < durableLimit && res.lastEnd < st.cp.end && st.cp.end > st.start {
+	if res.badPos >= 0 && res.badPos < durableLimit && res.lastEnd < st.cp.end && st.cp.end > st.start {
 		_ = rf.Close()
 		return nil, false, &CorruptLogError{File: path, Pos: res.badPos, Reason: res.reason}
 	}
@@ -382,7 +438,7 @@ func (p *Partition) sealRecovered() error {
 			s.indexed, wrote = true, true
 		}
 	}
-	if wrote {
+	if wrote || p.recoveryDirDirty {
 		return syncDir(p.e.fs, p.dir)
 	}
 	return nil

@@ -8,6 +8,31 @@ import (
 	"github.com/ledgemq/ledge/fence"
 )
 
+// Purge and retention raise the start offset; the segment files below it
+// are garbage from then on. Each is a small durable state machine:
+//
+//  1. Intent: one synced metadata batch raises the start offset (purge:
+//     with a new history epoch, a purge transition in the lineage, and a
+//     producer-state snapshot, the epoch being what invalidates every
+//     older bookmark). The start is raised in memory only once the batch
+//     is durable, and only then is the operation acknowledged. Its
+//     durable state now holds a cleanup obligation (partState.cleaned
+//     below the start).
+//  2. Cleanup, by the flusher: remove the segment files wholly below the
+//     start, fsync the directory, and only then record the obligation as
+//     done. A failed directory fsync leaves it pending: nothing is
+//     recorded, the failed handle is never fsynced again, and no cleanup
+//     of that directory is recorded as done before the next Open (which
+//     removes whatever a power loss brought back, fsyncs the directory
+//     with a new handle and records it). A failed cleanup does not stop
+//     appends: the files it concerns are below the start and never
+//     served, and the data appended after the purge is in other files or
+//     above the start.
+//
+// Nothing below the start is served at any point, and the cleanup only
+// ever removes files wholly below the durable start, so finishing it never
+// touches data appended after the purge.
+
 // Purge removes every record appended so far: the log start offset rises
 // to the high watermark and the history epoch is bumped, with a purge
 // transition in the lineage, in one synced metadata batch together with a
@@ -17,11 +42,14 @@ import (
 //
 // Everything appended before the call is first made durable, so the new
 // start is the high watermark at that point and the state is entirely
-// before or entirely after the purge. Segment files are deleted after the
-// batch is durable; files that come back after a power loss lie below the
-// start offset and are removed again at the next Open. If the metadata
-// batch fails, the partition fails (ErrPartitionFailed): its in-memory
-// state could otherwise disagree with the store.
+// before or entirely after the purge. Purge returns once the batch is
+// durable and the cleanup of the purged segment files was attempted; a
+// cleanup that could not complete is finished later (see
+// PartitionState.CleanupPending) and does not fail the purge. If the
+// metadata batch fails, the purge is not acknowledged and the partition
+// fails (ErrPartitionFailed): its in-memory state could otherwise disagree
+// with the store, and only a restart tells which of the two states is
+// durable.
 func (p *Partition) Purge() (PartitionState, error) {
 	p.mu.Lock()
 	if err := p.appendErrLocked(); err != nil {
@@ -32,13 +60,13 @@ func (p *Partition) Purge() (PartitionState, error) {
 	ch := make(chan barrierResult, 1)
 	p.barriers = append(p.barriers, barrier{upTo: upTo, ch: ch})
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.wakeFlusher()
 	res := <-ch
 	if res.err != nil {
 		return PartitionState{}, res.err
+	}
+	if h := p.e.opts.BeforePurgeCommit; h != nil {
+		h(p.t.name, p.index)
 	}
 	p.mu.Lock()
 	epoch := p.epoch + 1
@@ -67,11 +95,7 @@ func (p *Partition) Purge() (PartitionState, error) {
 	p.notifyLocked()
 	p.mu.Unlock()
 	p.e.opts.Logger.Info("partition purged", "topic", p.t.name, "partition", p.index, "start", upTo, "epoch", epoch)
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-	p.collect()
+	p.awaitCleanup()
 	return p.State(), nil
 }
 
@@ -80,7 +104,8 @@ func (p *Partition) Purge() (PartitionState, error) {
 // fed with now) and by size (the oldest while the partition is larger
 // than RetentionBytes). It raises the start offset to the first remaining
 // record, durably, before deleting files; it never bumps the history epoch
-// and never deletes the active segment.
+// and never deletes the active segment. The file removal is the cleanup
+// Purge describes.
 func (p *Partition) EnforceRetention(now time.Time) error {
 	eff := p.e.clock.observe(now)
 	p.e.persistClock(eff)
@@ -123,40 +148,110 @@ func (p *Partition) EnforceRetention(now time.Time) error {
 	p.notifyLocked()
 	p.mu.Unlock()
 	p.e.opts.Logger.Info("retention raised the start offset", "topic", p.t.name, "partition", p.index, "start", newStart)
-	p.collect()
+	p.awaitCleanup()
 	return nil
 }
 
-// collect deletes sealed segments that lie wholly below the start offset,
-// then fsyncs the directory. Read plans holding a segment keep reading it:
-// the file is closed when the last one is released.
-func (p *Partition) collect() {
+// awaitCleanup asks the flusher for a cleanup and waits until it was
+// attempted (or the flusher stopped).
+func (p *Partition) awaitCleanup() {
+	done := make(chan struct{})
 	p.mu.Lock()
+	p.cleanups = append(p.cleanups, done)
+	p.mu.Unlock()
+	p.wakeFlusher()
+	select {
+	case <-done:
+	case <-p.flusherDone:
+	}
+}
+
+// wantCleanup asks the flusher for a cleanup without waiting: a segment
+// that may lie below the start was just sealed.
+func (p *Partition) wantCleanup() {
+	p.mu.Lock()
+	p.cleanupWanted = true
+	p.mu.Unlock()
+	p.wakeFlusher()
+}
+
+// cleanup removes the sealed segments that lie wholly below the start
+// offset, fsyncs the directory, and then records the cleanup obligation as
+// done (see the comment at the top of this file). Run by the flusher.
+// Read plans holding a removed segment keep reading it: its file is closed
+// when the last one is released. With waited set, segments sealed but not
+// yet fsynced are fsynced first, so that they can go too; a failure of
+// that fsync fails the partition and is returned.
+func (p *Partition) cleanup(waited bool) error {
+	if waited && p.unsealedBelowStart() {
+		if err := p.syncNow(); err != nil {
+			return err
+		}
+	}
+	p.stateMu.Lock()
+	pending := p.durable.cleanupPending()
+	p.stateMu.Unlock()
+	p.mu.Lock()
+	start := p.start
 	var gone []*segment
+	complete := true
 	keep := p.segs[:0]
 	for i, s := range p.segs {
-		if s.sealed && s.indexed && i+1 < len(p.segs) && s.end <= p.start {
+		below := s.size > 0 && s.end <= start
+		if below && s.sealed && s.indexed && i+1 < len(p.segs) {
 			s.deleted = true
 			gone = append(gone, s)
 			continue
+		}
+		if below {
+			complete = false // not sealed yet: a later cleanup removes it
 		}
 		keep = append(keep, s)
 	}
 	clear(p.segs[len(keep):])
 	p.segs = keep
 	p.mu.Unlock()
-	if len(gone) == 0 {
-		return
+	if len(gone) == 0 && !pending {
+		return nil
 	}
 	fs := p.e.fs
 	for _, s := range gone {
-		if err := fs.Remove(s.path); err != nil && !isNotExist(err) {
-			p.e.opts.Logger.Warn("segment not removed; the next start removes it", "file", s.path, "err", err)
+		for _, path := range []string{s.path, indexPath(s.path)} {
+			if err := fs.Remove(path); err != nil && !isNotExist(err) {
+				complete = false
+				p.e.opts.Logger.Warn("segment file not removed; the next start removes it", "file", path, "err", err)
+			}
 		}
-		_ = fs.Remove(indexPath(s.path))
 		s.release()
 	}
-	if err := syncDir(fs, p.dir); err != nil {
-		p.e.opts.Logger.Warn("directory sync after removing segments failed; removed segments may come back and are removed at the next start", "dir", p.dir, "err", err)
+	f := &p.fl
+	if f.dirSyncFailed {
+		return nil
 	}
+	if err := syncDir(fs, p.dir); err != nil {
+		f.dirSyncFailed = true
+		p.e.opts.Logger.Error("directory fsync after removing segments failed; the removal is finished at the next start",
+			"topic", p.t.name, "partition", p.index, "dir", p.dir, "err", err)
+		return nil
+	}
+	if !complete || !pending {
+		return nil
+	}
+	if err := p.writeState(func(s *partState) { s.cleaned = max(s.cleaned, start) }, false); err != nil {
+		p.e.opts.Logger.Warn("cleanup done but not recorded; the next start checks again", "topic", p.t.name, "partition", p.index, "err", err)
+	}
+	return nil
+}
+
+// unsealedBelowStart reports whether a sealed segment wholly below the
+// start offset still waits for its fsync and index.
+func (p *Partition) unsealedBelowStart() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.segs {
+		if s.sealed && !s.indexed && s.size > 0 && s.end <= p.start {
+			return true
+		}
+	}
+	return false
 }

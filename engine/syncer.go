@@ -142,7 +142,7 @@ func (p *Partition) syncOnce(active vfs.File) error {
 		if err := p.writeStateAndProducers(nil, &snap, false); err != nil {
 			return fail(err)
 		}
-		p.collect()
+		p.wantCleanup()
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/ledgemq/ledge/fence"
@@ -18,6 +19,23 @@ type Topic struct {
 	cfg   TopicConfig
 	dir   string
 	parts []*Partition
+
+	// deleteMu orders metadata writes of the topic's keys with its
+	// deletion: a write either commits before the deletion batch (which
+	// then removes it) or fails with ErrTopicDeleted.
+	deleteMu sync.RWMutex
+	deleted  bool
+}
+
+// alive runs fn unless the topic is deleted, holding the deletion off
+// while it runs.
+func (t *Topic) alive(fn func() error) error {
+	t.deleteMu.RLock()
+	defer t.deleteMu.RUnlock()
+	if t.deleted {
+		return fmt.Errorf("%w: %q", ErrTopicDeleted, t.name)
+	}
+	return fn()
 }
 
 // Name returns the topic's name.
@@ -99,7 +117,7 @@ func (e *Engine) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 			epoch:   1,
 			lineage: []fence.HistoryTransition{{Epoch: 1, Start: 0, Kind: fence.TransitionCreate}},
 		}
-		_ = b.Set(partKey('P', id, p.index), seal(kindPartition, p.durable.encode()), nil)
+		_ = b.Set(partKey('P', id, p.index), sealPartState(&p.durable), nil)
 	}
 	if err := e.commit(b, true); err != nil {
 		_ = e.fs.RemoveAll(t.dir)
@@ -132,11 +150,23 @@ func (e *Engine) newTopic(rec topicRecord) *Topic {
 	return t
 }
 
-// DeleteTopic deletes a topic: a durable intent and the removal of all its
-// metadata in one synced batch, then its pending work fails with
-// ErrTopicDeleted, then its files are removed. An interrupted deletion is
-// finished at the next Open. A topic re-created under the same name has a
-// new id and shares nothing with this one.
+// DeleteTopic deletes a topic, as a durable state machine:
+//
+//  1. Intent: one synced batch records a deletion intent for the topic id
+//     and removes the name and every metadata key of the topic (state,
+//     producer state, bookmarks, the owners' spaces). It is acknowledged
+//     only once durable; if it fails, the topic is untouched in memory and
+//     a restart finds it entirely present or entirely gone.
+//  2. Pending work fails: appends, reads, bookmarks and metadata writes of
+//     the topic fail with ErrTopicDeleted from then on, parked waiters on
+//     Changed wake, and queued appends fail.
+//  3. Cleanup: the topic's directory is removed, the topics directory
+//     fsynced, and only then the intent dropped. If that fails, the intent
+//     stays and the next Open finishes it before serving.
+//
+// A topic re-created under the same name has a new id: its files live in
+// another directory and its keys contain the new id, so it shares nothing
+// with this one, before or after a power loss.
 func (e *Engine) DeleteTopic(name string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -154,7 +184,11 @@ func (e *Engine) DeleteTopic(name string) error {
 	for _, k := range topicKeyPrefixes(t.id) {
 		_ = b.DeleteRange(k, prefixEnd(k), nil)
 	}
-	if err := e.commit(b, true); err != nil {
+	t.deleteMu.Lock()
+	err := e.commit(b, true)
+	t.deleted = err == nil
+	t.deleteMu.Unlock()
+	if err != nil {
 		return err
 	}
 	delete(e.topics, name)

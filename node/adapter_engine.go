@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/ledgemq/ledge/engine"
@@ -82,7 +83,7 @@ func storedTopic(t *engine.Topic) (StoredTopic, error) {
 		if err != nil {
 			return StoredTopic{}, err
 		}
-		st.Partitions = append(st.Partitions, engineLog{p})
+		st.Partitions = append(st.Partitions, newEngineLog(p))
 	}
 	return st, nil
 }
@@ -143,14 +144,61 @@ func wireConfig(c engine.TopicConfig) wire.TopicConfig {
 }
 
 // engineLog is an engine partition as an owner's PartitionLog.
-type engineLog struct{ p *engine.Partition }
-
-func (l engineLog) State() LogState {
-	st := l.p.State()
-	return LogState{LogStart: st.LogStart, HighWatermark: st.HighWatermark, History: st.History, Failed: st.Failed}
+type engineLog struct {
+	p     *engine.Partition
+	state *stateCache
 }
 
-func (l engineLog) Lineage() []fence.HistoryTransition { return l.p.State().Lineage }
+func newEngineLog(p *engine.Partition) engineLog {
+	return engineLog{p: p, state: &stateCache{}}
+}
+
+// stateCache keeps the partition's last state between its changes. The
+// engine's State copies the lineage on every call, and an owner reads the
+// state at every step (twice per poll); the cache asks again only once the
+// partition's change signal fired, and keeps the lineage it has while the
+// history epoch stays the same.
+type stateCache struct {
+	mu      sync.Mutex
+	changed <-chan struct{} // nil: nothing cached yet
+	state   LogState
+	lineage []fence.HistoryTransition // of state.History; never modified
+}
+
+// current returns the partition's state and lineage.
+func (l engineLog) current() (LogState, []fence.HistoryTransition) {
+	c := l.state
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed != nil {
+		select {
+		case <-c.changed:
+		default:
+			// No change since the cached state was read: it is the
+			// state now.
+			return c.state, c.lineage
+		}
+	}
+	// Taken before the state is read, so that a change after the read
+	// closes it.
+	c.changed = l.p.Changed()
+	st := l.p.State()
+	if c.lineage == nil || st.History != c.state.History {
+		c.lineage = st.Lineage
+	}
+	c.state = LogState{LogStart: st.LogStart, HighWatermark: st.HighWatermark, History: st.History, Failed: st.Failed}
+	return c.state, c.lineage
+}
+
+func (l engineLog) State() LogState {
+	st, _ := l.current()
+	return st
+}
+
+func (l engineLog) Lineage() []fence.HistoryTransition {
+	_, lin := l.current()
+	return lin
+}
 
 func (l engineLog) Append(batch []byte) (uint64, uint64, error) {
 	r, err := l.p.Append(batch)
@@ -243,9 +291,6 @@ type timeIndex interface {
 // offsetForTime returns the offset of the first batch that may hold a
 // record at or after ts, if the log keeps a time index.
 func offsetForTime(ctx context.Context, l PartitionLog, ts int64) (uint64, error) {
-	if o, ok := l.(orderedLog); ok {
-		l = o.PartitionLog
-	}
 	ti, ok := l.(timeIndex)
 	if !ok {
 		return 0, invalidArgument("this storage keeps no time index: timestamp positions are not served")

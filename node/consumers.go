@@ -34,12 +34,14 @@ func (c Consumer) kind() fence.HolderKind {
 	return fence.HolderConsumer
 }
 
-// Sessions hands out session epochs for the named consumers of one topic.
-// Attaching under a name fences every earlier process under it: their
-// polls, commits and resets are refused with fence.ErrFencedSession.
+// Sessions hands out the session epochs of named consumers, node-wide: a
+// named consumer is one process, whatever topics and partitions it reads,
+// and its one session epoch goes with every request it makes (a poll or a
+// commit may span topics). Attaching under a name fences every earlier
+// process under it, on every topic at once: their polls, commits and
+// resets are refused with fence.ErrFencedSession.
 type Sessions struct {
-	meta  Metadata
-	topic fence.TopicID
+	meta Metadata
 
 	attachMu sync.Mutex // serializes Attach across its sync
 
@@ -47,12 +49,15 @@ type Sessions struct {
 	current map[string]fence.SessionEpoch
 }
 
-var keySessions = []byte("sessions/")
+// keySessions prefixes the session keys. The zero topic id in it is a
+// remnant of a per-topic layout, kept so that stored epochs stay where
+// they are (an epoch lost on upgrade would be handed out again).
+const keySessions = "sessions/\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00/"
 
-// OpenSessions loads the session epochs of a topic from meta.
-func OpenSessions(meta Metadata, topic fence.TopicID) (*Sessions, error) {
-	s := &Sessions{meta: meta, topic: topic, current: map[string]fence.SessionEpoch{}}
-	prefix := s.key("")
+// OpenSessions loads the session epochs from meta.
+func OpenSessions(meta Metadata) (*Sessions, error) {
+	s := &Sessions{meta: meta, current: map[string]fence.SessionEpoch{}}
+	prefix := []byte(keySessions)
 	err := meta.Scan(prefix, func(k, v []byte) error {
 		if len(v) != 8 {
 			return fmt.Errorf("node: session of %q: %d bytes", k[len(prefix):], len(v))
@@ -67,10 +72,8 @@ func OpenSessions(meta Metadata, topic fence.TopicID) (*Sessions, error) {
 }
 
 func (s *Sessions) key(name string) []byte {
-	k := make([]byte, 0, len(keySessions)+17+len(name))
+	k := make([]byte, 0, len(keySessions)+len(name))
 	k = append(k, keySessions...)
-	k = append(k, s.topic[:]...)
-	k = append(k, '/')
 	return append(k, name...)
 }
 

@@ -289,11 +289,13 @@ func (gs *Groups) Join(ctx context.Context, req JoinRequest) (wire.MemberAssignm
 // Heartbeat refreshes a member's session, takes the partitions it says it
 // owns as confirmation of the revocations it was asked for, and returns
 // its epoch and assignment now. The epoch a heartbeat states may lag the
-// member's (replies tell it of epochs it moved through); only one stating
-// the current epoch confirms revocations, which never move a member's
-// epoch before they are confirmed. A member the group does not know gets
-// fence.ErrUnknownMember; an epoch this incarnation never had gets
-// fence.ErrFencedMember. Either way the member must rejoin.
+// member's: the coordinator moves a member that has nothing to give up
+// to the group epoch at once, and the member learns of it from the reply.
+// Heartbeats of a member are sequential, so a partition it leaves out of
+// what it owns is one it does not hold: a revoked one is released. A
+// member the group does not know gets fence.ErrUnknownMember; an epoch
+// this incarnation never had gets fence.ErrFencedMember. Either way the
+// member must rejoin.
 func (gs *Groups) Heartbeat(ctx context.Context, req HeartbeatRequest) (wire.MemberAssignment, error) {
 	return gs.step(ctx, req.Group, false, func(g *group, now time.Time) (*member, error) {
 		m := g.members[req.Member]
@@ -305,19 +307,19 @@ func (gs *Groups) Heartbeat(ctx context.Context, req HeartbeatRequest) (wire.Mem
 				fmt.Sprintf("member %q of epochs %d to %d: the heartbeat says %d", req.Member, m.joined, m.epoch, req.Epoch))
 		}
 		m.deadline = now.Add(m.session)
-		if req.Epoch == m.epoch {
-			gs.confirmRevocations(g, m, req.Owned)
-		}
+		gs.confirmRevocations(g, m, req.Owned)
 		return m, nil
 	})
 }
 
 // Leave removes a member at once: its partitions move without waiting for
-// revocations (the member stopped and committed first). Leaving a member
-// the group does not know is not an error.
-func (gs *Groups) Leave(ctx context.Context, groupName, memberID string) error {
+// revocations (the member stopped and committed first). A leave stating
+// an epoch from before the member's current incarnation joined is from
+// that earlier incarnation and is ignored; epoch 0 leaves whatever the
+// incarnation. Leaving a member the group does not know is not an error.
+func (gs *Groups) Leave(ctx context.Context, groupName, memberID string, epoch fence.MemberEpoch) error {
 	_, err := gs.step(ctx, groupName, false, func(g *group, now time.Time) (*member, error) {
-		if m := g.members[memberID]; m != nil {
+		if m := g.members[memberID]; m != nil && (epoch == 0 || epoch >= m.joined) {
 			gs.remove(g, m, "left")
 		}
 		return nil, nil
@@ -412,7 +414,7 @@ func (gs *Groups) step(ctx context.Context, name string, create bool, fn func(g 
 		}
 		if g.epoch >= g.reserved {
 			ceiling := g.epoch + fence.MemberEpoch(gs.cfg.EpochBlock)
-			t, err := putGroupRecord(gs.cfg.Meta, g.name, groupRecord{reserved: ceiling, assignor: g.assignor, topics: g.subscription()})
+			t, err := putGroupRecord(gs.cfg.Meta, g.name, g.record(ceiling))
 			gs.mu.Unlock()
 			if err == nil {
 				err = gs.cfg.Meta.Sync(ctx, t)
@@ -437,13 +439,23 @@ func (gs *Groups) step(ctx context.Context, name string, create bool, fn func(g 
 		if sub := g.subscription(); !slices.Equal(sub, g.stored) {
 			// Not waited for: the subscription only tells DescribeGroup
 			// which offsets to show for a group without members.
-			if _, perr := putGroupRecord(gs.cfg.Meta, g.name, groupRecord{reserved: g.reserved, assignor: g.assignor, topics: sub}); perr == nil {
+			if _, perr := putGroupRecord(gs.cfg.Meta, g.name, g.record(g.reserved)); perr == nil {
 				g.stored = sub
 			}
 		}
 		gs.mu.Unlock()
 		return out, err
 	}
+}
+
+// record is what the group keeps in metadata with the reservation
+// ceiling: its subscription stamped with the topics' ids as last seen.
+func (g *group) record(ceiling fence.MemberEpoch) groupRecord {
+	r := groupRecord{reserved: ceiling, assignor: g.assignor, topics: g.subscription()}
+	for _, t := range r.topics {
+		r.ids = append(r.ids, g.topics[t].id)
+	}
+	return r
 }
 
 // forgetUnborn drops a group created by a step that could not reserve

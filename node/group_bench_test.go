@@ -98,3 +98,19 @@ func TestGroupFencingAddsNoAllocations(t *testing.T) {
 		t.Fatalf("allocations with fencing on: commit %v, poll %v; off: commit %v, poll %v", onCommit, onPoll, offCommit, offPoll)
 	}
 }
+
+// BenchmarkGroupsMember is what an owner pays per check to learn a
+// member's epoch from the coordinator (a read lock and a map lookup).
+func BenchmarkGroupsMember(b *testing.B) {
+	w := newGroupWorld(b)
+	w.createTopic("t", 1)
+	if _, err := w.groups.Join(context.Background(), JoinRequest{Group: "g", Member: "m", Topics: []string{"t"}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if known, _ := w.groups.Member("g", "m"); !known {
+			b.Fatal("unknown member")
+		}
+	}
+}

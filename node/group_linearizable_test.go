@@ -259,7 +259,7 @@ func runLinMember(ctx context.Context, w *groupWorld, h *linHistory, tt *testTop
 		case r < 97:
 			paused = rnd.IntN(40)
 		default:
-			_ = w.groups.Leave(ctx, "g", id)
+			_ = w.groups.Leave(ctx, "g", id, epoch)
 			joined, owns = false, nil
 		}
 	}

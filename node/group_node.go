@@ -112,7 +112,7 @@ func (gs *Groups) serveLeave(ctx context.Context, allow authorize, m *wire.Leave
 	if err := allow("", wire.ScopeConsume); err != nil {
 		return nil, err
 	}
-	if err := gs.Leave(ctx, m.Group, m.MemberID); err != nil {
+	if err := gs.Leave(ctx, m.Group, m.MemberID, fence.MemberEpoch(m.MemberEpoch)); err != nil {
 		return nil, err
 	}
 	return &wire.LeaveGroupReply{}, nil

@@ -122,7 +122,7 @@ func (s *groupSim) step() {
 	case r < 11:
 		if c.joined {
 			s.logf("%s leaves", c.id)
-			if err := s.w.groups.Leave(s.ctx, "g", c.id); err != nil {
+			if err := s.w.groups.Leave(s.ctx, "g", c.id, c.epoch); err != nil {
 				s.fail("leave: %v", err)
 			}
 			c.joined, c.owns = false, nil

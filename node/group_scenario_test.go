@@ -107,7 +107,7 @@ func (s *groupScenario) run(d *datadriven.TestData) string {
 		return s.took(id, sm, res, d.HasArg("slow"))
 	case "leave":
 		id, sm := s.member(d)
-		if err := s.w.groups.Leave(s.ctx, sm.group, id); err != nil {
+		if err := s.w.groups.Leave(s.ctx, sm.group, id, sm.epoch); err != nil {
 			return renderErr(err)
 		}
 		delete(s.members, id)

@@ -151,7 +151,7 @@ func TestGroupRebalanceSettles(t *testing.T) {
 			s.join(ctx, t, "m2", a, time.Duration(rnd.IntN(1000))*time.Millisecond)
 		})
 		leaves := settleTimes(t, a, 3, func(ctx context.Context, s *settleSim, _ *rand.Rand) {
-			if err := s.w.groups.Leave(ctx, "g", "m0"); err != nil {
+			if err := s.w.groups.Leave(ctx, "g", "m0", 0); err != nil {
 				t.Fatal(err)
 			}
 			s.members = s.members[1:]

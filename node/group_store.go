@@ -13,14 +13,17 @@ import (
 // "groups/<name>" (the engine seals every value with its magic, version
 // and CRC):
 //
-//	version u8 (1) | assignor u8 | reserved epoch u64 | topics u32 | (len u16 | name) × topics
+//	version u8 (1) | assignor u8 | reserved epoch u64 | topics u32 |
+//	(len u16 | name | topic id [16]) × topics
 //
 // The reserved epoch is a ceiling: every group epoch handed out is at
 // most the ceiling that was durable when it was handed out, and after a
 // restart the group continues above it. Committed offsets are not here:
 // they are the owners' bookmarks of the group on each partition, stamped
 // with the history epoch they were committed in, under the topic's id.
-// Members are not kept: they join again after a restart.
+// The subscription is stamped with the id of each topic's creation it was
+// written under (zero for a topic that did not exist). Members are not
+// kept: they join again after a restart.
 
 var keyGroups = []byte("groups/")
 
@@ -30,6 +33,7 @@ type groupRecord struct {
 	assignor wire.GroupAssignor
 	reserved fence.MemberEpoch
 	topics   []string
+	ids      []fence.TopicID // of topics, by index
 }
 
 func groupKey(name string) []byte { return append(append([]byte(nil), keyGroups...), name...) }
@@ -38,9 +42,14 @@ func (r groupRecord) encode() []byte {
 	b := []byte{groupRecordVersion, byte(r.assignor)}
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.reserved))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.topics)))
-	for _, t := range r.topics {
+	for i, t := range r.topics {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(t)))
 		b = append(b, t...)
+		var id fence.TopicID
+		if i < len(r.ids) {
+			id = r.ids[i]
+		}
+		b = append(b, id[:]...)
 	}
 	return b
 }
@@ -62,7 +71,7 @@ func decodeGroupRecord(b []byte) (groupRecord, error) {
 	r.reserved = fence.MemberEpoch(binary.LittleEndian.Uint64(b[2:]))
 	n := binary.LittleEndian.Uint32(b[10:])
 	rest := b[14:]
-	if uint64(n)*2 > uint64(len(rest)) {
+	if uint64(n)*(2+16) > uint64(len(rest)) {
 		return r, fmt.Errorf("%w: %d topics in %d bytes", errGroupRecord, n, len(rest))
 	}
 	for range n {
@@ -70,11 +79,12 @@ func decodeGroupRecord(b []byte) (groupRecord, error) {
 			return r, fmt.Errorf("%w: truncated topic", errGroupRecord)
 		}
 		l := int(binary.LittleEndian.Uint16(rest))
-		if len(rest) < 2+l {
+		if len(rest) < 2+l+16 {
 			return r, fmt.Errorf("%w: truncated topic", errGroupRecord)
 		}
 		r.topics = append(r.topics, string(rest[2:2+l]))
-		rest = rest[2+l:]
+		r.ids = append(r.ids, fence.TopicID(rest[2+l:2+l+16]))
+		rest = rest[2+l+16:]
 	}
 	if len(rest) != 0 {
 		return r, fmt.Errorf("%w: %d trailing bytes", errGroupRecord, len(rest))

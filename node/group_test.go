@@ -51,9 +51,17 @@ func TestGroupHeartbeatRefusals(t *testing.T) {
 			t.Errorf("join %+v: err %v, want invalid argument", req, err)
 		}
 	}
+	// A leave of an earlier incarnation does not remove the current one.
+	b := mustJoin(t, w, "g", "a", "t")
+	if err := w.groups.Leave(ctx, "g", "a", fence.MemberEpoch(a.MemberEpoch)); err != nil {
+		t.Fatal(err)
+	}
+	if known, _ := w.groups.Member("g", "a"); !known || b.MemberEpoch <= a.MemberEpoch {
+		t.Fatalf("a stale leave removed the member (epochs %d, %d)", a.MemberEpoch, b.MemberEpoch)
+	}
 	// Leaving twice is not an error.
 	for range 2 {
-		if err := w.groups.Leave(ctx, "g", "a"); err != nil {
+		if err := w.groups.Leave(ctx, "g", "a", 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -167,12 +175,14 @@ func TestGroupEpochsAreReservedBeforeUse(t *testing.T) {
 }
 
 func TestGroupRecordRoundTrip(t *testing.T) {
-	r := groupRecord{assignor: wire.AssignorRoundRobin, reserved: 1 << 40, topics: []string{"a", "bb", ""}}
+	r := groupRecord{assignor: wire.AssignorRoundRobin, reserved: 1 << 40, topics: []string{"a", "bb", ""},
+		ids: []fence.TopicID{{1}, {2}, {}}}
 	got, err := decodeGroupRecord(r.encode())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.assignor != r.assignor || got.reserved != r.reserved || len(got.topics) != 3 || got.topics[1] != "bb" {
+	if got.assignor != r.assignor || got.reserved != r.reserved || len(got.topics) != 3 || got.topics[1] != "bb" ||
+		got.ids[1] != (fence.TopicID{2}) {
 		t.Fatalf("round trip: %+v", got)
 	}
 	b := r.encode()

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -216,13 +215,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 	}
-	n.meta = orderedMeta{n.storage.Metadata()}
+	n.meta = n.storage.Metadata()
 	if n.producers, err = OpenProducers(n.meta); err != nil {
 		return nil, fmt.Errorf("node: producer registry: %w", err)
 	}
-	// Sessions are per consumer name, node-wide (AttachConsumer names no
-	// topic): one registry under the zero topic id serves every owner.
-	if n.sessions, err = OpenSessions(n.meta, fence.TopicID{}); err != nil {
+	// Sessions are per consumer name, node-wide: a named consumer is one
+	// process, whatever topics it reads (docs/FENCING.md).
+	if n.sessions, err = OpenSessions(n.meta); err != nil {
 		return nil, fmt.Errorf("node: consumer sessions: %w", err)
 	}
 	stored, err := n.storage.Topics()
@@ -277,8 +276,8 @@ func (n *Node) Stats() quic.Stats { return n.ln.Stats() }
 
 // Close shuts the node down gracefully: it stops accepting connections and
 // streams, answers parked polls at once, lets the requests already read be
-// answered (their effects durable per policy), then closes the owners and
-// the storage. When ctx ends first, requests still running are canceled
+// answered (their effects durable per policy), then closes every partition
+// owner (Owner.Close) and the storage. When ctx ends first, requests still running are canceled
 // (clients see their connection close: those requests may or may not have
 // taken effect, and idempotent retries are safe) and the storage is still
 // closed cleanly.
@@ -304,6 +303,15 @@ func (n *Node) close(ctx context.Context) error {
 	n.cancelBase()
 	<-done
 	n.loops.Wait()
+	// Every request is answered: the owners take their last step, so
+	// nothing more reaches the storage through them.
+	for _, t := range n.topicList() {
+		for _, o := range t.owners {
+			if err := o.Close(ctx); err != nil && ctx.Err() == nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if err := n.closeStorage(); err != nil {
 		errs = append(errs, err)
 	}

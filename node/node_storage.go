@@ -1,9 +1,6 @@
 package node
 
 import (
-	"context"
-	"sync"
-
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -38,53 +35,8 @@ type StoredTopic struct {
 	Partitions []PartitionLog
 }
 
-// orderKey carries a request's orderSignal in its context.
-type orderKey struct{}
-
-// orderSignal says that a request's effects are ordered: what it changes is
-// decided, in the owner's order, and all that is left is to wait for
-// durability. The stream that carries the request starts the next request
-// then, so that produce N+1 is appended while N waits for its fsync, and
-// still after N.
-type orderSignal struct {
-	once sync.Once
-	ch   chan struct{}
-}
-
-func newOrderSignal() *orderSignal { return &orderSignal{ch: make(chan struct{})} }
-
-func (s *orderSignal) fire() { s.once.Do(func() { close(s.ch) }) }
-
-// withOrderSignal returns ctx carrying s.
-func withOrderSignal(ctx context.Context, s *orderSignal) context.Context {
-	return context.WithValue(ctx, orderKey{}, s)
-}
-
-// markOrdered fires ctx's order signal, if it carries one.
-func markOrdered(ctx context.Context) {
-	if s, ok := ctx.Value(orderKey{}).(*orderSignal); ok {
-		s.fire()
-	}
-}
-
-// orderedLog is a partition log that reports the start of every
-// durability wait to the waiting request's stream. The owner orders an
-// append under its lock and waits for its durability outside the lock
-// (PartitionLog, Metadata): entering the wait is the moment the request is
-// ordered.
+// orderedLog once wrapped the node's logs to learn when a request was
+// ordered; owners now say so themselves (Owner.OrderProduce, OrderCommit,
+// OrderReset return a Durable), and the node no longer wraps its logs. The
+// type remains while status_snapshot.go still unwraps it.
 type orderedLog struct{ PartitionLog }
-
-// WaitDurable implements PartitionLog.
-func (l orderedLog) WaitDurable(ctx context.Context, off uint64) error {
-	markOrdered(ctx)
-	return l.PartitionLog.WaitDurable(ctx, off)
-}
-
-// orderedMeta is orderedLog's counterpart for metadata syncs (commits).
-type orderedMeta struct{ Metadata }
-
-// Sync implements Metadata.
-func (m orderedMeta) Sync(ctx context.Context, t Ticket) error {
-	markOrdered(ctx)
-	return m.Metadata.Sync(ctx, t)
-}

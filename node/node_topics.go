@@ -58,16 +58,16 @@ func (n *Node) newTopic(st StoredTopic) (*topic, error) {
 	t.gone, t.delete = context.WithCancel(n.base)
 	t.cfg.Partitions = uint32(len(st.Partitions))
 	for i, l := range st.Partitions {
-		log := orderedLog{l}
 		o, err := NewOwner(OwnerConfig{
-			Topic: st.ID, Partition: uint32(i), Log: log, Meta: n.meta,
+			Topic: st.ID, Partition: uint32(i), Log: l, Meta: n.meta,
 			Producers: n.producers, Sessions: n.sessions,
+			AppendTime: st.Config.Timestamps == wire.TimestampModeAppend,
 		})
 		if err != nil {
 			t.delete()
 			return nil, fmt.Errorf("node: topic %s: %w", st.Name, err)
 		}
-		t.logs = append(t.logs, log)
+		t.logs = append(t.logs, l)
 		t.owners = append(t.owners, o)
 	}
 	return t, nil
@@ -154,6 +154,11 @@ func (n *Node) DeleteTopic(ctx context.Context, name string, id [16]byte) error 
 	delete(n.topics, name)
 	n.topicsMu.Unlock()
 	t.delete()
+	// The owners refuse everything from now on, before the logs go. An
+	// append still in progress when ctx ends is refused by the log.
+	for _, o := range t.owners {
+		_ = o.Close(ctx)
+	}
 	if err := n.storage.DeleteTopic(name, t.id); err != nil {
 		return err
 	}

@@ -8,8 +8,10 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -24,11 +26,14 @@ type OwnerConfig struct {
 	// Producers is the node-wide producer registry; nil refuses idempotent
 	// batches.
 	Producers *Producers
-	// Sessions is the topic's session registry; nil means named consumers
-	// never attach (every session is epoch 0).
+	// Sessions is the node-wide session registry of named consumers; nil
+	// means named consumers never attach (every session is epoch 0).
 	Sessions *Sessions
 	// Members answers for the group coordinator; nil means no groups.
 	Members Members
+	// AppendTime says the topic's timestamps are stamped by the log at
+	// append: produce results then carry the stamped time.
+	AppendTime bool
 }
 
 // Owner owns one partition. Its methods are safe for concurrent use.
@@ -40,10 +45,23 @@ type Owner struct {
 	producers *Producers
 	sessions  *Sessions
 	members   Members
+	// appendTime: read the stamped time back from appended batches.
+	appendTime bool
 
 	// skipFence turns every fence check off, for benchmarks that measure
 	// what fencing costs. Never set outside tests.
 	skipFence bool
+
+	// appendMu orders appends: a batch's producer check and its append are
+	// one step, and no other append comes between them. It is not mu, so
+	// that an append the log holds up (its offset reservation or queue)
+	// never stalls polls and commits.
+	appendMu sync.Mutex
+
+	// closed is set, and closing closed, by Close (under mu and before
+	// appendMu is taken): every later step is refused.
+	closed  atomic.Bool
+	closing chan struct{}
 
 	mu           sync.Mutex
 	consumers    map[string]*progress // named consumers
@@ -66,6 +84,8 @@ func NewOwner(cfg OwnerConfig) (*Owner, error) {
 		producers:   cfg.Producers,
 		sessions:    cfg.Sessions,
 		members:     cfg.Members,
+		appendTime:  cfg.AppendTime,
+		closing:     make(chan struct{}),
 		consumers:   map[string]*progress{},
 		groups:      map[string]*progress{},
 		assignments: map[string]assignment{},
@@ -191,14 +211,47 @@ func (o *Owner) committedFloor(p fence.Partition, pr *progress) (uint64, error) 
 	return res.Offset, nil
 }
 
-// setCommitted orders the write of pr's bookmark. Called with o.mu held.
-func (o *Owner) setCommitted(pr *progress, b Bookmark) (Ticket, error) {
+// setCommitted orders the write of pr's bookmark and returns what makes it
+// durable. Called with o.mu held.
+func (o *Owner) setCommitted(pr *progress, b Bookmark) (Durable, error) {
 	t, err := o.log.SetBookmark(pr.key, b)
 	if err != nil {
-		return 0, err
+		return Durable{}, err
 	}
 	pr.committed, pr.hasCommitted, pr.loaded = b, true, true
-	return t, nil
+	return Durable{meta: o.meta, ticket: t}, nil
+}
+
+// Durable is the second half of an effect the owner ordered: the wait for
+// its durability per the policy that governs it (the topic's durability
+// for appends, the metadata sync for bookmarks). The owner orders effects
+// under its lock and returns a Durable; the caller waits outside the lock,
+// and acknowledges the effect only once Wait returned nil. The zero
+// Durable has nothing to wait for.
+//
+// Durables of one partition complete in the order their effects were
+// ordered, and waiting for one never delays the ordering of the next: a
+// server may order request N+1 while request N waits.
+type Durable struct {
+	log    PartitionLog // with off: every offset <= off durable
+	off    uint64
+	meta   Metadata // with ticket: every metadata write up to ticket durable
+	ticket Ticket
+}
+
+// Wait returns once the effect is durable, or with the error that kept it
+// from becoming durable (the partition failed, the disk is full: it may
+// be lost), or with ctx's error (it may still become durable).
+func (d Durable) Wait(ctx context.Context) error {
+	if d.log != nil {
+		if err := d.log.WaitDurable(ctx, d.off); err != nil {
+			return err
+		}
+	}
+	if d.meta != nil {
+		return d.meta.Sync(ctx, d.ticket)
+	}
+	return nil
 }
 
 func produceRequest(h wire.BatchHeader) fence.ProduceRequest {

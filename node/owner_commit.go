@@ -15,28 +15,58 @@ type CommitRequest struct {
 	Offset   uint64
 }
 
-// Commit records the consumer's progress and returns once it is durable.
-// The token must be current (same topic, history, session or assignment),
-// the offset within what the token delivered and within [log start, high
-// watermark], and not below the committed offset. Otherwise nothing changes
-// and the error is a fence rejection saying what to do.
+// Commit records the consumer's progress and returns once it is durable:
+// OrderCommit, then the wait for durability. The token must be current
+// (same topic, history, session or assignment), the offset within what the
+// token delivered and within [log start, high watermark], and not below
+// the committed offset. Otherwise nothing changes and the error is a fence
+// rejection saying what to do.
 func (o *Owner) Commit(ctx context.Context, req CommitRequest) error {
-	return o.commit(ctx, req, false)
+	d, err := o.OrderCommit(ctx, req)
+	if err != nil {
+		return err
+	}
+	return d.Wait(ctx)
 }
 
-// Reset seeks the consumer to Offset and commits it, backwards if need be.
-// The token must be current; the offset within [log start, high
-// watermark]. The consumer's next poll "next" reads from Offset.
+// OrderCommit is the ordering half of Commit: it checks the commit and
+// orders the write of the bookmark in one owner step, and returns at once
+// with the Durable that says when the commit is durable. A later step of
+// the owner sees the new committed offset; the commit must not be
+// acknowledged before the Durable's Wait returned nil.
+func (o *Owner) OrderCommit(ctx context.Context, req CommitRequest) (Durable, error) {
+	return o.orderCommit(ctx, req, false)
+}
+
+// Reset seeks the consumer to Offset and commits it, backwards if need be,
+// and returns once the commit is durable. The token must be current; the
+// offset within [log start, high watermark]. The consumer's next poll
+// "next" reads from Offset.
 func (o *Owner) Reset(ctx context.Context, req CommitRequest) error {
-	return o.commit(ctx, req, true)
+	d, err := o.OrderReset(ctx, req)
+	if err != nil {
+		return err
+	}
+	return d.Wait(ctx)
 }
 
-func (o *Owner) commit(ctx context.Context, req CommitRequest, reset bool) error {
+// OrderReset is the ordering half of Reset, as OrderCommit is Commit's.
+func (o *Owner) OrderReset(ctx context.Context, req CommitRequest) (Durable, error) {
+	return o.orderCommit(ctx, req, true)
+}
+
+func (o *Owner) orderCommit(ctx context.Context, req CommitRequest, reset bool) (Durable, error) {
+	if err := ctx.Err(); err != nil {
+		return Durable{}, err
+	}
 	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.refuseClosed(); err != nil {
+		return Durable{}, err
+	}
 	pr := o.progressOf(req.Consumer)
 	if pr == nil {
-		o.mu.Unlock()
-		return ErrNoConsumer
+		return Durable{}, ErrNoConsumer
 	}
 	p := o.facts()
 	h := o.holder(req.Consumer)
@@ -51,18 +81,17 @@ func (o *Owner) commit(ctx context.Context, req CommitRequest, reset bool) error
 			err = fence.CheckCommit(p, h, req.Token, req.Offset, floor)
 		}
 	}
-	var t Ticket
-	if err == nil {
-		t, err = o.setCommitted(pr, Bookmark{Offset: req.Offset, History: p.History})
+	if err != nil {
+		return Durable{}, err
 	}
-	if err == nil && reset {
+	d, err := o.setCommitted(pr, Bookmark{Offset: req.Offset, History: p.History})
+	if err != nil {
+		return Durable{}, err
+	}
+	if reset {
 		pr.delivered = fence.Issue(p, h, req.Offset)
 	}
-	o.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return o.meta.Sync(ctx, t)
+	return d, nil
 }
 
 // Progress is a consumer's progress on the partition.
@@ -86,6 +115,9 @@ type Progress struct {
 func (o *Owner) Committed(ctx context.Context, c Consumer) (Progress, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.refuseClosed(); err != nil {
+		return Progress{}, err
+	}
 	pr := o.progressOf(c)
 	if pr == nil {
 		return Progress{}, ErrNoConsumer

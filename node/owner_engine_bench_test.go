@@ -61,11 +61,11 @@ func benchEngineOwnerOn(b *testing.B, fs vfs.FS, dir string, d engine.Durability
 	if err != nil {
 		b.Fatal(err)
 	}
-	sess, err := OpenSessions(meta, t.ID())
+	sess, err := OpenSessions(meta)
 	if err != nil {
 		b.Fatal(err)
 	}
-	o, err := NewOwner(OwnerConfig{Topic: t.ID(), Log: engineLog{p}, Meta: meta, Producers: prods, Sessions: sess})
+	o, err := NewOwner(OwnerConfig{Topic: t.ID(), Log: newEngineLog(p), Meta: meta, Producers: prods, Sessions: sess})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // Position says where a poll starts.
@@ -69,9 +70,15 @@ type PollRequest struct {
 	Offset     uint64 // for FromOffset
 	Reset      ResetPolicy
 	AutoCommit AutoCommit
-	// MaxBytes bounds the reply (at least one batch is returned). Default
-	// 1 MiB.
+	// MaxBytes bounds the bytes of the reply, in whole stored batches: at
+	// least one batch is returned, and a further batch only if the reply
+	// stays within MaxBytes. Default 1 MiB.
 	MaxBytes int
+	// MaxMessages bounds the records of the reply the same way: whole
+	// batches, at least one, and a further batch only if the records
+	// delivered (those at or after the poll's position) stay within
+	// MaxMessages. 0: no bound by count.
+	MaxMessages int
 	// MaxWait is how long a poll that finds nothing to read waits for
 	// records. 0 answers at once.
 	MaxWait time.Duration
@@ -119,6 +126,8 @@ func (o *Owner) Poll(ctx context.Context, req PollRequest) (PollResult, error) {
 				}
 			case <-timer.C:
 				pend.wait = nil
+			case <-o.closing:
+				return PollResult{}, ErrOwnerClosed
 			case <-ctx.Done():
 				return PollResult{}, ctx.Err()
 			}
@@ -136,8 +145,41 @@ func (o *Owner) readAndComplete(ctx context.Context, req PollRequest, pend pendi
 		if err != nil {
 			return PollResult{}, err
 		}
+		res = limitMessages(res, pend.tok.From, req.MaxMessages)
 	}
 	return o.complete(ctx, req, pend.tok, res)
+}
+
+// limitMessages keeps the batches of res that a poll from position from
+// may deliver under maxMessages: the first batch always, each further one
+// only if the records delivered stay within maxMessages. Records of the
+// first batch below from are not delivered and do not count.
+func limitMessages(res ReadResult, from uint64, maxMessages int) ReadResult {
+	if maxMessages <= 0 || len(res.Batches) < 2 {
+		return res
+	}
+	count := uint64(0)
+	for i, b := range res.Batches {
+		h, err := wire.ParseBatchHeader(b)
+		if err != nil {
+			// Stored batches were verified at append; keep what the
+			// read returned and let the client's checks speak.
+			return res
+		}
+		if last := h.LastOffset(); last >= from {
+			count += last + 1 - max(from, h.BaseOffset)
+		}
+		if i > 0 && count > uint64(maxMessages) {
+			return ReadResult{Batches: res.Batches[:i], Next: lastOffsetOf(res.Batches[i-1]) + 1}
+		}
+	}
+	return res
+}
+
+// lastOffsetOf is the offset of the last record of a verified batch.
+func lastOffsetOf(b []byte) uint64 {
+	h, _ := wire.ParseBatchHeader(b)
+	return h.LastOffset()
 }
 
 // plan is the first owner step of a poll. With parked set, it is a parked
@@ -150,6 +192,9 @@ func (o *Owner) plan(req PollRequest, parked *fence.Token) (pendingPoll, error) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.refuseClosed(); err != nil {
+		return pendingPoll{}, err
+	}
 	p := o.facts()
 	h := o.holder(req.Consumer)
 	var tok fence.Token
@@ -281,6 +326,10 @@ func resetPosition(p fence.Partition, reset ResetPolicy) (uint64, error) {
 // reply leaves only once its commit is durable.
 func (o *Owner) complete(ctx context.Context, req PollRequest, tok fence.Token, res ReadResult) (PollResult, error) {
 	o.mu.Lock()
+	if err := o.refuseClosed(); err != nil {
+		o.mu.Unlock()
+		return PollResult{}, err
+	}
 	p := o.facts()
 	h := o.holder(req.Consumer)
 	t := tok.Through(res.Next)
@@ -291,8 +340,7 @@ func (o *Owner) complete(ctx context.Context, req PollRequest, tok fence.Token, 
 		}
 	}
 	pr := o.progressOf(req.Consumer)
-	var ticket Ticket
-	synced := false
+	var commit Durable
 	if pr != nil && req.AutoCommit == AutoCommitOnDelivery {
 		floor, err := o.committedFloor(p, pr)
 		advance := t.Next > floor
@@ -300,8 +348,7 @@ func (o *Owner) complete(ctx context.Context, req PollRequest, tok fence.Token, 
 			advance, err = fence.CheckAutoCommit(p, h, t, floor)
 		}
 		if err == nil && advance {
-			ticket, err = o.setCommitted(pr, Bookmark{Offset: t.Next, History: p.History})
-			synced = true
+			commit, err = o.setCommitted(pr, Bookmark{Offset: t.Next, History: p.History})
 		}
 		if err != nil {
 			o.mu.Unlock()
@@ -312,10 +359,8 @@ func (o *Owner) complete(ctx context.Context, req PollRequest, tok fence.Token, 
 		pr.delivered = t
 	}
 	o.mu.Unlock()
-	if synced {
-		if err := o.meta.Sync(ctx, ticket); err != nil {
-			return PollResult{}, err
-		}
+	if err := commit.Wait(ctx); err != nil {
+		return PollResult{}, err
 	}
 	return PollResult{Batches: res.Batches, Next: t.Next, Token: t, State: p}, nil
 }
@@ -369,15 +414,16 @@ func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 			timer = time.NewTimer(maxWait)
 			defer timer.Stop()
 		}
+		// A parked partition wakes when it changes or its owner closes.
 		cases := []reflect.SelectCase{
 			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
 			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
 		}
-		idx := []int{-1, -1}
 		for i := range polls {
 			if live[i] && pend[i].wait != nil {
-				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pend[i].wait)})
-				idx = append(idx, i)
+				cases = append(cases,
+					reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pend[i].wait)},
+					reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(polls[i].Owner.closing)})
 			}
 		}
 		chosen, _, _ := reflect.Select(cases)
@@ -392,10 +438,13 @@ func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 		if chosen == 1 {
 			break
 		}
-		// Something changed: re-validate every parked partition.
-		for _, i := range idx[2:] {
-			tok := pend[i].tok
-			plan(i, &tok)
+		// Something changed: re-validate every parked partition (a closed
+		// owner refuses its own).
+		for i := range polls {
+			if live[i] && pend[i].wait != nil {
+				tok := pend[i].tok
+				plan(i, &tok)
+			}
 		}
 	}
 	for i := range polls {

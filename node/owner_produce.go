@@ -13,51 +13,82 @@ type ProduceResult struct {
 	// Duplicate: the batch is a retry of one appended before; Base and Last
 	// are the original offsets and nothing was appended.
 	Duplicate bool
+	// AppendTime is the time (unix ms) the log stamped on the batch of an
+	// append-time topic, or wire.NoAppendTime: on a topic that keeps
+	// producer timestamps, and for a duplicate (nothing was stamped; the
+	// original's time is in the stored batch).
+	AppendTime int64
 }
 
 // Produce appends a batch and returns once it is durable per the topic's
-// policy. A batch with a producer id is checked against the node-wide
-// registration and the producer's sequence on this partition: the next
-// sequence is appended; a retry of a remembered batch is answered with its
-// original offsets (once those are durable); a gap, a fenced or unknown
-// producer are refused with a fence error and nothing is appended.
+// policy: OrderProduce, then the wait for durability.
 func (o *Owner) Produce(ctx context.Context, batch []byte) (ProduceResult, error) {
-	h, err := wire.ParseBatchHeader(batch)
+	res, d, err := o.OrderProduce(ctx, batch)
 	if err != nil {
 		return ProduceResult{}, err
 	}
+	if err := d.Wait(ctx); err != nil {
+		return ProduceResult{}, err
+	}
+	return res, nil
+}
+
+// OrderProduce is the ordering half of Produce. It checks the batch and
+// appends it in the partition's order, and returns at once with its
+// offsets and the Durable that says when it is durable. The next batch of
+// the partition may be ordered as soon as OrderProduce returned; it lands
+// after this one. The result must not be acknowledged before the
+// Durable's Wait returned nil.
+//
+// A batch with a producer id is checked against the node-wide
+// registration and the producer's sequence on this partition: the next
+// sequence is appended; a retry of a remembered batch is answered with its
+// original offsets (its Durable waits for the original); a gap, a fenced
+// or unknown producer are refused with a fence error and nothing is
+// appended. A done ctx refuses the batch before anything is appended.
+func (o *Owner) OrderProduce(ctx context.Context, batch []byte) (ProduceResult, Durable, error) {
+	h, err := wire.ParseBatchHeader(batch)
+	if err != nil {
+		return ProduceResult{}, Durable{}, err
+	}
 	r := produceRequest(h)
-	o.mu.Lock()
+	o.appendMu.Lock()
+	defer o.appendMu.Unlock()
+	if err := o.refuseClosed(); err != nil {
+		return ProduceResult{}, Durable{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ProduceResult{}, Durable{}, err
+	}
 	if r.Producer != 0 && !o.skipFence {
 		if o.producers == nil {
-			o.mu.Unlock()
-			return ProduceResult{}, errNoProducers
+			return ProduceResult{}, Durable{}, errNoProducers
 		}
-		// Checked and appended in one owner step: no other batch of this
-		// partition can come between the check and the append.
+		// Checked and appended in one step: no other batch of this
+		// partition comes between the check and the append.
 		s, _ := o.log.ProducerState(r.Producer)
 		v, err := fence.CheckProduce(o.producers.Registration(r.Producer), &s, r)
 		if err != nil {
-			o.mu.Unlock()
-			return ProduceResult{}, err
+			return ProduceResult{}, Durable{}, err
 		}
 		if v.Duplicate {
-			o.mu.Unlock()
 			// The original may not be durable yet: answer only once it
 			// is, as the original reply would have.
-			if err := o.log.WaitDurable(ctx, v.Last); err != nil {
-				return ProduceResult{}, err
-			}
-			return ProduceResult{Base: v.Base, Last: v.Last, Duplicate: true}, nil
+			res := ProduceResult{Base: v.Base, Last: v.Last, Duplicate: true, AppendTime: wire.NoAppendTime}
+			return res, Durable{log: o.log, off: v.Last}, nil
 		}
 	}
 	base, last, err := o.log.Append(batch)
-	o.mu.Unlock()
 	if err != nil {
-		return ProduceResult{}, err
+		return ProduceResult{}, Durable{}, err
 	}
-	if err := o.log.WaitDurable(ctx, last); err != nil {
-		return ProduceResult{}, err
+	res := ProduceResult{Base: base, Last: last, AppendTime: wire.NoAppendTime}
+	if o.appendTime {
+		// The log stamped the header in place before Append returned, and
+		// only reads the batch from then on.
+		if sh, err := wire.ParseBatchHeader(batch); err == nil && sh.AppendTime() {
+			res.AppendTime = sh.MaxTimestamp
+		}
 	}
-	return ProduceResult{Base: base, Last: last}, nil
+	return res, Durable{log: o.log, off: last}, nil
 }

@@ -19,6 +19,9 @@ import (
 // step, so an effect either lands before the purge (and is purged with its
 // history) or is checked against the new history.
 func (o *Owner) Purge(ctx context.Context) (PartitionState, error) {
+	if err := o.refuseClosed(); err != nil {
+		return PartitionState{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return PartitionState{}, err
 	}
@@ -33,6 +36,9 @@ func (o *Owner) Purge(ctx context.Context) (PartitionState, error) {
 // and a consumer whose position fell below the start follows its reset
 // policy.
 func (o *Owner) EnforceRetention(now time.Time) error {
+	if err := o.refuseClosed(); err != nil {
+		return err
+	}
 	return o.log.EnforceRetention(now)
 }
 

@@ -143,7 +143,7 @@ func (s *scenario) open() {
 	if s.prods, err = OpenProducers(s.b.meta()); err != nil {
 		s.t.Fatal(err)
 	}
-	if s.sess, err = OpenSessions(s.b.meta(), s.b.topic()); err != nil {
+	if s.sess, err = OpenSessions(s.b.meta()); err != nil {
 		s.t.Fatal(err)
 	}
 	s.owner, err = NewOwner(OwnerConfig{

@@ -17,7 +17,7 @@ func newTestOwner(t testing.TB, topic fence.TopicID, m *memMeta, l *memLog) *Own
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := OpenSessions(m, topic)
+	sess, err := OpenSessions(m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,6 +136,60 @@ func (p *Producers) Init(ctx context.Context, name string) (ProducerIdentity, er
 	return ProducerIdentity{ID: id, Epoch: epoch}, nil
 }
 
+// Reinit starts a new incarnation of the unnamed producer id, which the
+// caller holds at epoch, and returns its identity once it is durable: the
+// same id at the next epoch. Every earlier incarnation of id is fenced on
+// every partition from then on (fence.ErrFencedProducer on its batches),
+// and no epoch is handed out twice, not even across a crash. A producer
+// reinitializes this way to recover from fence.ErrOutOfOrderSequence
+// without a new id.
+//
+// The caller must be the current incarnation: an epoch below the
+// registered one is refused with fence.ErrFencedProducer (a newer
+// incarnation exists; the caller is a zombie), an id or epoch the registry
+// never handed out with fence.ErrUnknownProducer (Init a fresh producer).
+// When the epoch space is exhausted the producer gets a fresh id at epoch 0.
+func (p *Producers) Reinit(ctx context.Context, id fence.ProducerID, epoch fence.ProducerEpoch) (ProducerIdentity, error) {
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
+
+	reg := p.Registration(id)
+	// The incarnation rule is the one every batch is checked by: would a
+	// first batch of (id, epoch) be accepted on a partition it never wrote?
+	if _, err := fence.CheckProduce(reg, nil, fence.ProduceRequest{Producer: id, Epoch: epoch, BaseSequence: 0, Count: 1}); err != nil {
+		return ProducerIdentity{}, err
+	}
+	p.mu.RLock()
+	next := p.next
+	p.mu.RUnlock()
+	fresh := reg.Epoch == math.MaxUint32
+	if fresh {
+		id, epoch = next, 0
+		next++
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(next))
+		if _, err := p.meta.Put(keyProducerNext, b[:]); err != nil {
+			return ProducerIdentity{}, err
+		}
+	} else {
+		epoch = reg.Epoch + 1
+	}
+	var e [4]byte
+	binary.BigEndian.PutUint32(e[:], uint32(epoch))
+	t, err := p.meta.Put(producerKey(id), e[:])
+	if err != nil {
+		return ProducerIdentity{}, err
+	}
+	if err := p.meta.Sync(ctx, t); err != nil {
+		return ProducerIdentity{}, err
+	}
+	p.mu.Lock()
+	p.epochs[id] = epoch
+	p.next = next
+	p.mu.Unlock()
+	return ProducerIdentity{ID: id, Epoch: epoch}, nil
+}
+
 // Registration returns the node-wide registration of id.
 func (p *Producers) Registration(id fence.ProducerID) fence.Registration {
 	p.mu.RLock()

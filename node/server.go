@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sync"
 
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -14,11 +15,14 @@ import (
 // The server side of the protocol (docs/PROTOCOL.md). A connection
 // authenticates with its first frame; then every stream is a sequence of
 // requests answered in order. Each request runs in its own goroutine, and
-// the next one starts as soon as the current one is ordered — for produce
-// and commit, when it waits for durability; for everything else, when it
-// is done — so a produce stream keeps its partition order while many
-// appends share one fsync. A writer goroutine sends the replies in request
-// order, coalescing the flushes of replies that are ready together.
+// the next one starts as soon as the current one is ordered — for produce,
+// commit and reset, once the owner ordered its effects (Owner.OrderProduce,
+// OrderCommit, OrderReset) and while it waits for their durability; for
+// everything else, when it is done — so a produce stream keeps its
+// partition order while many appends share one fsync. A writer goroutine
+// sends the replies in request order, coalescing the flushes of replies
+// that are ready together; a reply is ready only once its effects are
+// durable.
 
 // authenticate is the listener's Authenticator: the first frame of a
 // connection must be an Authenticate request with a valid token.
@@ -150,21 +154,28 @@ func (n *Node) streamEnded(s *quic.Stream, err error) {
 }
 
 // start runs a request in its own goroutine and returns a channel closed
-// once the next request of the stream may start.
+// once the next request of the stream may start: when the request is
+// ordered (request.markOrdered) or done, whichever comes first.
 func (n *Node) start(ctx context.Context, tok *tokenRecord, f *inflight) <-chan struct{} {
-	var sig *orderSignal
-	if fr, err := parseFrame(f.req.Frame); err == nil && (fr.Kind == wire.KindProduce || fr.Kind == wire.KindCommit) {
-		sig = newOrderSignal()
-		ctx = withOrderSignal(ctx, sig)
+	var ordered func()
+	next := (<-chan struct{})(f.done)
+	if h, _, err := wire.ParseFrameHeader(f.req.Frame, len(f.req.Frame)); err == nil && ordersEffects(h.Kind) {
+		ch := make(chan struct{})
+		var once sync.Once
+		ordered = func() { once.Do(func() { close(ch) }) }
+		next = ch
 	}
 	n.work.Go(func() {
 		defer close(f.done)
-		f.reply = n.handle(ctx, tok, f.req.Frame)
+		f.reply = n.handle(ctx, tok, f.req.Frame, ordered)
 	})
-	if sig == nil {
-		return f.done
-	}
-	return sig.ch
+	return next
+}
+
+// ordersEffects reports whether requests of kind k say when they are
+// ordered, before they are done.
+func ordersEffects(k wire.Kind) bool {
+	return k == wire.KindProduce || k == wire.KindCommit || k == wire.KindResetPosition
 }
 
 // writeReplies writes each request's reply in request order and releases
@@ -217,7 +228,8 @@ func (n *Node) writeReplies(s *quic.Stream, queue <-chan *inflight) {
 
 // handle answers one request frame with one reply frame. It never panics:
 // a panic in a handler is logged and answered with StatusInternal.
-func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte) (reply []byte) {
+// ordered, when set, is called once the request's effects are ordered.
+func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte, ordered func()) (reply []byte) {
 	f, err := parseFrame(frame)
 	if err != nil {
 		return errorReply(f.FrameHeader, err)
@@ -234,7 +246,7 @@ func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte) (repl
 	if err := tok.valid(n.cfg.Now()); err != nil {
 		return errorReply(f.FrameHeader, err)
 	}
-	r := &request{n: n, tok: tok, frame: f}
+	r := &request{n: n, tok: tok, frame: f, ordered: ordered}
 	switch f.Kind {
 	case wire.KindAuthenticate:
 		return errorReply(f.FrameHeader, invalidArgument("the connection is already authenticated"))
@@ -281,6 +293,18 @@ type request struct {
 	n     *Node
 	tok   *tokenRecord
 	frame wire.Frame
+	// ordered, when set, lets the stream's next request start.
+	ordered func()
+}
+
+// markOrdered says the request's effects are ordered: the stream's next
+// request may start, and its effects land after this one's. A handler
+// calls it once its owners returned from ordering (successfully or not),
+// before it waits for durability.
+func (r *request) markOrdered() {
+	if r.ordered != nil {
+		r.ordered()
+	}
 }
 
 // serve decodes the request into req, runs fn, and encodes its reply or

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -37,42 +36,65 @@ func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Pr
 	if limit := int(t.cfg.MaxBatchBytes); limit > 0 && len(m.Batch) > limit {
 		return nil, fmt.Errorf("%w: %d bytes, topic %s takes at most %d", wire.ErrBatchTooLarge, len(m.Batch), t.name, limit)
 	}
-	res, err := o.Produce(ctx, m.Batch)
+	// The batch is appended in the stream's order; the stream's next
+	// request starts while this one waits for durability.
+	res, d, err := o.OrderProduce(ctx, m.Batch)
+	r.markOrdered()
+	if err == nil {
+		err = d.Wait(ctx)
+	}
 	if err != nil {
 		return nil, r.n.topicError(t, err)
 	}
 	return &wire.ProduceReply{
-		BaseOffset: res.Base, LastOffset: res.Last, AppendTime: wire.NoAppendTime, Duplicate: res.Duplicate,
+		BaseOffset: res.Base, LastOffset: res.Last, AppendTime: res.AppendTime, Duplicate: res.Duplicate,
 	}, nil
 }
 
-// initProducer registers a producer incarnation. Without a name the
-// producer gets a fresh id; that is also the answer to a request to bump
-// an unnamed producer's epoch (no other process can hold its id, so a
-// fresh id fences nothing less).
+// initProducer registers a producer incarnation: the next epoch of a
+// named producer; for an unnamed one, a fresh id (producer id 0) or the
+// next epoch of the id it states (Producers.Reinit).
 func (r *request) initProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error) {
 	if err := r.allow("", wire.ScopeProduce); err != nil {
 		return nil, err
 	}
-	id, err := r.n.producers.Init(ctx, m.Name)
+	var id ProducerIdentity
+	var err error
+	if m.Name == "" && m.ProducerID != 0 {
+		id, err = r.n.producers.Reinit(ctx, fence.ProducerID(m.ProducerID), fence.ProducerEpoch(m.ProducerEpoch))
+	} else {
+		id, err = r.n.producers.Init(ctx, m.Name)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &wire.InitProducerReply{ProducerID: uint64(id.ID), ProducerEpoch: uint32(id.Epoch)}, nil
 }
 
+// attachConsumer starts a session under a consumer name. Sessions are
+// node-wide (Sessions): the topic, when the request names one, is checked
+// for the consume scope and its id is returned.
 func (r *request) attachConsumer(ctx context.Context, m *wire.AttachConsumerRequest) (*wire.AttachConsumerReply, error) {
-	if err := r.allow("", wire.ScopeConsume); err != nil {
+	if err := r.allow(m.Topic, wire.ScopeConsume); err != nil {
 		return nil, err
 	}
 	if m.Name == "" {
 		return nil, invalidArgument("attach needs a consumer name")
 	}
+	rep := &wire.AttachConsumerReply{}
+	if m.Topic != "" {
+		t, err := r.n.lookup(m.Topic, [16]byte{})
+		if err != nil {
+			return nil, err
+		}
+		rep.TopicID = t.id
+	}
 	e, err := r.n.sessions.Attach(ctx, m.Name)
 	if err != nil {
 		return nil, err
 	}
-	return &wire.AttachConsumerReply{Session: uint64(e)}, nil
+	rep.Session = uint64(e)
+	return rep, nil
 }
 
 // consumerOf maps the wire's consumer to the owner's.
@@ -175,6 +197,11 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 	}
 	total = min(total, n.cfg.MaxPollBytes)
 	share := max(total/len(m.Partitions), 1)
+	// Records are shared out like bytes; 0 bounds nothing.
+	messages := 0
+	if m.MaxMessages > 0 {
+		messages = max(int(m.MaxMessages)/len(m.Partitions), 1)
+	}
 
 	rep := &wire.PollReply{Partitions: make([]wire.PollPartitionReply, len(m.Partitions))}
 	polls := make([]PartitionPoll, 0, len(m.Partitions))
@@ -187,7 +214,7 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 			var req PollRequest
 			if req, err = pollRequest(ctx, c, p.Position, t.logs[p.Partition]); err == nil {
 				req.AutoCommit = autoCommitOf(m.AutoCommit)
-				req.MaxBytes = share
+				req.MaxBytes, req.MaxMessages = share, messages
 				if p.MaxBytes > 0 {
 					req.MaxBytes = min(share, int(p.MaxBytes))
 				}
@@ -296,8 +323,9 @@ func fillState(out *wire.PollPartitionReply, t *topic, p uint32) {
 	}
 }
 
-// commit commits each offset through its owner, concurrently: the
-// partitions share their metadata syncs.
+// commit orders each partition's commit through its owner, lets the
+// stream's next request start, then waits for the commits to be durable
+// (they share their metadata syncs).
 func (r *request) commit(ctx context.Context, m *wire.CommitRequest) (*wire.CommitReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "commits")
 	if err != nil {
@@ -309,28 +337,54 @@ func (r *request) commit(ctx context.Context, m *wire.CommitRequest) (*wire.Comm
 		}
 	}
 	rep := &wire.CommitReply{Partitions: make([]wire.OffsetResult, len(m.Offsets))}
-	eachOrdered(ctx, len(m.Offsets), func(ctx context.Context, i int) {
-		o, out := &m.Offsets[i], &rep.Partitions[i]
-		t, owner, err := r.partitionOf(o.Topic, [16]byte{}, o.Partition)
-		if err == nil {
+	steps := make([]offsetStep, len(m.Offsets))
+	for i := range m.Offsets {
+		o, st := &m.Offsets[i], &steps[i]
+		st.t, st.o, st.err = r.partitionOf(o.Topic, [16]byte{}, o.Partition)
+		if st.err == nil {
 			var tok fence.Token
-			if tok, err = fence.UnmarshalToken(o.Token); err == nil {
-				err = owner.Commit(ctx, CommitRequest{Consumer: c, Token: tok, Offset: o.Offset})
+			if tok, st.err = fence.UnmarshalToken(o.Token); st.err == nil {
+				st.d, st.err = st.o.OrderCommit(ctx, CommitRequest{Consumer: c, Token: tok, Offset: o.Offset})
 			}
 		}
-		if err != nil {
-			if t != nil {
-				err = r.n.topicError(t, err)
-			}
-			out.Status, out.Message = StatusOf(err)
-			if owner != nil {
-				out.Offset = committedOffset(ctx, owner, c)
-			}
-			return
-		}
-		out.Offset = o.Offset
-	})
+		st.offset = o.Offset
+	}
+	r.markOrdered()
+	for i := range steps {
+		r.finishOffset(ctx, c, &steps[i], &rep.Partitions[i])
+	}
 	return rep, nil
+}
+
+// offsetStep is one partition of a commit or reset: its owner, what it
+// ordered and the offset it commits.
+type offsetStep struct {
+	t      *topic
+	o      *Owner
+	d      Durable
+	offset uint64
+	err    error
+}
+
+// finishOffset waits for an ordered commit or reset to be durable and
+// fills its result: the committed offset, or the error and the offset
+// committed before.
+func (r *request) finishOffset(ctx context.Context, c Consumer, st *offsetStep, out *wire.OffsetResult) {
+	err := st.err
+	if err == nil {
+		err = st.d.Wait(ctx)
+	}
+	if err == nil {
+		out.Offset = st.offset
+		return
+	}
+	if st.t != nil {
+		err = r.n.topicError(st.t, err)
+	}
+	out.Status, out.Message = StatusOf(err)
+	if st.o != nil {
+		out.Offset = committedOffset(ctx, st.o, c)
+	}
 }
 
 // progressConsumer maps the consumer of a request that needs progress
@@ -353,30 +407,9 @@ func committedOffset(ctx context.Context, o *Owner, c Consumer) uint64 {
 	return p.Committed.Offset
 }
 
-// eachOrdered runs fn for 0..n-1 concurrently, each with a context whose
-// order signal is its own, and fires ctx's order signal once every one is
-// ordered (or done). It returns when all are done.
-func eachOrdered(ctx context.Context, n int, fn func(context.Context, int)) {
-	if n == 1 {
-		fn(ctx, 0)
-		return
-	}
-	subs := make([]*orderSignal, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		subs[i] = newOrderSignal()
-		wg.Go(func() {
-			defer subs[i].fire()
-			fn(withOrderSignal(ctx, subs[i]), i)
-		})
-	}
-	for _, s := range subs {
-		<-s.ch
-	}
-	markOrdered(ctx)
-	wg.Wait()
-}
-
+// resetPosition orders each partition's reset through its owner, lets
+// the stream's next request start, then waits for the resets to be
+// durable.
 func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "resets")
 	if err != nil {
@@ -388,29 +421,22 @@ func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionReques
 		}
 	}
 	rep := &wire.ResetPositionReply{Partitions: make([]wire.OffsetResult, len(m.Partitions))}
+	steps := make([]offsetStep, len(m.Partitions))
 	for i := range m.Partitions {
-		p, out := &m.Partitions[i], &rep.Partitions[i]
-		t, o, err := r.partitionOf(p.Topic, [16]byte{}, p.Partition)
-		var off uint64
-		if err == nil {
-			if off, err = resolvePosition(ctx, p.Position, t.logs[p.Partition]); err == nil {
+		p, st := &m.Partitions[i], &steps[i]
+		st.t, st.o, st.err = r.partitionOf(p.Topic, [16]byte{}, p.Partition)
+		if st.err == nil {
+			if st.offset, st.err = resolvePosition(ctx, p.Position, st.t.logs[p.Partition]); st.err == nil {
 				var tok fence.Token
-				if tok, err = fence.UnmarshalToken(p.Token); err == nil {
-					err = o.Reset(ctx, CommitRequest{Consumer: c, Token: tok, Offset: off})
+				if tok, st.err = fence.UnmarshalToken(p.Token); st.err == nil {
+					st.d, st.err = st.o.OrderReset(ctx, CommitRequest{Consumer: c, Token: tok, Offset: st.offset})
 				}
 			}
 		}
-		if err != nil {
-			if t != nil {
-				err = r.n.topicError(t, err)
-			}
-			out.Status, out.Message = StatusOf(err)
-			if o != nil {
-				out.Offset = committedOffset(ctx, o, c)
-			}
-			continue
-		}
-		out.Offset = off
+	}
+	r.markOrdered()
+	for i := range steps {
+		r.finishOffset(ctx, c, &steps[i], &rep.Partitions[i])
 	}
 	return rep, nil
 }

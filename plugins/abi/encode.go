@@ -34,6 +34,23 @@ func (e *Encoder) Reset(m Meta) {
 	e.data = append(e.data, m.Topic...)
 }
 
+// Grow reserves room for records more records holding dataBytes more
+// bytes of keys, values and headers, so that adding them does not
+// reallocate.
+func (e *Encoder) Grow(records, dataBytes int) {
+	e.recs = growCap(e.recs, records*RecordEntrySize)
+	e.data = growCap(e.data, dataBytes)
+}
+
+func growCap(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := make([]byte, len(b), len(b)+n)
+	copy(nb, b)
+	return nb
+}
+
 // SetMeta replaces the description given to Reset; the topic name must be
 // the same.
 func (e *Encoder) SetMeta(m Meta) {

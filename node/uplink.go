@@ -1,0 +1,288 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// An uplink forwards one Ledge partition to a Kafka topic, exactly once.
+//
+// Each forwarding step is one Kafka transaction: the records read from the
+// partition and the forwarding position (the next Ledge offset) are written
+// together, the position as a transactional offset commit (TxnOffsetCommit,
+// the KIP-447 pattern) of a consumer group named like the transactional id.
+// Records and position commit or abort together, so the position read back
+// from Kafka after any crash is exactly where the committed records end.
+//
+// The transactional id is derived from the node id, the topic id and the
+// partition: a second forwarder for the same partition (a restored backup of
+// the node, a stuck old process) initializes the same transactional id,
+// which bumps the producer epoch in Kafka and fences the older one. A
+// re-created topic has a new topic id, hence a new transactional id and a
+// new, empty position.
+//
+// The forwarder reads through the partition owner's poll API, as an
+// anonymous consumer polling from an explicit offset: every poll is
+// validated at its completion (a read planned before a purge and completed
+// after it is refused), and the authoritative position lives in Kafka only,
+// so there is no second copy in a Ledge bookmark that could disagree with it.
+
+// UplinkPartitioning says how Ledge partitions map to Kafka partitions.
+type UplinkPartitioning uint8
+
+const (
+	// UplinkSamePartition writes Ledge partition i to Kafka partition i
+	// (the default). The Kafka topic needs at least as many partitions;
+	// per-partition order is kept end to end.
+	UplinkSamePartition UplinkPartitioning = iota
+	// UplinkByKey lets Kafka's key hash choose the partition: order is
+	// kept per key. Records without a key are spread.
+	UplinkByKey
+)
+
+// String returns "same" or "key".
+func (p UplinkPartitioning) String() string {
+	if p == UplinkByKey {
+		return "key"
+	}
+	return "same"
+}
+
+// ParseUplinkPartitioning parses "same" or "key".
+func ParseUplinkPartitioning(s string) (UplinkPartitioning, error) {
+	switch s {
+	case "", "same":
+		return UplinkSamePartition, nil
+	case "key":
+		return UplinkByKey, nil
+	}
+	return 0, fmt.Errorf("node: uplink partitioning %q: want same or key", s)
+}
+
+// UplinkOverflow says what retention does with records not yet forwarded.
+type UplinkOverflow uint8
+
+const (
+	// UplinkBlock (the default): retention never deletes a record the
+	// uplink has not forwarded; the partition grows while Kafka is away.
+	UplinkBlock UplinkOverflow = iota
+	// UplinkDropOldest: retention runs as configured; records it deletes
+	// before they were forwarded are skipped, counted (Dropped) and logged.
+	UplinkDropOldest
+)
+
+// String returns "block" or "drop-oldest".
+func (o UplinkOverflow) String() string {
+	if o == UplinkDropOldest {
+		return "drop-oldest"
+	}
+	return "block"
+}
+
+// ParseUplinkOverflow parses "block" or "drop-oldest".
+func ParseUplinkOverflow(s string) (UplinkOverflow, error) {
+	switch s {
+	case "", "block":
+		return UplinkBlock, nil
+	case "drop-oldest":
+		return UplinkDropOldest, nil
+	}
+	return 0, fmt.Errorf("node: uplink overflow %q: want block or drop-oldest", s)
+}
+
+// UplinkSource is the partition a forwarder reads: *Owner implements it.
+type UplinkSource interface {
+	Poll(ctx context.Context, req PollRequest) (PollResult, error)
+	State() PartitionState
+}
+
+// UplinkConfig configures the forwarder of one partition.
+type UplinkConfig struct {
+	// NodeID, TopicID and Partition name the transactional id; they must
+	// be stable across restarts of the node (and equal on a restored
+	// backup, which is then fenced).
+	NodeID    string
+	TopicID   fence.TopicID
+	Partition uint32
+	// Topic is the Ledge topic name, for logs.
+	Topic string
+	// Source is the partition's owner.
+	Source UplinkSource
+
+	// Seeds are Kafka bootstrap brokers, host:port.
+	Seeds []string
+	// To is the Kafka topic. It must exist.
+	To           string
+	Partitioning UplinkPartitioning
+	Overflow     UplinkOverflow
+	// KafkaOpts are extra client options: TLS (kgo.DialTLSConfig), SASL
+	// (kgo.SASL), compression (default snappy), linger. The transactional
+	// and partitioner options are set by the forwarder and override these.
+	KafkaOpts []kgo.Opt
+
+	// MaxTxnBytes bounds the Ledge bytes read into one transaction.
+	// Default 4 MiB.
+	MaxTxnBytes int
+	// PollWait is how long one step waits for new records when caught up.
+	// Default 1s.
+	PollWait time.Duration
+	// MinBackoff and MaxBackoff bound the wait after a failed step; it
+	// doubles per consecutive failure. Defaults 100ms and 30s.
+	MinBackoff, MaxBackoff time.Duration
+	// Wait sleeps between retries; default a timer honouring ctx. Tests
+	// inject it.
+	Wait func(ctx context.Context, d time.Duration) error
+	// Now is the clock for the lag's age. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+
+	// beforeCommit, when set, runs after the records and the position are
+	// in the transaction and before it is committed; an error abandons the
+	// transaction as a crash would (no abort).
+	beforeCommit func() error
+}
+
+func (c UplinkConfig) withDefaults() UplinkConfig {
+	if c.MaxTxnBytes <= 0 {
+		c.MaxTxnBytes = 4 << 20
+	}
+	if c.PollWait <= 0 {
+		c.PollWait = time.Second
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = 100 * time.Millisecond
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = max(30*time.Second, c.MinBackoff)
+	}
+	if c.Wait == nil {
+		c.Wait = sleepCtx
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// UplinkTransactionalID is the Kafka transactional id (and the name of the
+// consumer group holding the position) of a partition's forwarder.
+func UplinkTransactionalID(nodeID string, topic fence.TopicID, partition uint32) string {
+	return "ledge-uplink." + nodeID + "." + topic.String() + "." + strconv.FormatUint(uint64(partition), 10)
+}
+
+// ErrUplinkFenced: another forwarder initialized the same transactional id
+// with a newer producer epoch. Do not retry: the newer forwarder owns the
+// partition's uplink.
+var ErrUplinkFenced = errors.New("node: uplink fenced by a newer forwarder with the same transactional id")
+
+// ErrUplinkConfig: the uplink's configuration cannot work (no seeds, no
+// target topic, the target topic is missing or has too few partitions for
+// "same" partitioning). Fix the configuration; retrying does not help,
+// except for a target topic that is created later.
+var ErrUplinkConfig = errors.New("node: uplink configuration")
+
+// UplinkState is a forwarder's phase.
+type UplinkState uint8
+
+const (
+	UplinkConnecting UplinkState = iota // initializing the producer, reading the position
+	UplinkForwarding                    // connected; forwarding or caught up
+	UplinkBackoff                       // waiting after a failure (Kafka unreachable, ...)
+	UplinkFenced                        // fenced by a newer forwarder: stopped for good
+	UplinkStopped                       // Run returned
+)
+
+// String names the state.
+func (s UplinkState) String() string {
+	switch s {
+	case UplinkConnecting:
+		return "connecting"
+	case UplinkForwarding:
+		return "forwarding"
+	case UplinkBackoff:
+		return "backoff"
+	case UplinkFenced:
+		return "fenced"
+	}
+	return "stopped"
+}
+
+// UplinkStatus is what metrics, `ledge uplink status` and the status page
+// show of a forwarder.
+type UplinkStatus struct {
+	TransactionalID string
+	State           UplinkState
+	// Position is the next Ledge offset to forward (committed in Kafka);
+	// valid once Known.
+	Position uint64
+	Known    bool
+	// HighWatermark is the partition's as last seen.
+	HighWatermark uint64
+	// LagRecords is HighWatermark - Position (offsets, so gaps count).
+	LagRecords uint64
+	// LagAge is how old the oldest record not yet forwarded is; 0 when
+	// caught up or unknown.
+	LagAge time.Duration
+	// Forwarded counts records committed to Kafka by this forwarder;
+	// Transactions its committed transactions.
+	Forwarded, Transactions uint64
+	// Dropped counts records skipped because they were gone from the
+	// partition before they were forwarded (retention under drop-oldest,
+	// or a purge).
+	Dropped uint64
+	// Failures counts failed steps; LastError is the latest failure.
+	Failures  uint64
+	LastError string
+}
+
+// uplinkStats is the forwarder's status under a mutex.
+type uplinkStats struct {
+	mu      sync.Mutex
+	s       UplinkStatus
+	oldest  int64 // unix ms of the oldest record not yet forwarded, 0 unknown
+	nowFunc func() time.Time
+}
+
+func (u *uplinkStats) update(fn func(s *UplinkStatus)) {
+	u.mu.Lock()
+	fn(&u.s)
+	if u.s.HighWatermark > u.s.Position {
+		u.s.LagRecords = u.s.HighWatermark - u.s.Position
+	} else {
+		u.s.LagRecords = 0
+		u.oldest = 0
+	}
+	u.mu.Unlock()
+}
+
+func (u *uplinkStats) snapshot() UplinkStatus {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.s
+	if s.LagRecords > 0 && u.oldest > 0 {
+		s.LagAge = max(0, u.nowFunc().Sub(time.UnixMilli(u.oldest)))
+	}
+	return s
+}

@@ -1,0 +1,337 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// HeaderLedgeOffset is the Kafka record header carrying the record's Ledge
+// offset (decimal), so that a Kafka consumer can audit order and gaps.
+const HeaderLedgeOffset = "ledge-offset"
+
+// Forwarder forwards one Ledge partition to Kafka (see UplinkConfig). Run
+// drives it; Step is one transaction. Status and RetentionFloor may be
+// called from any goroutine; Run and Step from one at a time.
+type Forwarder struct {
+	cfg   UplinkConfig
+	txnID string
+	stats uplinkStats
+
+	cl           *kgo.Client // nil when not connected
+	kafkaTopicID [16]byte
+
+	posMu   sync.Mutex // guards pos and known (read by RetentionFloor)
+	pos     uint64
+	known   bool
+	history fence.HistoryEpoch // of the partition when pos was last set
+
+	recs []*kgo.Record // reused between steps
+}
+
+// NewForwarder returns a forwarder; it connects on its first step.
+func NewForwarder(cfg UplinkConfig) (*Forwarder, error) {
+	cfg = cfg.withDefaults()
+	switch {
+	case cfg.Source == nil:
+		return nil, fmt.Errorf("%w: no source partition", ErrUplinkConfig)
+	case len(cfg.Seeds) == 0:
+		return nil, fmt.Errorf("%w: no Kafka seed brokers", ErrUplinkConfig)
+	case cfg.To == "":
+		return nil, fmt.Errorf("%w: no Kafka topic", ErrUplinkConfig)
+	case cfg.NodeID == "":
+		return nil, fmt.Errorf("%w: no node id", ErrUplinkConfig)
+	}
+	f := &Forwarder{cfg: cfg, txnID: UplinkTransactionalID(cfg.NodeID, cfg.TopicID, cfg.Partition)}
+	f.stats.nowFunc = cfg.Now
+	f.stats.s.TransactionalID = f.txnID
+	return f, nil
+}
+
+// TransactionalID is the forwarder's Kafka transactional id.
+func (f *Forwarder) TransactionalID() string { return f.txnID }
+
+// Status returns the forwarder's state and lag.
+func (f *Forwarder) Status() UplinkStatus { return f.stats.snapshot() }
+
+// RetentionFloor is the lowest offset retention may keep: under the block
+// policy, the position not yet forwarded (ok true once the position is
+// known; until then nothing may be deleted either, which the caller
+// expresses by treating !ok as floor 0 when the policy is block). Under
+// drop-oldest there is no floor: ok is false.
+func (f *Forwarder) RetentionFloor() (offset uint64, ok bool) {
+	if f.cfg.Overflow == UplinkDropOldest {
+		return 0, false
+	}
+	f.posMu.Lock()
+	defer f.posMu.Unlock()
+	return f.pos, true
+}
+
+// Run forwards until ctx ends or the forwarder is fenced. Failures (Kafka
+// unreachable, a transaction refused) back off exponentially between
+// MinBackoff and MaxBackoff and resume from the position committed in
+// Kafka. It returns ErrUplinkFenced, or ctx's error.
+func (f *Forwarder) Run(ctx context.Context) error {
+	defer f.stats.update(func(s *UplinkStatus) {
+		if s.State != UplinkFenced {
+			s.State = UplinkStopped
+		}
+	})
+	backoff := f.cfg.MinBackoff
+	for {
+		_, err := f.Step(ctx)
+		switch {
+		case err == nil:
+			backoff = f.cfg.MinBackoff
+			continue
+		case ctx.Err() != nil:
+			f.Close()
+			return ctx.Err()
+		case errors.Is(err, ErrUplinkFenced):
+			return err
+		}
+		f.stats.update(func(s *UplinkStatus) { s.State = UplinkBackoff })
+		f.cfg.Logger.Warn("uplink: step failed; backing off",
+			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "to", f.cfg.To,
+			"backoff", backoff, "err", err)
+		if werr := f.cfg.Wait(ctx, backoff); werr != nil {
+			f.Close()
+			return werr
+		}
+		backoff = min(2*backoff, f.cfg.MaxBackoff)
+	}
+}
+
+// Close abandons the Kafka client. An open transaction is left to the next
+// forwarder with the same transactional id, whose initialization aborts it
+// (or to Kafka's transaction timeout).
+func (f *Forwarder) Close() {
+	if f.cl != nil {
+		f.cl.Close()
+		f.cl = nil
+	}
+}
+
+// Step connects if need be and forwards what the partition holds past the
+// position (up to MaxTxnBytes), waiting up to PollWait when caught up. It
+// returns the number of records committed to Kafka. After an error the
+// next step reconnects and re-reads the position from Kafka.
+func (f *Forwarder) Step(ctx context.Context) (int, error) {
+	n, err := f.step(ctx)
+	if err != nil && ctx.Err() == nil {
+		if isFenced(err) {
+			f.stats.update(func(s *UplinkStatus) { s.State = UplinkFenced; s.LastError = err.Error() })
+			f.cfg.Logger.Error("uplink: fenced: another forwarder initialized the same transactional id "+
+				"with a newer producer epoch (a restored backup of this node, or a second process); "+
+				"this forwarder stops and never writes again",
+				"transactional_id", f.txnID, "topic", f.cfg.Topic, "partition", f.cfg.Partition, "err", err)
+			f.Close()
+			return 0, fmt.Errorf("%w (transactional id %s): %v", ErrUplinkFenced, f.txnID, err)
+		}
+		f.stats.update(func(s *UplinkStatus) { s.Failures++; s.LastError = err.Error() })
+	}
+	return n, err
+}
+
+func isFenced(err error) bool {
+	return errors.Is(err, ErrUplinkFenced) || errors.Is(err, kerr.ProducerFenced) ||
+		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+}
+
+func (f *Forwarder) step(ctx context.Context) (int, error) {
+	if f.cl == nil {
+		if err := f.connect(ctx); err != nil {
+			f.Close()
+			return 0, err
+		}
+	}
+	st := f.cfg.Source.State()
+	f.reconcile(st)
+
+	res, err := f.cfg.Source.Poll(ctx, PollRequest{
+		From: FromOffset, Offset: f.position(), MaxBytes: f.cfg.MaxTxnBytes, MaxWait: f.cfg.PollWait,
+	})
+	if err != nil {
+		if errors.Is(err, fence.ErrOffsetOutOfRange) || errors.Is(err, fence.ErrStaleHistory) {
+			return 0, nil // the partition moved (retention, purge): reconcile on the next step
+		}
+		return 0, fmt.Errorf("node: uplink read: %w", err)
+	}
+	f.stats.update(func(s *UplinkStatus) { s.HighWatermark = res.State.HighWatermark })
+	recs, err := f.records(res.Batches)
+	if err != nil {
+		return 0, err
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	f.stats.mu.Lock()
+	if f.stats.oldest == 0 {
+		f.stats.oldest = recs[0].Timestamp.UnixMilli()
+	}
+	f.stats.mu.Unlock()
+
+	if err := f.transact(ctx, recs, res.Next, res.State.History); err != nil {
+		return 0, err
+	}
+	f.setPosition(res.Next, res.State.History)
+	f.stats.mu.Lock()
+	f.stats.oldest = 0
+	f.stats.mu.Unlock()
+	f.stats.update(func(s *UplinkStatus) {
+		s.Position, s.Known, s.State = res.Next, true, UplinkForwarding
+		s.Forwarded += uint64(len(recs))
+		s.Transactions++
+		s.HighWatermark = max(s.HighWatermark, res.State.HighWatermark)
+	})
+	return len(recs), nil
+}
+
+// transact writes recs and the position next in one Kafka transaction.
+// Any failure leaves the client to be recreated: the next initialization
+// of the transactional id aborts whatever this transaction left open.
+func (f *Forwarder) transact(ctx context.Context, recs []*kgo.Record, next uint64, history fence.HistoryEpoch) (err error) {
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	if err := f.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("node: uplink begin transaction: %w", err)
+	}
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	wg.Add(len(recs))
+	for _, r := range recs {
+		f.cl.Produce(ctx, r, func(_ *kgo.Record, perr error) {
+			if perr != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = perr
+				}
+				errMu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("node: uplink produce: %w", firstErr)
+	}
+	if err := f.addPosition(ctx, next, history); err != nil {
+		return err
+	}
+	if f.cfg.beforeCommit != nil {
+		if err := f.cfg.beforeCommit(); err != nil {
+			f.cl = nil // abandoned as by a crash: no abort, no close
+			return err
+		}
+	}
+	if err := f.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("node: uplink commit transaction: %w", err)
+	}
+	return nil
+}
+
+// records converts the batches' records at or past the position into
+// Kafka records.
+func (f *Forwarder) records(batches [][]byte) ([]*kgo.Record, error) {
+	from := f.position()
+	recs := f.recs[:0]
+	var it wire.RecordIterator
+	for _, b := range batches {
+		if err := it.Reset(b, len(b)); err != nil {
+			return nil, fmt.Errorf("node: uplink read: %w", err)
+		}
+		for {
+			r, ok := it.Next()
+			if !ok {
+				break
+			}
+			if r.Offset < from {
+				continue
+			}
+			kr := &kgo.Record{
+				Topic:     f.cfg.To,
+				Key:       r.Key,
+				Value:     r.Value,
+				Timestamp: unixMilli(r.Timestamp),
+			}
+			if f.cfg.Partitioning == UplinkSamePartition {
+				kr.Partition = int32(f.cfg.Partition)
+			}
+			kr.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+1)
+			for _, h := range r.Headers {
+				kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+			}
+			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: HeaderLedgeOffset, Value: strconv.AppendUint(nil, r.Offset, 10)})
+			recs = append(recs, kr)
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("node: uplink read: %w", err)
+		}
+	}
+	f.recs = recs[:0]
+	return recs, nil
+}
+
+func (f *Forwarder) position() uint64 {
+	f.posMu.Lock()
+	defer f.posMu.Unlock()
+	return f.pos
+}
+
+func (f *Forwarder) setPosition(pos uint64, h fence.HistoryEpoch) {
+	f.posMu.Lock()
+	f.pos, f.known, f.history = pos, true, h
+	f.posMu.Unlock()
+}
+
+// reconcile moves a position the partition no longer covers. Below the log
+// start, the records were deleted before they were forwarded: by a purge
+// (the history changed), or by retention (drop-oldest, or a node without
+// the retention floor). They are counted as dropped and skipped. Above the
+// high watermark, a lossy recovery lost records that were forwarded
+// already: the position moves back to the high watermark, so that what the
+// new history appends there is forwarded.
+func (f *Forwarder) reconcile(st PartitionState) {
+	f.posMu.Lock()
+	pos, h := f.pos, f.history
+	switch {
+	case pos < st.LogStart:
+		f.pos, f.history = st.LogStart, st.History
+	case pos > st.HighWatermark:
+		f.pos, f.history = st.HighWatermark, st.History
+	}
+	f.posMu.Unlock()
+	switch {
+	case pos < st.LogStart:
+		n := st.LogStart - pos
+		why := "retention deleted them (overflow drop-oldest)"
+		if h != st.History {
+			why = "the partition was purged"
+		} else if f.cfg.Overflow == UplinkBlock {
+			why = "retention deleted them although the uplink's overflow policy is block"
+		}
+		f.stats.update(func(s *UplinkStatus) { s.Dropped += n; s.Position = st.LogStart })
+		f.cfg.Logger.Warn("uplink: records gone before they were forwarded: "+why,
+			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", pos, "to", st.LogStart, "dropped", n)
+	case pos > st.HighWatermark:
+		f.stats.update(func(s *UplinkStatus) { s.Position = st.HighWatermark })
+		f.cfg.Logger.Warn("uplink: the partition lost records that were already forwarded (lossy recovery); "+
+			"forwarding resumes at the new high watermark",
+			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "position", pos, "high_watermark", st.HighWatermark)
+	}
+	f.stats.update(func(s *UplinkStatus) { s.HighWatermark = st.HighWatermark })
+}

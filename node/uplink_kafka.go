@@ -1,0 +1,238 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The forwarding position is a transactional offset commit of the consumer
+// group named like the transactional id, for partition 0 of the target
+// topic (partition 0 always exists; the group holds one partition's
+// uplink only). Its offset is the next Ledge offset to forward; its
+// metadata says "ledge/v1 history=N" (the partition's history epoch when
+// committed), for audits.
+const uplinkPositionPartition = 0
+
+// connect creates the transactional client, initializes the transactional
+// id (which fences every older forwarder with it and completes or aborts
+// their open transaction), checks the target topic and reads the
+// position back from Kafka.
+func (f *Forwarder) connect(ctx context.Context) error {
+	f.stats.update(func(s *UplinkStatus) { s.State = UplinkConnecting })
+	opts := append([]kgo.Opt{kgo.ProducerLinger(0)}, f.cfg.KafkaOpts...)
+	opts = append(opts,
+		kgo.SeedBrokers(f.cfg.Seeds...),
+		kgo.TransactionalID(f.txnID),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	)
+	if f.cfg.Partitioning == UplinkSamePartition {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUplinkConfig, err)
+	}
+	f.cl = cl
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("node: uplink init transactional id %s: %w", f.txnID, err)
+	}
+	if err := f.checkTopic(ctx); err != nil {
+		return err
+	}
+	pos, h, ok, err := f.readPosition(ctx)
+	if err != nil {
+		return err
+	}
+	st := f.cfg.Source.State()
+	if !ok {
+		pos = st.LogStart // a new uplink forwards everything the partition retains
+	}
+	if h == 0 {
+		h = st.History
+	}
+	f.setPosition(pos, h)
+	f.stats.update(func(s *UplinkStatus) {
+		s.Position, s.Known, s.State = pos, true, UplinkForwarding
+	})
+	f.cfg.Logger.Info("uplink: connected",
+		"transactional_id", f.txnID, "topic", f.cfg.Topic, "partition", f.cfg.Partition,
+		"to", f.cfg.To, "position", pos, "committed_position", ok)
+	return nil
+}
+
+func (f *Forwarder) checkTopic(ctx context.Context) error {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(f.cfg.To)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, f.cl)
+	if err != nil {
+		return fmt.Errorf("node: uplink metadata: %w", err)
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("node: uplink metadata: %d topics in the reply", len(resp.Topics))
+	}
+	rt := resp.Topics[0]
+	if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("%w: Kafka topic %q does not exist", ErrUplinkConfig, f.cfg.To)
+		}
+		return fmt.Errorf("node: uplink metadata of %q: %w", f.cfg.To, err)
+	}
+	if f.cfg.Partitioning == UplinkSamePartition && int(f.cfg.Partition) >= len(rt.Partitions) {
+		return fmt.Errorf("%w: Kafka topic %q has %d partitions; partitioning \"same\" needs partition %d",
+			ErrUplinkConfig, f.cfg.To, len(rt.Partitions), f.cfg.Partition)
+	}
+	f.kafkaTopicID = rt.TopicID
+	return nil
+}
+
+// readPosition fetches the committed position. It asks for stable offsets
+// only: a transaction of an earlier forwarder that is still completing is
+// waited for, never read half-done.
+func (f *Forwarder) readPosition(ctx context.Context) (uint64, fence.HistoryEpoch, bool, error) {
+	for attempt := 0; ; attempt++ {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = f.txnID
+		req.RequireStable = true
+		t := kmsg.NewOffsetFetchRequestTopic()
+		t.Topic = f.cfg.To
+		t.Partitions = []int32{uplinkPositionPartition}
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, f.cl)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("node: uplink read position: %w", err)
+		}
+		off, meta, code := offsetFetchResult(resp)
+		err = kerr.ErrorForCode(code)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return 0, 0, false, nil // never committed: a new uplink
+		}
+		if err == nil {
+			if off < 0 {
+				return 0, 0, false, nil
+			}
+			h, _ := parseUplinkPositionMeta(meta)
+			return uint64(off), h, true, nil
+		}
+		if !kerr.IsRetriable(err) || attempt >= 50 {
+			return 0, 0, false, fmt.Errorf("node: uplink read position: %w", err)
+		}
+		if err := f.cfg.Wait(ctx, min(f.cfg.MinBackoff, 100*time.Millisecond)); err != nil {
+			return 0, 0, false, err
+		}
+	}
+}
+
+func offsetFetchResult(resp *kmsg.OffsetFetchResponse) (offset int64, meta string, code int16) {
+	if resp.ErrorCode != 0 {
+		return -1, "", resp.ErrorCode
+	}
+	for _, g := range resp.Groups {
+		if g.ErrorCode != 0 {
+			return -1, "", g.ErrorCode
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				if p.Partition == uplinkPositionPartition {
+					return p.Offset, deref(p.Metadata), p.ErrorCode
+				}
+			}
+		}
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.Partition == uplinkPositionPartition {
+				return p.Offset, deref(p.Metadata), p.ErrorCode
+			}
+		}
+	}
+	return -1, "", 0
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// addPosition adds the offset commit of next to the open transaction.
+func (f *Forwarder) addPosition(ctx context.Context, next uint64, history fence.HistoryEpoch) error {
+	id, epoch, err := f.cl.ProducerID(ctx)
+	if err != nil {
+		return fmt.Errorf("node: uplink producer id: %w", err)
+	}
+	if err := f.retryConcurrent(ctx, func() error {
+		req := kmsg.NewPtrAddOffsetsToTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = f.txnID, id, epoch, f.txnID
+		resp, err := req.RequestWith(ctx, f.cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}); err != nil {
+		return fmt.Errorf("node: uplink add position to transaction: %w", err)
+	}
+	return f.retryConcurrent(ctx, func() error {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = f.txnID, f.txnID, id, epoch
+		req.Generation, req.MemberID = -1, ""
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic, t.TopicID = f.cfg.To, f.kafkaTopicID
+		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset = uplinkPositionPartition, int64(next)
+		p.Metadata = kmsg.StringPtr("ledge/v1 history=" + strconv.FormatUint(uint64(history), 10))
+		t.Partitions = append(t.Partitions, p)
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, f.cl)
+		if err != nil {
+			return fmt.Errorf("node: uplink commit position: %w", err)
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					return fmt.Errorf("node: uplink commit position: %w", err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// retryConcurrent retries fn while the coordinator is still completing an
+// earlier transaction or loading (CONCURRENT_TRANSACTIONS and other
+// retriable codes), a bounded number of times.
+func (f *Forwarder) retryConcurrent(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || attempt >= 20 || !(errors.Is(err, kerr.ConcurrentTransactions) || kerr.IsRetriable(err)) {
+			return err
+		}
+		if werr := f.cfg.Wait(ctx, 10*time.Millisecond); werr != nil {
+			return werr
+		}
+	}
+}
+
+func unixMilli(ms int64) time.Time { return time.UnixMilli(ms) }
+
+// parseUplinkPositionMeta reads the history epoch of a position commit's
+// metadata.
+func parseUplinkPositionMeta(meta string) (fence.HistoryEpoch, bool) {
+	_, v, ok := strings.Cut(meta, "history=")
+	if !ok {
+		return 0, false
+	}
+	h, err := strconv.ParseUint(v, 10, 64)
+	return fence.HistoryEpoch(h), err == nil
+}

@@ -1,0 +1,137 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ledgemq/ledge/plugins/abi"
+)
+
+// Filter runs filter plugin name, initialized with params, over v and
+// returns which records to keep. The answer is validated (size, no stray
+// bits). An empty view is answered without calling the plugin.
+//
+// Errors: ErrUnknownPlugin, ErrWrongKind, ErrQuarantined, ErrBadParams,
+// ErrInputTooLarge, ErrMemoryBudget (or the context's error while waiting
+// for an instance), and from the plugin ErrTimeout, ErrTrap,
+// ErrInvalidAnswer and ErrPluginFailed. The poll fails; the consumer's
+// position is unchanged.
+func (h *Host) Filter(ctx context.Context, name string, params Params, v *View) (Bitmap, error) {
+	var keep Bitmap
+	err := h.call(ctx, name, KindFilter, params, v, func(ans []byte) error {
+		var err error
+		keep, err = abi.ParseBitmap(ans, v.Len())
+		if err != nil {
+			return fmt.Errorf("%w: %q: %s: %w", ErrInvalidAnswer, name, abi.ExportFilter, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Bitmap{}, err
+	}
+	if v.Len() == 0 {
+		return abi.NewBitmap(0), nil
+	}
+	return keep, nil
+}
+
+// Propose runs commit policy name, initialized with params, over v and
+// returns its proposal. A proposal to commit must name an offset within
+// the delivered range [v.From(), v.Next()); anything else is an invalid
+// answer. An empty view is answered (no proposal) without calling the
+// plugin. Errors are those of Filter.
+func (h *Host) Propose(ctx context.Context, name string, params Params, v *View) (Proposal, error) {
+	var prop Proposal
+	err := h.call(ctx, name, KindCommitPolicy, params, v, func(ans []byte) error {
+		var err error
+		prop, err = abi.ParseProposal(ans)
+		if err != nil {
+			return fmt.Errorf("%w: %q: %s: %w", ErrInvalidAnswer, name, abi.ExportPropose, err)
+		}
+		if prop.Commit && (prop.Through < v.From() || prop.Through >= v.Next()) {
+			return fmt.Errorf("%w: %q: %s proposes to commit through offset %d, outside the delivered range [%d, %d)",
+				ErrInvalidAnswer, name, abi.ExportPropose, prop.Through, v.From(), v.Next())
+		}
+		return nil
+	})
+	return prop, err
+}
+
+// lookup finds a usable plugin of the given kind.
+func (h *Host) lookup(name string, kind Kind) (*plugin, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	p := h.plugins[name]
+	if p == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownPlugin, name)
+	}
+	if p.kind != kind {
+		return nil, fmt.Errorf("%w: %q is a %v, not a %v", ErrWrongKind, name, p.kind, kind)
+	}
+	return p, h.usableLocked(p)
+}
+
+// call is the body of Filter and Propose: take an instance, run the call,
+// validate the answer with check, and release or discard the instance.
+func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, v *View, check func([]byte) error) error {
+	p, err := h.lookup(name, kind)
+	if err != nil {
+		return err
+	}
+	enc, err := params.encode()
+	if err != nil {
+		return err
+	}
+	if v.Len() == 0 {
+		return nil
+	}
+	if v.Size() > h.cfg.MaxInputBytes {
+		return fmt.Errorf("%w: %d records in %d bytes, the limit is %d bytes; poll fewer bytes",
+			ErrInputTooLarge, v.Len(), v.Size(), h.cfg.MaxInputBytes)
+	}
+	in, err := h.acquire(ctx, p, kind, enc)
+	if err != nil {
+		return err
+	}
+	fn, export := in.filter, abi.ExportFilter
+	if kind == KindCommitPolicy {
+		fn, export = in.propose, abi.ExportPropose
+	}
+	start := h.cfg.Now()
+	ans, err := in.run(ctx, fn, export, v)
+	if err == nil {
+		err = check(ans)
+	}
+	elapsed := h.cfg.Now().Sub(start)
+	if err != nil {
+		// A plugin's own error report leaves the instance sound; anything
+		// else may have left it mid-way, so it is discarded.
+		h.release(in, !isGuestError(err))
+		h.strike(p, err)
+		p.stats.failure(err)
+		return err
+	}
+	h.release(in, false)
+	kept := 0
+	if kind == KindFilter {
+		if m, err := abi.ParseBitmap(ans, v.Len()); err == nil {
+			kept = m.Count()
+		}
+	}
+	p.stats.call(v.Len(), kept, elapsed)
+	return nil
+}
+
+// probe starts the first instance of a plugin being added, proving that
+// it starts and speaks the ABI, and keeps it idle for the first call.
+func (h *Host) probe(ctx context.Context, p *plugin) error {
+	in, err := h.acquire(ctx, p, p.kind, nil)
+	if err != nil {
+		return err
+	}
+	h.release(in, false)
+	return nil
+}

@@ -1,0 +1,114 @@
+package plugins
+
+import (
+	"log/slog"
+	"runtime"
+	"time"
+)
+
+// Config configures a Host. The zero value is usable: every field has a
+// default, applied by NewHost.
+type Config struct {
+	// CacheDir is the directory of the on-disk compilation cache, so that
+	// compiled plugins survive restarts (compiling a Go plugin takes about
+	// half a second). Empty: compile in memory only.
+	CacheDir string
+
+	// CallTimeout bounds one filter or propose call. Default 100ms. A call
+	// past it is cut off within one metering slice (RATIONALE.md), fails
+	// with ErrTimeout and counts a strike.
+	CallTimeout time.Duration
+	// StartTimeout bounds starting an instance (the guest's own
+	// initialization and its init call with parameters). Default 1s.
+	StartTimeout time.Duration
+	// CompileTimeout bounds compiling a module in Add. Default 30s.
+	CompileTimeout time.Duration
+	// CompileWorkers is the number of goroutines compiling one module.
+	// Default 2; values below 2 are raised to 2, the least with which a
+	// compile can be abandoned midway.
+	CompileWorkers int
+
+	// MaxModuleBytes bounds the size of a module given to Add. Default
+	// 32 MiB.
+	MaxModuleBytes int
+	// MaxInstanceMemory caps the linear memory of one instance, in bytes,
+	// rounded down to 64 KiB pages. Default 64 MiB. A guest growing past
+	// it sees memory.grow fail (a Go guest then panics: a trap).
+	MaxInstanceMemory int64
+	// MemoryBudget bounds the linear memory of all instances of all
+	// plugins together. Default 512 MiB. When starting an instance would
+	// exceed it, idle instances are closed first; if that is not enough
+	// the call waits for one to be released, until its context ends
+	// (ErrMemoryBudget).
+	MemoryBudget int64
+	// MaxInstances bounds the instances of one plugin, busy or idle, which
+	// is how many calls of that plugin run at once. Default GOMAXPROCS.
+	MaxInstances int
+	// MaxInputBytes bounds the input region of one call (View.Size).
+	// Default 16 MiB, and at most half of MaxInstanceMemory.
+	MaxInputBytes int
+	// MaxStrikes is how many traps, timeouts and invalid answers a plugin
+	// may cause before it is quarantined. Default 3.
+	MaxStrikes int
+	// MaxLogBytes bounds what one call may log (host log function and
+	// standard output and error together). Default 16 KiB; the rest is
+	// dropped with a warning.
+	MaxLogBytes int
+
+	// Logger receives plugin output and host events. Default: slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of deadlines and call times. Default time.Now.
+	Now func() time.Time
+	// Seed seeds every instance's random generator (mixed with the module
+	// digest and an instance counter). Zero: a random seed.
+	Seed [32]byte
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.CallTimeout, 100*time.Millisecond)
+	def(&c.StartTimeout, time.Second)
+	def(&c.CompileTimeout, 30*time.Second)
+	if c.CompileWorkers < 2 {
+		c.CompileWorkers = 2
+	}
+	if c.MaxModuleBytes <= 0 {
+		c.MaxModuleBytes = 32 << 20
+	}
+	if c.MaxInstanceMemory <= 0 {
+		c.MaxInstanceMemory = 64 << 20
+	}
+	c.MaxInstanceMemory = min(c.MaxInstanceMemory, 4<<30) &^ (pageSize - 1)
+	if c.MaxInstanceMemory < pageSize {
+		c.MaxInstanceMemory = pageSize
+	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = 512 << 20
+	}
+	if c.MaxInstances <= 0 {
+		c.MaxInstances = runtime.GOMAXPROCS(0)
+	}
+	if c.MaxInputBytes <= 0 {
+		c.MaxInputBytes = 16 << 20
+	}
+	c.MaxInputBytes = int(min(int64(c.MaxInputBytes), c.MaxInstanceMemory/2))
+	if c.MaxStrikes <= 0 {
+		c.MaxStrikes = 3
+	}
+	if c.MaxLogBytes <= 0 {
+		c.MaxLogBytes = 16 << 10
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+const pageSize = 65536

@@ -1,0 +1,236 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+)
+
+// The pool: every plugin keeps idle instances, keyed by the kind and
+// parameters they were initialized with; all instances of all plugins
+// share the memory budget. An instance is handed to one caller at a time
+// and comes back with release.
+
+// acquire returns an instance of p initialized for kind with params (the
+// encoded parameters, also the pool key), starting one if needed. With nil
+// params it returns an instance not yet initialized.
+func (h *Host) acquire(ctx context.Context, p *plugin, kind Kind, params []byte) (*instance, error) {
+	key := string(params)
+	for {
+		h.mu.Lock()
+		if err := h.usableLocked(p); err != nil {
+			h.mu.Unlock()
+			return nil, err
+		}
+		if params == nil {
+			if in := h.takeMatchingLocked(p, func(in *instance) bool { return !in.bound }); in != nil {
+				h.mu.Unlock()
+				return in, nil
+			}
+		}
+		// An idle instance with the same parameters, else an uninitialized
+		// one (the probe of Add), else a new one.
+		if in := h.takeMatchingLocked(p, func(in *instance) bool { return in.bound && in.kind == kind && in.key == key }); in != nil {
+			h.mu.Unlock()
+			return in, nil
+		}
+		if in := h.takeMatchingLocked(p, func(in *instance) bool { return !in.bound }); in != nil {
+			h.mu.Unlock()
+			return h.bindOrDiscard(ctx, in, kind, params)
+		}
+		var toClose []*instance
+		if p.live >= h.cfg.MaxInstances {
+			// Make room by closing an idle instance bound to other parameters.
+			if len(p.idle) > 0 {
+				toClose = append(toClose, h.evictLocked(p, p.idle[0]))
+			}
+		} else {
+			for h.used+p.estBytes > h.cfg.MemoryBudget {
+				victim := h.lruIdleLocked()
+				if victim == nil {
+					break
+				}
+				toClose = append(toClose, h.evictLocked(victim.p, victim))
+			}
+			if h.used+p.estBytes <= h.cfg.MemoryBudget {
+				in, err := h.newInstanceLocked(ctx, p) // unlocks
+				closeAll(toClose)
+				if err != nil || params == nil {
+					return in, err
+				}
+				return h.bindOrDiscard(ctx, in, kind, params)
+			}
+		}
+		if len(toClose) > 0 {
+			h.mu.Unlock()
+			closeAll(toClose)
+			continue
+		}
+		// Nothing to take, nothing to evict: wait for a release.
+		overBudget := p.live < h.cfg.MaxInstances
+		wait := h.released
+		h.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			if overBudget {
+				return nil, fmt.Errorf("%w: %q needs %d KiB, %d of %d KiB in use: %w",
+					ErrMemoryBudget, p.name, p.estBytes>>10, h.usedBytes()>>10, h.cfg.MemoryBudget>>10, ctx.Err())
+			}
+			return nil, fmt.Errorf("plugins: %q: all %d instances busy: %w", p.name, h.cfg.MaxInstances, ctx.Err())
+		}
+	}
+}
+
+func (h *Host) usedBytes() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.used
+}
+
+// usableLocked reports why p cannot be called, if it cannot.
+func (h *Host) usableLocked(p *plugin) error {
+	switch {
+	case h.closed:
+		return ErrClosed
+	case p.removed:
+		return fmt.Errorf("%w: %q was removed or replaced", ErrUnknownPlugin, p.name)
+	case p.quaran:
+		return fmt.Errorf("%w: %q failed %d times; add a new module under its name", ErrQuarantined, p.name, p.strikes)
+	}
+	return nil
+}
+
+// takeMatchingLocked removes and returns the most recently used idle
+// instance of p that match accepts.
+func (h *Host) takeMatchingLocked(p *plugin, match func(*instance) bool) *instance {
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		if in := p.idle[i]; match(in) {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			return in
+		}
+	}
+	return nil
+}
+
+// lruIdleLocked returns the least recently used idle instance of any
+// plugin, or nil.
+func (h *Host) lruIdleLocked() *instance {
+	var victim *instance
+	for _, p := range h.plugins {
+		for _, in := range p.idle {
+			if victim == nil || in.lastUse < victim.lastUse {
+				victim = in
+			}
+		}
+	}
+	return victim
+}
+
+// evictLocked takes the idle instance in of p out of the pool and its
+// accounting; the caller closes it without the lock.
+func (h *Host) evictLocked(p *plugin, in *instance) *instance {
+	for i, x := range p.idle {
+		if x == in {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			break
+		}
+	}
+	h.dropLocked(in)
+	return in
+}
+
+// dropLocked removes a live instance from the accounting.
+func (h *Host) dropLocked(in *instance) {
+	in.p.live--
+	in.p.memBytes -= in.bytes
+	h.used -= in.bytes
+	h.signalLocked()
+}
+
+// takeIdleLocked takes every idle instance of p out of the pool.
+func (h *Host) takeIdleLocked(p *plugin) []*instance {
+	idle := p.idle
+	p.idle = nil
+	for _, in := range idle {
+		h.dropLocked(in)
+	}
+	return idle
+}
+
+// newInstanceLocked reserves memory for and starts a new instance of p.
+// It is called with h.mu held and returns with it released.
+func (h *Host) newInstanceLocked(ctx context.Context, p *plugin) (*instance, error) {
+	m := p.mod
+	m.refs++
+	p.live++
+	reserved := p.estBytes
+	h.used += reserved
+	h.seq++
+	seq := h.seq
+	h.mu.Unlock()
+
+	in, err := h.startInstance(ctx, p, m, seq)
+
+	h.mu.Lock()
+	if err != nil {
+		p.live--
+		h.used -= reserved
+		h.unrefModuleLocked(m)
+		h.signalLocked()
+		h.mu.Unlock()
+		h.strike(p, err)
+		p.stats.failure(err)
+		return nil, err
+	}
+	in.bytes = in.memBytes()
+	h.used += in.bytes - reserved
+	p.memBytes += in.bytes
+	p.estBytes = max(p.estBytes, in.bytes)
+	h.mu.Unlock()
+	p.stats.instantiations.Add(1)
+	return in, nil
+}
+
+// bindOrDiscard initializes in for kind and params unless it already is.
+func (h *Host) bindOrDiscard(ctx context.Context, in *instance, kind Kind, params []byte) (*instance, error) {
+	if in.bound && in.kind == kind && in.key == string(params) {
+		return in, nil
+	}
+	if err := in.bind(ctx, kind, params); err != nil {
+		h.release(in, true)
+		h.strike(in.p, err)
+		in.p.stats.failure(err)
+		return nil, err
+	}
+	return in, nil
+}
+
+// release returns in to its plugin's idle instances, or closes it when
+// discard is set (the call trapped, timed out or answered nonsense), when
+// the plugin is gone or quarantined, or when the memory budget is
+// exceeded.
+func (h *Host) release(in *instance, discard bool) {
+	var size int64
+	if !discard {
+		size = in.memBytes()
+	}
+	h.mu.Lock()
+	p := in.p
+	if !discard {
+		h.used += size - in.bytes
+		p.memBytes += size - in.bytes
+		in.bytes = size
+		p.estBytes = max(p.estBytes, size)
+	}
+	if discard || h.closed || p.removed || p.quaran || h.used > h.cfg.MemoryBudget {
+		h.dropLocked(in)
+		h.mu.Unlock()
+		in.close()
+		return
+	}
+	h.seq++
+	in.lastUse = h.seq
+	p.idle = append(p.idle, in)
+	h.signalLocked()
+	h.mu.Unlock()
+}

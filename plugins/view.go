@@ -1,0 +1,180 @@
+package plugins
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ledgemq/ledge/plugins/abi"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// PollResult is a poll result as the node read it: the input of plugin
+// calls.
+type PollResult struct {
+	Topic     string
+	Partition int32
+	// From is the position the poll read from. Records below it (the first
+	// stored batch may start earlier) are not delivered and not shown to
+	// plugins.
+	From uint64
+	// Next is the position after the result: where the consumer continues,
+	// past records a filter drops. Records at or past it are not shown.
+	// 0 means "after the last record".
+	Next uint64
+	// Batches are whole stored batches, as the engine returned them.
+	Batches [][]byte
+	// MaxBatchBytes bounds each batch when verifying it; 0 means
+	// wire.BatchMaxSize.
+	MaxBatchBytes int
+}
+
+// View is a poll result prepared for plugin calls: decoded once and laid
+// out in the ABI's input format, ready to be copied into an instance. A
+// View is immutable and safe for concurrent use; calls on several plugins
+// may share one.
+type View struct {
+	region []byte
+	abi    abi.View
+}
+
+// NewView decodes r's batches (verifying each) and prepares the view. An
+// error means the batches are corrupt (wire.ErrCorruptBatch and friends).
+func NewView(r PollResult) (*View, error) {
+	var enc abi.Encoder
+	var it wire.RecordIterator
+	next := r.Next
+	if next == 0 {
+		next = math.MaxUint64
+	}
+	enc.Reset(abi.Meta{Topic: r.Topic, Partition: r.Partition, From: r.From, Next: r.Next})
+	// Reserve from the headers: the records section of a batch bounds the
+	// bytes of its keys, values and headers.
+	records, bytes := 0, 0
+	for _, b := range r.Batches {
+		if h, err := wire.ParseBatchHeader(b); err == nil {
+			records += int(h.RecordCount)
+			bytes += int(h.UncompressedLen)
+		}
+	}
+	enc.Grow(min(records, 1<<20), min(bytes, 1<<30))
+	var last uint64
+	for bi, b := range r.Batches {
+		if err := it.Reset(b, r.MaxBatchBytes); err != nil {
+			return nil, fmt.Errorf("plugins: batch %d of the poll result: %w", bi, err)
+		}
+		for {
+			rec, ok := it.Next()
+			if !ok {
+				break
+			}
+			if rec.Offset < r.From || rec.Offset >= next {
+				continue
+			}
+			last = rec.Offset
+			enc.Add(rec.Offset, rec.Timestamp, rec.Key, rec.Value)
+			for _, h := range rec.Headers {
+				enc.AddHeader(h.Key, h.Value)
+			}
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("plugins: batch %d of the poll result: %w", bi, err)
+		}
+	}
+	if r.Next == 0 {
+		m := abi.Meta{Topic: r.Topic, Partition: r.Partition, From: r.From, Next: r.From}
+		if enc.Len() > 0 {
+			m.Next = last + 1
+		}
+		enc.SetMeta(m)
+	}
+	if size := enc.Size(); size > math.MaxUint32 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrInputTooLarge, size)
+	}
+	v := &View{region: enc.AppendRegion(nil)}
+	var err error
+	if v.abi, err = abi.Parse(v.region); err != nil {
+		return nil, fmt.Errorf("plugins: %w", err) // a bug of the encoder
+	}
+	return v, nil
+}
+
+// Len returns the number of records in the view.
+func (v *View) Len() int { return v.abi.Len() }
+
+// From returns the position the poll read from.
+func (v *View) From() uint64 { return v.abi.From() }
+
+// Next returns the position after the result.
+func (v *View) Next() uint64 { return v.abi.Next() }
+
+// Size returns the size in bytes of the input region a call copies into
+// the plugin.
+func (v *View) Size() int { return len(v.region) }
+
+// Record returns record i as the plugin sees it.
+func (v *View) Record(i int) abi.Record { return v.abi.Record(i) }
+
+func (v *View) dataLen() int { return len(v.region) }
+
+// Filtered builds the batches of a filtered reply: the records keep
+// selects, with their offsets, timestamps, keys, values and headers
+// unchanged, in new batches compressed with c, each at most maxBatchBytes
+// uncompressed (wire.BatchMaxSize when 0; a single larger record gets a
+// batch of its own). The producer's batch CRC and compression covered the
+// whole stored batch, so a subset is always a new batch. It returns no
+// batches when nothing is kept; the reply's next position is Next()
+// either way.
+func (v *View) Filtered(keep Bitmap, c wire.Compression, maxBatchBytes int) ([][]byte, error) {
+	if keep.Len() != v.Len() {
+		return nil, fmt.Errorf("plugins: bitmap of %d records for a view of %d", keep.Len(), v.Len())
+	}
+	if maxBatchBytes <= 0 || maxBatchBytes > wire.BatchMaxSize {
+		maxBatchBytes = wire.BatchMaxSize
+	}
+	var out [][]byte
+	var b wire.BatchBuilder
+	var hdrs []wire.Header
+	flush := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		batch, err := b.Build(c)
+		if err != nil {
+			return fmt.Errorf("plugins: building the filtered batch: %w", err)
+		}
+		out = append(out, batch)
+		b.Reset()
+		return nil
+	}
+	var base uint64
+	for i := 0; i < v.Len(); i++ {
+		if !keep.Kept(i) {
+			continue
+		}
+		r := v.abi.Record(i)
+		hdrs = hdrs[:0]
+		size := 32 + len(r.Key()) + len(r.Value())
+		for j := 0; j < r.HeaderCount(); j++ {
+			k, val := r.Header(j)
+			hdrs = append(hdrs, wire.Header{Key: string(k), Value: val})
+			size += 16 + len(k) + len(val)
+		}
+		if b.Len() > 0 && (b.Size()+size > maxBatchBytes || r.Offset()-base > math.MaxUint32) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		if b.Len() == 0 {
+			base = r.Offset()
+		}
+		rec := wire.Record{Offset: r.Offset(), Timestamp: r.Timestamp(), Key: r.Key(), Value: r.Value()}
+		if len(hdrs) > 0 {
+			rec.Headers = hdrs
+		}
+		b.AppendWithOffset(rec)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
