@@ -36,14 +36,17 @@ const (
 	KindRevokeToken Kind = 0x0032
 )
 
+// Consumer groups (docs/PROTOCOL.md, "Consumer groups").
+const (
+	KindJoinGroup     Kind = 0x0040 // join a consumer group
+	KindHeartbeat     Kind = 0x0041 // group member heartbeat (assignment reconciliation)
+	KindLeaveGroup    Kind = 0x0042 // leave a consumer group
+	KindDescribeGroup Kind = 0x0043 // members, assignments with epochs, offsets
+	KindListGroups    Kind = 0x0044 // list consumer groups
+)
+
 // Reserved kinds: named so that no later request takes their numbers.
 const (
-	KindJoinGroup     Kind = 0x0040 // reserved: join a consumer group
-	KindHeartbeat     Kind = 0x0041 // reserved: group member heartbeat (assignment reconciliation)
-	KindLeaveGroup    Kind = 0x0042 // reserved: leave a consumer group
-	KindDescribeGroup Kind = 0x0043 // reserved: members, assignments with epochs, offsets
-	KindListGroups    Kind = 0x0044 // reserved: list consumer groups
-
 	KindGetState        Kind = 0x0050 // reserved: read a partition's state snapshot and its offset
 	KindCommitWithState Kind = 0x0051 // reserved: commit an offset and state changes atomically
 
@@ -124,7 +127,8 @@ func (k Kind) Defined() bool {
 		KindDescribeTopic, KindPurge, KindGetPartitionState,
 		KindInitProducer, KindProduce,
 		KindAttachConsumer, KindPoll, KindCommit, KindResetPosition, KindGetCommitted,
-		KindCreateToken, KindListTokens, KindRevokeToken:
+		KindCreateToken, KindListTokens, KindRevokeToken,
+		KindJoinGroup, KindHeartbeat, KindLeaveGroup, KindDescribeGroup, KindListGroups:
 		return true
 	}
 	return false
@@ -133,5 +137,5 @@ func (k Kind) Defined() bool {
 // Reserved reports whether k is reserved for a later version (groups,
 // state, plugins, or private experiments).
 func (k Kind) Reserved() bool {
-	return (k >= 0x0040 && k <= 0x006F) || k >= 0xFF00
+	return !k.Defined() && ((k >= 0x0040 && k <= 0x006F) || k >= 0xFF00)
 }

@@ -152,6 +152,11 @@ func zeroOf[T any, M interface {
 
 // messageCases lists every message of version 1.
 func messageCases() []messageCase {
+	return append(coreMessageCases(), groupMessageCases()...)
+}
+
+// coreMessageCases lists the messages of topics, producers, consumers and tokens.
+func coreMessageCases() []messageCase {
 	return []messageCase{
 		{"AuthenticateRequest", custom(func(t *rapid.T) *wire.AuthenticateRequest {
 			return &wire.AuthenticateRequest{Token: rapid.StringN(0, 64, wire.MaxAuthTokenLen).Draw(t, "token")}
