@@ -26,6 +26,7 @@ type consumeFlags struct {
 	count      int
 	commit     bool
 	consumer   string
+	group      string
 	format     string
 	partitions []int
 	maxWait    time.Duration
@@ -66,6 +67,7 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
 	fs.IntVarP(&f.count, "count", "n", 0, "stop after this many records (0: no limit)")
 	fs.BoolVar(&f.commit, "commit", false, "commit what was printed (needs --consumer)")
 	fs.StringVar(&f.consumer, "consumer", "", "consume as this named consumer")
+	fs.StringVar(&f.group, "group", "", "consume as a member of this consumer group (at least once; see ledge group)")
 	fs.StringVar(&f.format, "format", "raw", "output format: raw or json")
 	fs.IntSliceVarP(&f.partitions, "partition", "p", nil, "read only this partition (repeatable; default all)")
 	fs.DurationVar(&f.maxWait, "max-wait", 5*time.Second, "with --follow, how long each long poll waits for records")
@@ -100,6 +102,9 @@ func parseFrom(s string, now time.Time) (sdk.Position, error) {
 }
 
 func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFlags) error {
+	if f.group != "" {
+		return runGroupConsume(cmd, cf, topic, f.group, f)
+	}
 	if f.format != "raw" && f.format != "json" {
 		return fmt.Errorf("--format %q: want raw or json", f.format)
 	}

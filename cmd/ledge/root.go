@@ -34,6 +34,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newConsumeCommand())
 	root.AddCommand(newTokenCommand())
 	root.AddCommand(newBenchCommand())
+	root.AddCommand(newGroupCommand())
 	return root
 }
 
