@@ -134,6 +134,11 @@ type UplinkConfig struct {
 	// PollWait is how long one step waits for new records when caught up.
 	// Default 1s.
 	PollWait time.Duration
+	// StepTimeout bounds one step's Kafka work (connect, or one
+	// transaction): an outage turns into a failed step (status backoff, a
+	// fresh client afterwards) rather than a call waiting for hours.
+	// Default 30s.
+	StepTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failed step; it
 	// doubles per consecutive failure. Defaults 100ms and 30s.
 	MinBackoff, MaxBackoff time.Duration
@@ -156,6 +161,9 @@ func (c UplinkConfig) withDefaults() UplinkConfig {
 	}
 	if c.PollWait <= 0 {
 		c.PollWait = time.Second
+	}
+	if c.StepTimeout <= 0 {
+		c.StepTimeout = 30 * time.Second
 	}
 	if c.MinBackoff <= 0 {
 		c.MinBackoff = 100 * time.Millisecond

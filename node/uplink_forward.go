@@ -34,6 +34,10 @@ type Forwarder struct {
 	history fence.HistoryEpoch // of the partition when pos was last set
 
 	recs []*kgo.Record // reused between steps
+
+	// fenced is set once Kafka fenced this forwarder: it never connects
+	// again (connecting would fence the newer forwarder in turn).
+	fenced error
 }
 
 // NewForwarder returns a forwarder; it connects on its first step.
@@ -125,6 +129,9 @@ func (f *Forwarder) Close() {
 // returns the number of records committed to Kafka. After an error the
 // next step reconnects and re-reads the position from Kafka.
 func (f *Forwarder) Step(ctx context.Context) (int, error) {
+	if f.fenced != nil {
+		return 0, f.fenced
+	}
 	n, err := f.step(ctx)
 	if err != nil && ctx.Err() == nil {
 		if isFenced(err) {
@@ -134,7 +141,8 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 				"this forwarder stops and never writes again",
 				"transactional_id", f.txnID, "topic", f.cfg.Topic, "partition", f.cfg.Partition, "err", err)
 			f.Close()
-			return 0, fmt.Errorf("%w (transactional id %s): %v", ErrUplinkFenced, f.txnID, err)
+			f.fenced = fmt.Errorf("%w (transactional id %s): %v", ErrUplinkFenced, f.txnID, err)
+			return 0, f.fenced
 		}
 		f.stats.update(func(s *UplinkStatus) { s.Failures++; s.LastError = err.Error() })
 	}
@@ -148,7 +156,10 @@ func isFenced(err error) bool {
 
 func (f *Forwarder) step(ctx context.Context) (int, error) {
 	if f.cl == nil {
-		if err := f.connect(ctx); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, f.cfg.StepTimeout)
+		err := f.connect(cctx)
+		cancel()
+		if err != nil {
 			f.Close()
 			return 0, err
 		}
@@ -179,7 +190,10 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 	}
 	f.stats.mu.Unlock()
 
-	if err := f.transact(ctx, recs, res.Next, res.State.History); err != nil {
+	tctx, cancel := context.WithTimeout(ctx, f.cfg.StepTimeout)
+	err = f.transact(tctx, recs, res.Next, res.State.History)
+	cancel()
+	if err != nil {
 		return 0, err
 	}
 	f.setPosition(res.Next, res.State.History)
@@ -200,7 +214,8 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 // of the transactional id aborts whatever this transaction left open.
 func (f *Forwarder) transact(ctx context.Context, recs []*kgo.Record, next uint64, history fence.HistoryEpoch) (err error) {
 	defer func() {
-		if err != nil {
+		if err != nil && f.cl != nil {
+			err = f.confirmFenced(ctx, err)
 			f.Close()
 		}
 	}()
@@ -225,7 +240,15 @@ func (f *Forwarder) transact(ctx context.Context, recs []*kgo.Record, next uint6
 			wg.Done()
 		})
 	}
-	wg.Wait()
+	delivered := make(chan struct{})
+	go func() { wg.Wait(); close(delivered) }()
+	select {
+	case <-delivered:
+	case <-ctx.Done(): // records stuck in retries (Kafka unreachable): give up the client
+		return fmt.Errorf("node: uplink produce: %w", context.Cause(ctx))
+	}
+	errMu.Lock()
+	defer errMu.Unlock()
 	if firstErr != nil {
 		return fmt.Errorf("node: uplink produce: %w", firstErr)
 	}
@@ -244,13 +267,36 @@ func (f *Forwarder) transact(ctx context.Context, recs []*kgo.Record, next uint6
 	return nil
 }
 
+// confirmFenced tells a zombie from a forwarder whose transaction Kafka
+// aborted on its own (the transaction timeout ran out: a suspended
+// device, a long pause). Both see INVALID_PRODUCER_EPOCH. Aborting through
+// the client recovers the producer id in the second case (KIP-360) and is
+// refused with PRODUCER_FENCED in the first. An epoch error that recovers
+// is returned as an ordinary, retryable failure.
+func (f *Forwarder) confirmFenced(ctx context.Context, err error) error {
+	if !isFenced(err) || errors.Is(err, kerr.ProducerFenced) {
+		return err
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.StepTimeout)
+	defer cancel()
+	_ = f.cl.AbortBufferedRecords(actx)
+	aerr := f.cl.EndTransaction(actx, kgo.TryAbort)
+	if aerr != nil && isFenced(aerr) {
+		return fmt.Errorf("%w (confirmed by the abort: %v)", err, aerr)
+	}
+	return fmt.Errorf("node: uplink transaction aborted by Kafka, not fenced (abort: %v): %v", aerr, err)
+}
+
 // records converts the batches' records at or past the position into
 // Kafka records.
 func (f *Forwarder) records(batches [][]byte) ([]*kgo.Record, error) {
 	from := f.position()
 	recs := f.recs[:0]
-	var it wire.RecordIterator
 	for _, b := range batches {
+		// A fresh iterator per batch: a compressed batch decompresses into
+		// the iterator's buffer, which the records' keys and values keep
+		// referring to until Kafka has them.
+		var it wire.RecordIterator
 		if err := it.Reset(b, len(b)); err != nil {
 			return nil, fmt.Errorf("node: uplink read: %w", err)
 		}

@@ -28,7 +28,13 @@ const uplinkPositionPartition = 0
 // position back from Kafka.
 func (f *Forwarder) connect(ctx context.Context) error {
 	f.stats.update(func(s *UplinkStatus) { s.State = UplinkConnecting })
-	opts := append([]kgo.Opt{kgo.ProducerLinger(0)}, f.cfg.KafkaOpts...)
+	// No record delivery timeout: kgo measures it from the record's
+	// timestamp, which is the Ledge record's (possibly hours old at the
+	// edge). Each step has a deadline instead (StepTimeout).
+	opts := append([]kgo.Opt{
+		kgo.ProducerLinger(0),
+		kgo.TransactionTimeout(max(time.Minute, 2*f.cfg.StepTimeout)),
+	}, f.cfg.KafkaOpts...)
 	opts = append(opts,
 		kgo.SeedBrokers(f.cfg.Seeds...),
 		kgo.TransactionalID(f.txnID),

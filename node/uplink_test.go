@@ -30,6 +30,8 @@ type uplinkWorld struct {
 	logs   []*memLog
 	owners []*Owner
 	values [][]string // what was produced, per partition
+	// compression of the batches produce appends
+	compression wire.Compression
 }
 
 func newUplinkWorld(t testing.TB, partitions int) *uplinkWorld {
@@ -64,7 +66,7 @@ func (w *uplinkWorld) produce(p, n int) {
 			w.values[p] = append(w.values[p], v)
 			b.Append(wire.Record{Timestamp: 1_700_000_000_000, Key: []byte(v), Value: []byte(v)})
 		}
-		batch, err := b.Build(wire.CompressionNone)
+		batch, err := b.Build(w.compression)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -82,7 +84,6 @@ func fastKafka() []kgo.Opt {
 		kgo.RetryBackoffFn(func(int) time.Duration { return time.Millisecond }),
 		kgo.RequestRetries(2),
 		kgo.RecordRetries(2),
-		kgo.TransactionTimeout(time.Minute),
 	}
 }
 
@@ -93,8 +94,10 @@ func (w *uplinkWorld) forwarder(p int, mod func(*UplinkConfig)) *Forwarder {
 		Source: w.owners[p], Seeds: w.kafka.ListenAddrs(), To: uplinkKafkaTopic,
 		KafkaOpts: fastKafka(),
 		PollWait:  time.Millisecond,
-		Wait:      func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
-		Logger:    slog.New(slog.DiscardHandler),
+		// Bounds a step while Kafka is unreachable (the outage test).
+		StepTimeout: 250 * time.Millisecond,
+		Wait:        func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Logger:      slog.New(slog.DiscardHandler),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -198,9 +201,12 @@ func (w *uplinkWorld) checkExactlyOnce(got [][]string) {
 
 // TestUplinkForwardsExactlyOnceInOrder: N records per partition arrive in
 // Kafka exactly once, in order per partition, with their Ledge offsets,
-// over several transactions.
+// over several transactions of several compressed batches each.
+//
+// covers: G40
 func TestUplinkForwardsExactlyOnceInOrder(t *testing.T) {
 	w := newUplinkWorld(t, 3)
+	w.compression = wire.CompressionS2 // several decompressed batches per transaction
 	fs := make([]*Forwarder, 3)
 	for p := range 3 {
 		w.produce(p, 250+p*10)
@@ -228,6 +234,8 @@ func TestUplinkForwardsExactlyOnceInOrder(t *testing.T) {
 
 // TestUplinkRestartReadsPositionFromKafka: a new forwarder (a restarted
 // node) resumes at the position committed in Kafka.
+//
+// covers: G40
 func TestUplinkRestartReadsPositionFromKafka(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	w.produce(0, 100)
@@ -250,6 +258,8 @@ var errKilled = errors.New("killed")
 // position in an open transaction leaves nothing visible; its successor
 // aborts the transaction when it initializes the transactional id and
 // forwards those records again, exactly once.
+//
+// covers: G40
 func TestUplinkKilledMidTransaction(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	w.produce(0, 50)
@@ -276,6 +286,8 @@ func TestUplinkKilledMidTransaction(t *testing.T) {
 // a while (connections closed), steps fail and back off; once Kafka is
 // back, forwarding resumes from the committed position and, under the
 // block policy, nothing is lost or duplicated.
+//
+// covers: G42
 func TestUplinkResumesAfterKafkaOutage(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	w.produce(0, 40)
@@ -344,6 +356,8 @@ func (w *uplinkWorld) refuseWhile(down *atomic.Bool) *atomic.Int64 {
 // transactional id (a restored backup, a stuck old process) fences the
 // first by the producer epoch; the first stops, says why, and writes
 // nothing more.
+//
+// covers: G41
 func TestUplinkZombieIsFenced(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	w.produce(0, 30)

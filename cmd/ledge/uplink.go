@@ -1,0 +1,212 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ledgemq/ledge/sdk"
+	"github.com/spf13/cobra"
+)
+
+func newUplinkCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "uplink",
+		Short: "Forward topics to Kafka, exactly once",
+		Long: `An uplink forwards every partition of a topic to a Kafka topic through a
+transactional producer, exactly once: records and the forwarding position
+commit together in one Kafka transaction. Offline for hours is normal: the
+uplink backs off and resumes, and its lag shows in 'ledge uplink status',
+the metrics and the status page. Managing uplinks needs the admin scope.`,
+		Example: `  ledge uplink add orders --kafka kafka-1:9092 --to edge.orders
+  ledge uplink add telemetry --kafka k1:9093,k2:9093 --to tele --partitioning key \
+      --tls-ca /etc/ledge/kafka-ca.pem --sasl-mechanism SCRAM-SHA-512 \
+      --sasl-user edge-17 --sasl-password-file /etc/ledge/kafka.pw
+  ledge uplink list
+  ledge uplink status orders
+  ledge uplink remove orders`,
+	}
+	cf := addClientFlags(cmd)
+	cmd.AddCommand(newUplinkAddCommand(cf), newUplinkListCommand(cf), newUplinkStatusCommand(cf), newUplinkRemoveCommand(cf))
+	return cmd
+}
+
+func newUplinkAddCommand(cf *clientFlags) *cobra.Command {
+	var (
+		cfg                                   sdk.UplinkConfig
+		seeds                                 []string
+		tlsOn                                 bool
+		tlsCA, tlsCert, tlsKey, tlsServerName string
+		saslMech, saslUser, saslPasswordFile  string
+	)
+	cmd := &cobra.Command{
+		Use:   "add TOPIC --kafka HOST:PORT --to KAFKA_TOPIC",
+		Short: "Add (or replace) a topic's uplink to Kafka",
+		Long: `Add an uplink: every partition of TOPIC is forwarded to KAFKA_TOPIC, which
+must exist (with at least as many partitions for --partitioning same).
+--overflow block (the default) keeps retention from deleting records that
+were not forwarded yet; drop-oldest lets retention run and counts what it
+dropped. Paths of TLS and SASL files are on the node.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Seeds = splitSeeds(seeds)
+			if tlsOn || tlsCA != "" || tlsCert != "" || tlsKey != "" || tlsServerName != "" {
+				cfg.TLS = &sdk.UplinkTLS{CAFile: tlsCA, CertFile: tlsCert, KeyFile: tlsKey, ServerName: tlsServerName}
+			}
+			if saslMech != "" {
+				cfg.SASL = &sdk.UplinkSASL{Mechanism: saslMech, User: saslUser, PasswordFile: saslPasswordFile}
+			}
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.AddUplink(ctx, args[0], cfg); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "uplink %s -> %s on %s added\n", args[0], cfg.To, strings.Join(cfg.Seeds, ","))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&seeds, "kafka", nil, "Kafka seed brokers, HOST:PORT (repeat or comma-separate)")
+	f.StringVar(&cfg.To, "to", "", "target Kafka topic")
+	f.StringVar(&cfg.Partitioning, "partitioning", "same", "same (Ledge partition i to Kafka partition i) or key (Kafka's key hash)")
+	f.StringVar(&cfg.Overflow, "overflow", "block", "block (retention keeps unforwarded records) or drop-oldest")
+	f.StringVar(&cfg.Overflow, "uplink-overflow", "block", "the same as --overflow")
+	_ = f.MarkHidden("uplink-overflow")
+	f.BoolVar(&tlsOn, "tls", false, "connect with TLS (system roots unless --tls-ca)")
+	f.StringVar(&tlsCA, "tls-ca", "", "PEM CA file on the node")
+	f.StringVar(&tlsCert, "tls-cert", "", "client certificate file on the node (mutual TLS)")
+	f.StringVar(&tlsKey, "tls-key", "", "client key file on the node")
+	f.StringVar(&tlsServerName, "tls-server-name", "", "server name to verify")
+	f.StringVar(&saslMech, "sasl-mechanism", "", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	f.StringVar(&saslUser, "sasl-user", "", "SASL user")
+	f.StringVar(&saslPasswordFile, "sasl-password-file", "", "file on the node holding the SASL password")
+	_ = cmd.MarkFlagRequired("kafka")
+	_ = cmd.MarkFlagRequired("to")
+	return cmd
+}
+
+func splitSeeds(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func newUplinkListCommand(cf *clientFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List uplinks with their total lag",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ups, err := c.ListUplinks(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(ups)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOPIC\tKAFKA TOPIC\tPARTITIONING\tOVERFLOW\tLAG\tOLDEST\tDROPPED\tSTATE")
+			for _, u := range ups {
+				var lag, dropped uint64
+				var age time.Duration
+				for _, p := range u.Partitions {
+					lag, dropped, age = lag+p.LagRecords, dropped+p.Dropped, max(age, p.LagAge)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", u.Topic, u.Config.To, u.Config.Partitioning,
+					u.Config.Overflow, lag, age.Round(time.Second), dropped, uplinkStateSummary(u))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// uplinkStateSummary is the worst partition state: fenced, backoff,
+// connecting, stopped, then forwarding.
+func uplinkStateSummary(u sdk.Uplink) string {
+	rank := map[string]int{"fenced": 5, "backoff": 4, "connecting": 3, "stopped": 2, "forwarding": 1}
+	worst := ""
+	for _, p := range u.Partitions {
+		if rank[p.State] > rank[worst] {
+			worst = p.State
+		}
+	}
+	return worst
+}
+
+func newUplinkStatusCommand(cf *clientFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status TOPIC",
+		Short: "Show an uplink's forwarders: position, lag, dropped, state",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			u, err := c.UplinkStatus(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(u)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "uplink %s -> %s (%s) partitioning %s, overflow %s\n",
+				u.Topic, u.Config.To, strings.Join(u.Config.Seeds, ","), u.Config.Partitioning, u.Config.Overflow)
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PARTITION\tSTATE\tPOSITION\tHIGH WATERMARK\tLAG\tOLDEST\tFORWARDED\tDROPPED\tFAILURES\tLAST ERROR")
+			for _, p := range u.Partitions {
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", p.Partition, p.State, p.Position,
+					p.HighWatermark, p.LagRecords, p.LagAge.Round(time.Second), p.Forwarded, p.Dropped, p.Failures, p.LastError)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newUplinkRemoveCommand(cf *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove TOPIC",
+		Short: "Stop and forget a topic's uplink (its position stays in Kafka)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.RemoveUplink(ctx, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed the uplink of %s\n", args[0])
+			return nil
+		},
+	}
+}

@@ -1,0 +1,223 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/ledgemq/ledge/fence"
+)
+
+// ErrNoUplink: the topic has no uplink. Do not retry.
+var ErrNoUplink = errors.New("node: the topic has no uplink")
+
+// UplinksConfig configures a node's uplinks.
+type UplinksConfig struct {
+	// NodeID is part of every transactional id.
+	NodeID string
+	// Meta persists the uplink specs.
+	Meta Metadata
+	// Partitions resolves a topic name to its id and its partitions'
+	// owners, in partition order.
+	Partitions func(topic string) (fence.TopicID, []UplinkSource, error)
+	// Template supplies the forwarders' tuning (timeouts, backoff, clock,
+	// logger); its identity, source and Kafka fields are ignored.
+	Template UplinkConfig
+}
+
+// Uplinks runs the forwarders of a node's uplinks: one per partition of
+// every topic with an uplink. Its methods are safe for concurrent use.
+type Uplinks struct {
+	cfg UplinksConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	running map[fence.TopicID]*runningUplink
+}
+
+type runningUplink struct {
+	spec   UplinkSpec
+	fwds   []*Forwarder
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// UplinkInfo is one uplink with its partitions' status.
+type UplinkInfo struct {
+	Spec       UplinkSpec
+	Partitions []UplinkStatus
+}
+
+// NewUplinks returns a manager with nothing running; Start starts the
+// persisted uplinks.
+func NewUplinks(cfg UplinksConfig) *Uplinks {
+	log := cfg.Template.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Uplinks{cfg: cfg, log: log, running: map[fence.TopicID]*runningUplink{}}
+}
+
+// Start starts every persisted uplink whose topic still exists under the
+// same id. An uplink of a topic that was deleted or re-created since is
+// left stopped and logged: it belongs to the old topic id.
+func (u *Uplinks) Start(ctx context.Context) error {
+	specs, err := LoadUplinkSpecs(u.cfg.Meta)
+	if err != nil {
+		return err
+	}
+	for _, spec := range specs {
+		id, srcs, err := u.cfg.Partitions(spec.Topic)
+		if err != nil || id != spec.TopicID {
+			u.log.Warn("uplink: not started: its topic is gone or was re-created since it was added",
+				"topic", spec.Topic, "uplink_topic_id", spec.TopicID.String(), "err", err)
+			continue
+		}
+		if err := u.start(ctx, spec, srcs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Add persists an uplink for spec.Topic (its TopicID is filled in) and
+// starts it; an existing uplink of the topic is replaced. The forwarders
+// resume from the positions committed in Kafka, if any.
+func (u *Uplinks) Add(ctx context.Context, spec UplinkSpec) error {
+	id, srcs, err := u.cfg.Partitions(spec.Topic)
+	if err != nil {
+		return err
+	}
+	spec.TopicID = id
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if _, err := spec.KafkaOpts(); err != nil {
+		return err
+	}
+	u.stop(id)
+	if err := SaveUplinkSpec(ctx, u.cfg.Meta, spec); err != nil {
+		return err
+	}
+	return u.start(context.WithoutCancel(ctx), spec, srcs)
+}
+
+// Remove stops and forgets the uplink of topic. Records not yet forwarded
+// stay in the topic; retention is no longer held back for them.
+func (u *Uplinks) Remove(ctx context.Context, topic string) error {
+	id, ok := u.idOf(topic)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNoUplink, topic)
+	}
+	u.stop(id)
+	return RemoveUplinkSpec(ctx, u.cfg.Meta, id)
+}
+
+// List returns the running uplinks, by topic name.
+func (u *Uplinks) List() []UplinkInfo {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]UplinkInfo, 0, len(u.running))
+	for _, r := range u.running {
+		info := UplinkInfo{Spec: r.spec}
+		for _, f := range r.fwds {
+			info.Partitions = append(info.Partitions, f.Status())
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b UplinkInfo) int { return cmp.Compare(a.Spec.Topic, b.Spec.Topic) })
+	return out
+}
+
+// Status returns the uplink of topic.
+func (u *Uplinks) Status(topic string) (UplinkInfo, error) {
+	for _, info := range u.List() {
+		if info.Spec.Topic == topic {
+			return info, nil
+		}
+	}
+	return UplinkInfo{}, fmt.Errorf("%w: %s", ErrNoUplink, topic)
+}
+
+// RetentionFloor is the lowest offset retention may keep on the
+// partition: ok false when nothing holds it back (no uplink, or overflow
+// drop-oldest).
+func (u *Uplinks) RetentionFloor(id fence.TopicID, partition uint32) (uint64, bool) {
+	u.mu.Lock()
+	r := u.running[id]
+	u.mu.Unlock()
+	if r == nil || int(partition) >= len(r.fwds) {
+		return 0, false
+	}
+	return r.fwds[partition].RetentionFloor()
+}
+
+// Close stops every forwarder and waits for them.
+func (u *Uplinks) Close() {
+	u.mu.Lock()
+	ids := make([]fence.TopicID, 0, len(u.running))
+	for id := range u.running {
+		ids = append(ids, id)
+	}
+	u.mu.Unlock()
+	for _, id := range ids {
+		u.stop(id)
+	}
+}
+
+func (u *Uplinks) idOf(topic string) (fence.TopicID, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for id, r := range u.running {
+		if r.spec.Topic == topic {
+			return id, true
+		}
+	}
+	return fence.TopicID{}, false
+}
+
+func (u *Uplinks) start(ctx context.Context, spec UplinkSpec, srcs []UplinkSource) error {
+	opts, err := spec.KafkaOpts()
+	if err != nil {
+		return err
+	}
+	r := &runningUplink{spec: spec}
+	for i, src := range srcs {
+		cfg := u.cfg.Template
+		cfg.NodeID, cfg.TopicID, cfg.Partition, cfg.Topic, cfg.Source = u.cfg.NodeID, spec.TopicID, uint32(i), spec.Topic, src
+		cfg.Seeds, cfg.To, cfg.Partitioning, cfg.Overflow = spec.Seeds, spec.To, spec.Partitioning, spec.Overflow
+		cfg.KafkaOpts = append(slices.Clone(u.cfg.Template.KafkaOpts), opts...)
+		f, err := NewForwarder(cfg)
+		if err != nil {
+			return err
+		}
+		r.fwds = append(r.fwds, f)
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	for _, f := range r.fwds {
+		r.wg.Go(func() {
+			if err := f.Run(ctx); err != nil && ctx.Err() == nil {
+				u.log.Error("uplink: forwarder stopped", "transactional_id", f.TransactionalID(), "err", err)
+			}
+		})
+	}
+	u.mu.Lock()
+	u.running[spec.TopicID] = r
+	u.mu.Unlock()
+	return nil
+}
+
+func (u *Uplinks) stop(id fence.TopicID) {
+	u.mu.Lock()
+	r := u.running[id]
+	delete(u.running, id)
+	u.mu.Unlock()
+	if r != nil {
+		r.cancel()
+		r.wg.Wait()
+	}
+}
