@@ -35,6 +35,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newTokenCommand())
 	root.AddCommand(newBenchCommand())
 	root.AddCommand(newGroupCommand())
+	root.AddCommand(newUplinkCommand())
 	return root
 }
 

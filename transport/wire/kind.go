@@ -7,7 +7,7 @@ import "strconv"
 //
 // Ranges: 0x0001–0x003F are the requests of version 1; 0x0040–0x004F are
 // reserved for consumer groups, 0x0050–0x005F for fenced state,
-// 0x0060–0x006F for plugins; 0xFF00–0xFFFF are for private experiments and
+// 0x0060–0x006F for plugins, 0x0070–0x007F for Kafka uplinks; 0xFF00–0xFFFF are for private experiments and
 // never assigned. A reserved kind has no layout in version 1: a node
 // answers it with StatusUnknownKind.
 type Kind uint16
@@ -115,6 +115,14 @@ func (k Kind) String() string {
 		return "remove-plugin"
 	case KindSetPolicy:
 		return "set-policy"
+	case KindAddUplink:
+		return "add-uplink"
+	case KindListUplinks:
+		return "list-uplinks"
+	case KindUplinkStatus:
+		return "uplink-status"
+	case KindRemoveUplink:
+		return "remove-uplink"
 	}
 	return "kind 0x" + strconv.FormatUint(uint64(k), 16)
 }
@@ -128,7 +136,8 @@ func (k Kind) Defined() bool {
 		KindInitProducer, KindProduce,
 		KindAttachConsumer, KindPoll, KindCommit, KindResetPosition, KindGetCommitted,
 		KindCreateToken, KindListTokens, KindRevokeToken,
-		KindJoinGroup, KindHeartbeat, KindLeaveGroup, KindDescribeGroup, KindListGroups:
+		KindJoinGroup, KindHeartbeat, KindLeaveGroup, KindDescribeGroup, KindListGroups,
+		KindAddUplink, KindListUplinks, KindUplinkStatus, KindRemoveUplink:
 		return true
 	}
 	return false

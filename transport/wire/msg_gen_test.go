@@ -152,7 +152,7 @@ func zeroOf[T any, M interface {
 
 // messageCases lists every message of version 1.
 func messageCases() []messageCase {
-	return append(coreMessageCases(), groupMessageCases()...)
+	return append(append(coreMessageCases(), groupMessageCases()...), uplinkMessageCases()...)
 }
 
 // coreMessageCases lists the messages of topics, producers, consumers and tokens.
