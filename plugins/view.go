@@ -87,7 +87,7 @@ func NewView(r PollResult) (*View, error) {
 		}
 		enc.SetMeta(m)
 	}
-	if size := enc.Size(); size > math.MaxUint32 {
+	if size := enc.Size(); uint64(size) > math.MaxUint32 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrInputTooLarge, size)
 	}
 	v := &View{region: enc.AppendRegion(nil)}
