@@ -20,6 +20,8 @@ type memStorage struct {
 	topics map[string]StoredTopic
 	// held, when non-nil, blocks every WaitDurable until it is closed.
 	held chan struct{}
+	// onClose, when set, is called by Close.
+	onClose func()
 }
 
 func newMemStorage() *memStorage {
@@ -77,7 +79,12 @@ func (s *memStorage) DeleteTopic(name string, id fence.TopicID) error {
 	return nil
 }
 
-func (s *memStorage) Close() error { return nil }
+func (s *memStorage) Close() error {
+	if s.onClose != nil {
+		s.onClose()
+	}
+	return nil
+}
 
 // holdDurability makes every durability wait block until the returned
 // function is called.

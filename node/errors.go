@@ -7,6 +7,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -125,6 +126,24 @@ var statusTable = [...]struct {
 	{engine.ErrNoSpace, wire.StatusNotEnoughSpace},
 	{engine.ErrPartitionFailed, wire.StatusPartitionFailed},
 	{engine.ErrClosed, wire.StatusShuttingDown},
+	// Plugins: the message names the plugin and the cause. A plugin that
+	// ran past its deadline is a timeout (retryable); one that is missing,
+	// of the wrong kind, quarantined, trapped or answered nonsense is an
+	// invalid argument (not retryable until the plugin changes).
+	{plugins.ErrTimeout, wire.StatusTimeout},
+	{plugins.ErrCompileTimeout, wire.StatusTimeout},
+	{plugins.ErrMemoryBudget, wire.StatusBusy},
+	{plugins.ErrInputTooLarge, wire.StatusMessageTooLarge},
+	{plugins.ErrClosed, wire.StatusShuttingDown},
+	{plugins.ErrUnknownPlugin, wire.StatusInvalidArgument},
+	{plugins.ErrWrongKind, wire.StatusInvalidArgument},
+	{plugins.ErrBadParams, wire.StatusInvalidArgument},
+	{plugins.ErrQuarantined, wire.StatusInvalidArgument},
+	{plugins.ErrTrap, wire.StatusInvalidArgument},
+	{plugins.ErrInvalidAnswer, wire.StatusInvalidArgument},
+	{plugins.ErrPluginFailed, wire.StatusInvalidArgument},
+	{plugins.ErrInvalidModule, wire.StatusInvalidArgument},
+	{plugins.ErrImportRefused, wire.StatusInvalidArgument},
 }
 
 // invalidArgument is a request value the node refuses.

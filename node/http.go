@@ -188,7 +188,7 @@ func (s *HTTPServer) sampleLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.status(false)
+			s.status(offsetsOnly)
 		}
 	}
 }

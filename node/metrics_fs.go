@@ -12,8 +12,11 @@ import (
 // ledge_fsync_duration_seconds and every failed one counted in
 // ledge_fsync_failures_total and logged (at error level, to log when not
 // nil). Give the result to Config.FS: it covers the log segments, the
-// metadata store and the directories alike.
+// metadata store and the directories alike. A nil fs is vfs.Default.
 func (m *PromMetrics) WrapFS(fs vfs.FS, log *slog.Logger) vfs.FS {
+	if fs == nil {
+		fs = vfs.Default
+	}
 	return &meteredFS{FS: fs, m: m, log: log}
 }
 

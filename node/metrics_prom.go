@@ -41,9 +41,17 @@ type PromMetrics struct {
 // Detaching waits for the reads in progress, so that none of them runs
 // while the node closes its storage.
 type nodeRef struct {
-	mu     sync.RWMutex
-	n      *Node
-	groups GroupDescriber
+	mu      sync.RWMutex
+	n       *Node
+	groups  GroupDescriber
+	plugins PluginLister
+}
+
+// setPlugins sets the plugin host read along with the node.
+func (r *nodeRef) setPlugins(p PluginLister) {
+	r.mu.Lock()
+	r.plugins = p
+	r.mu.Unlock()
 }
 
 // setGroups sets the group coordinator read along with the node.
@@ -57,7 +65,7 @@ func (r *nodeRef) set(n *Node) {
 	r.mu.Lock()
 	r.n = n
 	if n == nil {
-		r.groups = nil
+		r.groups, r.plugins = nil, nil
 	}
 	r.mu.Unlock()
 }

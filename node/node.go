@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -86,6 +87,12 @@ type Config struct {
 	// MaxStreamRequests bounds the requests in flight on one stream; the
 	// node stops reading a stream past it. Default 256.
 	MaxStreamRequests int
+
+	// Plugins configures the WebAssembly plugin host (limits, budget).
+	// Its zero value takes the host's defaults; CacheDir defaults to
+	// PluginsCacheDir in the data directory when FS is vfs.Default, and
+	// Logger to the node's.
+	Plugins plugins.Config
 }
 
 func (c Config) withDefaults() Config {
@@ -153,6 +160,7 @@ type Node struct {
 	producers *Producers
 	sessions  *Sessions
 	tokens    *tokens
+	plugins   *pluginRegistry
 	certs     *certs.Store
 	ln        *quic.Listener
 	// mintedAdmin says the admin token was minted by this start.
@@ -206,6 +214,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	defer func() {
 		if err != nil {
 			n.cancelBase()
+			n.plugins.close(context.Background())
 			n.closeStorage()
 		}
 	}()
@@ -238,6 +247,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.tokens, err = openTokens(n.meta, cfg.Now); err != nil {
 		return nil, err
 	}
+	if n.plugins, err = openPlugins(ctx, cfg, n.meta); err != nil {
+		return nil, err
+	}
 	if err := n.bootstrapAdminToken(ctx); err != nil {
 		return nil, err
 	}
@@ -247,6 +259,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Counted before the listener starts: requests may change the topics
+	// from then on.
+	topics := len(n.topics)
 	qcfg := cfg.Transport
 	qcfg.Authenticate = n.authenticate
 	n.ln, err = quic.Listen(cfg.Listen, quic.ServerTLSConfig(n.certs.GetCertificate), qcfg)
@@ -257,7 +272,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)
 	}
-	n.log.Info("node started", "listen", n.ln.Addr().String(), "data", cfg.DataDir, "topics", len(n.topics))
+	n.log.Info("node started", "listen", n.ln.Addr().String(), "data", cfg.DataDir, "topics", topics)
 	return n, nil
 }
 
@@ -311,6 +326,9 @@ func (n *Node) close(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if err := n.plugins.close(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if err := n.closeStorage(); err != nil {
 		errs = append(errs, err)

@@ -82,6 +82,13 @@ type PollRequest struct {
 	// MaxWait is how long a poll that finds nothing to read waits for
 	// records. 0 answers at once.
 	MaxWait time.Duration
+	// Transform, when set, runs on the read result after the read, off
+	// the owner and before the completion (a filter plugin): it gets the
+	// poll's position and the immutable result and returns the batches
+	// to deliver. It cannot move the position: the completion validates
+	// the token and advances to the read's Next as without it. An error
+	// fails the poll with no change of progress.
+	Transform func(ctx context.Context, from uint64, res ReadResult) (ReadResult, error)
 }
 
 // PollResult is a validated poll reply.
@@ -146,6 +153,13 @@ func (o *Owner) readAndComplete(ctx context.Context, req PollRequest, pend pendi
 			return PollResult{}, err
 		}
 		res = limitMessages(res, pend.tok.From, req.MaxMessages)
+		if req.Transform != nil {
+			next := res.Next
+			if res, err = req.Transform(ctx, pend.tok.From, res); err != nil {
+				return PollResult{}, err
+			}
+			res.Next = next
+		}
 	}
 	return o.complete(ctx, req, pend.tok, res)
 }
@@ -158,7 +172,7 @@ func limitMessages(res ReadResult, from uint64, maxMessages int) ReadResult {
 	if maxMessages <= 0 || len(res.Batches) < 2 {
 		return res
 	}
-	count := uint64(0)
+	var count, prevLast uint64
 	for i, b := range res.Batches {
 		h, err := wire.ParseBatchHeader(b)
 		if err != nil {
@@ -166,20 +180,16 @@ func limitMessages(res ReadResult, from uint64, maxMessages int) ReadResult {
 			// read returned and let the client's checks speak.
 			return res
 		}
-		if last := h.LastOffset(); last >= from {
+		last := h.LastOffset()
+		if last >= from {
 			count += last + 1 - max(from, h.BaseOffset)
 		}
 		if i > 0 && count > uint64(maxMessages) {
-			return ReadResult{Batches: res.Batches[:i], Next: lastOffsetOf(res.Batches[i-1]) + 1}
+			return ReadResult{Batches: res.Batches[:i], Next: prevLast + 1}
 		}
+		prevLast = last
 	}
 	return res
-}
-
-// lastOffsetOf is the offset of the last record of a verified batch.
-func lastOffsetOf(b []byte) uint64 {
-	h, _ := wire.ParseBatchHeader(b)
-	return h.LastOffset()
 }
 
 // plan is the first owner step of a poll. With parked set, it is a parked

@@ -90,16 +90,21 @@ func (n *Node) serveConn(c *quic.Conn) {
 		_ = c.Close(quic.CodeTokenRevoked, "token revoked")
 		return
 	}
+	// The requests of the connection end with it, or at a hard stop. Not
+	// when accepting ends: a graceful shutdown stops accepting streams
+	// first, and the requests already read are still answered.
 	ctx, cancel := context.WithCancel(c.Context())
 	defer cancel()
 	stop := context.AfterFunc(n.base, cancel)
 	defer stop()
+	var streams sync.WaitGroup
+	defer streams.Wait()
 	for {
 		s, err := c.AcceptStream(ctx)
 		if err != nil {
 			return
 		}
-		n.work.Go(func() { n.serveStream(ctx, rec, s) })
+		streams.Go(func() { n.serveStream(ctx, rec, s) })
 	}
 }
 
@@ -282,6 +287,8 @@ func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte, order
 		return serve(ctx, r, &wire.ListTokensRequest{}, r.listTokens)
 	case wire.KindRevokeToken:
 		return serve(ctx, r, &wire.RevokeTokenRequest{}, r.revokeToken)
+	case wire.KindAddPlugin, wire.KindListPlugins, wire.KindRemovePlugin, wire.KindSetPolicy:
+		return r.servePlugins(ctx) // reserved kinds: servePlugin checks the header
 	}
 	// CheckRequest accepts only defined kinds; a kind defined in wire but
 	// not served here is a node bug, not a client's.

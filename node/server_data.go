@@ -175,8 +175,9 @@ func autoCommitOf(a wire.AutoCommit) AutoCommit {
 // at once, with StatusBusy if it found nothing. Partitions answer on their
 // own: one partition's error does not fail the others.
 func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, error) {
-	if m.Filter.Name != "" {
-		return nil, invalidArgument("filters need plugins, which this node does not serve")
+	filter, err := r.n.plugins.filterOf(m.Filter)
+	if err != nil {
+		return nil, err
 	}
 	if len(m.Partitions) == 0 {
 		return nil, invalidArgument("a poll needs at least one partition")
@@ -217,6 +218,9 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 				req.MaxBytes, req.MaxMessages = share, messages
 				if p.MaxBytes > 0 {
 					req.MaxBytes = min(share, int(p.MaxBytes))
+				}
+				if filter != nil {
+					req.Transform = filter.transform(t.name, p.Partition, int(t.cfg.MaxBatchBytes))
 				}
 				polls = append(polls, PartitionPoll{Owner: o, Request: req})
 				where = append(where, i)
@@ -264,11 +268,15 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 			continue
 		}
 		found = found || len(res.Result.Batches) > 0
+		r.n.plugins.applyPolicy(ctx, polls[j].Owner, c, t.name, p.Partition, res.Result)
 		tok, _ := res.Result.Token.MarshalBinary()
 		st := res.Result.State
 		*out = wire.PollPartitionReply{
 			TopicID: t.id, History: uint64(st.History), StartOffset: st.LogStart, HighWatermark: st.HighWatermark,
 			Next: res.Result.Next, Token: tok, Payload: wire.PayloadStored, BatchParts: res.Result.Batches,
+		}
+		if filter != nil {
+			out.Payload = wire.PayloadFiltered
 		}
 	}
 	if overLimit && !found {

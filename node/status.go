@@ -148,11 +148,17 @@ type MemberStatus struct {
 
 // PluginStatus is one plugin's health.
 type PluginStatus struct {
-	Name     string `json:"name"`
-	Kind     string `json:"kind"`
+	Name string `json:"name"`
+	Kind string `json:"kind"` // "filter" or "commit-policy"
+	// Counters since the node started: calls that reached the plugin,
+	// calls that failed, and the failures cut off at their deadline and
+	// trapped.
 	Calls    uint64 `json:"calls"`
+	Failures uint64 `json:"failures"`
 	Timeouts uint64 `json:"timeouts"`
 	Traps    uint64 `json:"traps"`
-	Strikes  uint64 `json:"strikes"`
-	State    string `json:"state"`
+	// Strikes are the failures held against the plugin; at the limit it
+	// is quarantined.
+	Strikes uint64 `json:"strikes"`
+	State   string `json:"state"` // "ok" or "quarantined"
 }

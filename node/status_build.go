@@ -8,14 +8,16 @@ import (
 )
 
 // Status returns the node's status as the status page shows it.
-func (s *HTTPServer) Status() Status { return s.status(true) }
+func (s *HTTPServer) Status() Status { return s.status(everything) }
 
-// status builds the status; withConsumers also resolves every bookmark.
-// Every call samples the partitions' counters for the throughput rates.
-func (s *HTTPServer) status(withConsumers bool) Status {
+// status builds the status to the given depth. Every call samples the
+// partitions' counters for the throughput rates.
+func (s *HTTPServer) status(depth snapshotDepth) Status {
 	now := s.cfg.Now()
 	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	if depth == everything {
+		runtime.ReadMemStats(&ms) // stops the world briefly: not for the sampler
+	}
 	st := Status{
 		Time:      now,
 		Topics:    []TopicStatus{},
@@ -34,7 +36,7 @@ func (s *HTTPServer) status(withConsumers bool) Status {
 	}
 	st.Health = s.health()
 	s.m.ref.with(func(n *Node) {
-		snap := n.snapshot(withConsumers)
+		snap := n.snapshot(depth)
 		st.Node.Listen, st.Node.DataDir = snap.listen, snap.dataDir
 		st.Node.DiskFreeBytes, st.Node.DiskTotalBytes = snap.diskFree, snap.diskTotal
 		tr := snap.transport
@@ -52,6 +54,9 @@ func (s *HTTPServer) status(withConsumers bool) Status {
 		}
 		s.rates.keep(live)
 		st.Consumers = addGroups(s.m.ref.groups, st.Consumers)
+		if p := s.m.ref.plugins; p != nil {
+			st.Plugins = append(st.Plugins, p.PluginStatuses()...)
+		}
 	})
 	slices.SortFunc(st.Consumers, func(a, b ConsumerStatus) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {

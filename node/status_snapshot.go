@@ -53,9 +53,20 @@ type consumerSnapshot struct {
 	lag       uint64
 }
 
-// snapshot reads the node's state. withConsumers also reads every
-// bookmark (a metadata scan per partition).
-func (n *Node) snapshot(withConsumers bool) nodeSnapshot {
+// snapshotDepth says how much a snapshot reads.
+type snapshotDepth uint8
+
+const (
+	// offsetsOnly reads the partitions' states and counters: what the
+	// throughput sampler needs.
+	offsetsOnly snapshotDepth = iota
+	// everything also reads sizes on disk, disk usage and every bookmark
+	// (a metadata scan per partition).
+	everything
+)
+
+// snapshot reads the node's state.
+func (n *Node) snapshot(depth snapshotDepth) nodeSnapshot {
 	s := nodeSnapshot{
 		listen:    n.Addr(),
 		dataDir:   n.cfg.DataDir,
@@ -63,15 +74,18 @@ func (n *Node) snapshot(withConsumers bool) nodeSnapshot {
 		parked:    len(n.parked),
 		maxParked: cap(n.parked),
 	}
-	if u, err := n.cfg.FS.GetDiskUsage(n.cfg.DataDir); err == nil {
-		s.diskFree, s.diskTotal = u.AvailBytes, u.TotalBytes
+	if depth == everything {
+		if u, err := n.cfg.FS.GetDiskUsage(n.cfg.DataDir); err == nil {
+			s.diskFree, s.diskTotal = u.AvailBytes, u.TotalBytes
+		}
 	}
 	for _, t := range n.topicList() {
 		ts := topicSnapshot{name: t.name, id: t.id, cfg: t.cfg}
 		for i, l := range t.logs {
-			ps := partitionSnapshot{index: uint32(i), state: l.State(), size: n.partitionSize(t.id, i)}
+			ps := partitionSnapshot{index: uint32(i), state: l.State(), size: -1}
 			ps.stats, ps.hasStats = logStats(l)
-			if withConsumers {
+			if depth == everything {
+				ps.size = n.partitionSize(t.id, i)
 				ps.consumers = consumersOf(l, ps.state)
 			}
 			ts.parts = append(ts.parts, ps)

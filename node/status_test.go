@@ -105,3 +105,40 @@ func TestAddGroups(t *testing.T) {
 		t.Errorf("no coordinator: %+v", got)
 	}
 }
+
+// fakePlugins is a plugin host with one healthy and one quarantined plugin.
+type fakePlugins struct{}
+
+func (fakePlugins) PluginStatuses() []PluginStatus {
+	return []PluginStatus{
+		{Name: "only-errors", Kind: "filter", Calls: 120, State: "ok"},
+		{Name: "greedy", Kind: "commit-policy", Calls: 9, Failures: 3, Timeouts: 2, Traps: 1, Strikes: 3, State: "quarantined"},
+	}
+}
+
+func TestPluginsOnTheStatusPageAndMetrics(t *testing.T) {
+	ops := newOpsServer(t, HTTPConfig{})
+	tn := startNode(t, newMemStorage(), nil)
+	ops.Attach(tn.Node)
+	ops.AttachPlugins(fakePlugins{})
+	st := ops.status(t)
+	if len(st.Plugins) != 2 || st.Plugins[1].State != "quarantined" || st.Plugins[1].Timeouts != 2 {
+		t.Errorf("plugins: %+v", st.Plugins)
+	}
+	m := ops.Metrics()
+	for _, tc := range []struct {
+		name string
+		want float64
+	}{
+		{"ledge_plugin_calls_total", 9}, {"ledge_plugin_failures_total", 3}, {"ledge_plugin_timeouts_total", 2},
+		{"ledge_plugin_traps_total", 1}, {"ledge_plugin_strikes", 3}, {"ledge_plugin_quarantined", 1},
+	} {
+		if got := mustMetric(t, m, tc.name, "plugin", "greedy", "kind", "commit-policy"); got != tc.want {
+			t.Errorf("%s = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+	ops.Stopping()
+	if st := ops.status(t); len(st.Plugins) != 0 {
+		t.Errorf("plugins read after Stopping: %+v", st.Plugins)
+	}
+}

@@ -82,6 +82,9 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 	if cfg.start.mode == wire.PositionNext && cfg.name == "" {
 		return nil, fmt.Errorf("sdk: %w (AtCommitted)", ErrNotNamed)
 	}
+	if cfg.commitPolicy != nil && cfg.name == "" {
+		return nil, fmt.Errorf("sdk: %w (commit policy)", ErrNotNamed)
+	}
 	d, err := c.DescribeTopic(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -111,6 +114,12 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 			return nil, withTopic(err, topic)
 		}
 		cons.who = wire.Consumer{Kind: wire.ConsumerNamed, Name: cfg.name, Session: reply.Session}
+		if p := cfg.commitPolicy; p != nil {
+			req := &wire.SetPolicyRequest{Target: wire.PolicyConsumer, Name: cfg.name, Policy: *p}
+			if err := c.call(ctx, req, &wire.SetPolicyReply{}); err != nil {
+				return nil, withTopic(err, topic)
+			}
+		}
 	}
 	return cons, nil
 }
@@ -216,6 +225,7 @@ func (c *Consumer) sendPoll(ctx context.Context) (*inflightPoll, error) {
 		MaxMessages: uint32(c.cfg.maxMessages),
 		MaxBytes:    uint32(c.cfg.maxBytes),
 		AutoCommit:  c.cfg.autoCommit,
+		Filter:      c.cfg.filter,
 	}
 	inflight := &inflightPoll{parts: slices.Clone(c.cursors), done: make(chan pollResult, 1)}
 	for _, cur := range inflight.parts {

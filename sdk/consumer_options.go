@@ -132,6 +132,8 @@ type consumerConfig struct {
 	maxMessages   int
 	maxBytes      int
 	prefetch      bool
+	filter        wire.Filter  // WithFilter
+	commitPolicy  *wire.Filter // WithCommitPolicy
 }
 
 func defaultConsumerConfig() consumerConfig {

@@ -30,6 +30,9 @@ type consumeFlags struct {
 	format     string
 	partitions []int
 	maxWait    time.Duration
+	filter     string
+	params     []string
+	policy     string
 }
 
 func newConsumeCommand() *cobra.Command {
@@ -50,13 +53,20 @@ position), an offset (42), a time (2026-01-02T15:04:05Z) or a time ago
 process consuming under the name. With --commit it commits what it
 printed, with the fence token of the poll that returned it.
 
+--filter NAME runs a filter plugin on the node: only the records it keeps
+are sent (the position still moves past the others). --commit-policy NAME
+attaches a commit policy plugin to --consumer. --param k=v gives either its
+parameters.
+
 --format raw prints each value; json prints one object per record with
 its topic, partition, offset, timestamp, key, value and headers (key and
 value as strings when they are UTF-8, else key_base64 and value_base64).`,
 		Example: `  ledge consume demo
   ledge consume orders --from latest --follow
   ledge consume orders --consumer billing --commit --count 100 --format json
-  ledge consume sensors --from -1h --partition 0`,
+  ledge consume sensors --from -1h --partition 0
+  ledge consume readings --filter site --param field=site --param equals=lyon
+  ledge consume frames --consumer decoder --commit-policy checkpoint`,
 		Args: cobra.ExactArgs(1),
 	}
 	cf := addClientFlags(cmd)
@@ -71,6 +81,9 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
 	fs.StringVar(&f.format, "format", "raw", "output format: raw or json")
 	fs.IntSliceVarP(&f.partitions, "partition", "p", nil, "read only this partition (repeatable; default all)")
 	fs.DurationVar(&f.maxWait, "max-wait", 5*time.Second, "with --follow, how long each long poll waits for records")
+	fs.StringVar(&f.filter, "filter", "", "run this filter plugin on the node over every poll (see ledge plugin add)")
+	fs.StringArrayVar(&f.params, "param", nil, "a --filter or --commit-policy parameter key=value (repeatable)")
+	fs.StringVar(&f.policy, "commit-policy", "", "attach this commit policy plugin to --consumer: the node commits what it proposes")
 	return cmd
 }
 
@@ -128,6 +141,11 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 	if f.consumer != "" {
 		opts = append(opts, sdk.WithConsumerName(f.consumer))
 	}
+	pluginOpts, err := pluginConsumeOptions(f)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, pluginOpts...)
 	if len(f.partitions) > 0 {
 		ps := make([]int32, len(f.partitions))
 		for i, p := range f.partitions {

@@ -22,8 +22,9 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// newPluginCommand is "ledge plugin": running plugins locally, under the
-// node's production limits, without a node.
+// newPluginCommand is "ledge plugin": registering plugins on a node (add,
+// list, remove: plugin_admin.go), and running them locally, under the
+// node's production limits, without a node (test, bench).
 func newPluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
@@ -31,7 +32,8 @@ func newPluginCommand() *cobra.Command {
 		Example: `  ledge plugin test jsonfilter.wasm --input readings.jsonl --param field=site --param equals=lyon
   ledge plugin bench jsonfilter.wasm --param field=site --param equals=lyon`,
 	}
-	cmd.AddCommand(newPluginTestCommand(), newPluginBenchCommand())
+	cmd.AddCommand(newPluginTestCommand(), newPluginBenchCommand(),
+		newPluginAddCommand(), newPluginListCommand(), newPluginRemoveCommand())
 	return cmd
 }
 

@@ -179,9 +179,9 @@ func printStatus(w io.Writer, st node.Status) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tKIND\tSTATE\tCALLS\tTIMEOUTS\tTRAPS\tSTRIKES")
+	fmt.Fprintln(tw, "PLUGIN\tKIND\tSTATE\tCALLS\tFAILURES\tTIMEOUTS\tTRAPS\tSTRIKES")
 	for _, p := range st.Plugins {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\n", p.Name, p.Kind, p.State, p.Calls, p.Timeouts, p.Traps, p.Strikes)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", p.Name, p.Kind, p.State, p.Calls, p.Failures, p.Timeouts, p.Traps, p.Strikes)
 	}
 	return tw.Flush()
 }

@@ -29,6 +29,7 @@ func sampleStatus() node.Status {
 				Members:    []node.MemberStatus{{ID: "m1"}},
 				Partitions: []node.ConsumerPartition{{Partition: 0, Position: 1195, Lag: 5, Member: "m1"}}},
 		},
+		Plugins: []node.PluginStatus{{Name: "greedy", Kind: "commit-policy", Calls: 9, Failures: 3, Timeouts: 2, Traps: 1, Strikes: 3, State: "quarantined"}},
 	}
 }
 
@@ -41,7 +42,7 @@ func TestPrintStatus(t *testing.T) {
 	for _, want := range []string{
 		"ledge v1.2.3 · NOT READY: orders/1 failed", "up 1h2m", "QUIC 127.0.0.1:7420 · 2 connections",
 		"disk free 3.0 GiB of 16.0 GiB",
-		"no plugins",
+		"PLUGIN", "quarantined",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -52,6 +53,7 @@ func TestPrintStatus(t *testing.T) {
 		`orders\s+1\s+0\s+7\s+1\s+7\s+-\s+0\s+0\s+FAILED: fsync: input/output error`,
 		`billing\s+consumer\s+orders\s+200\s+-\s+0:1000\(lag 200\)`,
 		`shipping\s+group \(stable, epoch 4\)\s+orders\s+5\s+1\s+0:1195\(lag 5\)@m1`,
+		`greedy\s+commit-policy\s+quarantined\s+9\s+3\s+2\s+1\s+3`,
 	} {
 		if !regexp.MustCompile(row).MatchString(text) {
 			t.Errorf("output lacks a row /%s/:\n%s", row, text)

@@ -27,8 +27,8 @@ import (
 //     report success without writing them, and a power loss returns what
 //     was on disk before, unless the range was written again since;
 //   - a power loss that leaves garbage in a sector that was being written
-//     (only in the log's files: the metadata store's own torn-write
-//     handling is pebble's business);
+//     (its bytes being written; only in the log's files: the metadata
+//     store's own torn-write handling is pebble's business);
 //   - the death of a process: its view stops changing anything, so the
 //     engine it ran can be closed without touching the disk, and a new
 //     process opens a new view of the same MemFS (page cache intact).
@@ -65,7 +65,7 @@ func (d *Disk) FS() vfs.FS {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.live != nil {
-		d.live.dead = true
+		d.live.dead.Store(true)
 	}
 	d.live = &view{d: d, fs: errorfs.Wrap(d.mem, d.inj)}
 	return d.live
@@ -77,7 +77,7 @@ func (d *Disk) Kill() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.live != nil {
-		d.live.dead = true
+		d.live.dead.Store(true)
 		d.live = nil
 	}
 }
@@ -94,32 +94,36 @@ func (d *Disk) Armed() bool { return d.inj.isArmed() }
 // Fired returns the failures injected since the last call.
 func (d *Disk) Fired() []string { return d.inj.takeFired() }
 
-// PowerLoss replaces the disk's contents with what a power loss leaves:
-// everything synced, and each unsynced block or directory entry with
-// probability unsyncedPct; lost ranges hold their old bytes again; with
-// probability garbagePct, one sector being written in each file of the
-// log holds garbage. The live view must be dead (Kill).
+// PowerLoss replaces the disk's contents with what a power loss leaves
+// (see crashImage): everything synced, and each unsynced block or
+// directory entry of the log with probability unsyncedPct; lost ranges
+// hold their old bytes again; with probability garbagePct, one sector
+// being written in each file of the log holds garbage. The live view must
+// be dead (Kill).
 func (d *Disk) PowerLoss(rng *rand.Rand, unsyncedPct, garbagePct int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.live != nil {
 		return errors.New("sim: power loss with a live process")
 	}
-	clone := d.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsyncedPct, RNG: rng})
+	img, err := crashImage(d.mem, rng, unsyncedPct)
+	if err != nil {
+		return err
+	}
 	for _, path := range sortedKeys(d.files) {
 		st := d.files[path]
 		for _, l := range st.lost {
-			if err := overwrite(clone, path, l.at, l.old); err != nil {
+			if err := overwrite(img, path, l.at, l.old); err != nil {
 				return err
 			}
 		}
 		if garbagePct > 0 && isEnginePath(path) && len(st.dirty) > 0 && rng.IntN(100) < garbagePct {
-			if err := garble(clone, path, st.dirty, rng); err != nil {
+			if err := garble(img, path, st.dirty, rng); err != nil {
 				return err
 			}
 		}
 	}
-	d.mem = clone
+	d.mem = img
 	d.files = map[string]*fileState{}
 	return nil
 }
@@ -134,8 +138,11 @@ func (d *Disk) Mem() *vfs.MemFS {
 
 const sectorSize = 512
 
-// garble fills one sector overlapping dirty with random bytes, if the
-// power loss left the file long enough to hold it.
+// garble fills the written part of one sector overlapping dirty with
+// random bytes, if the power loss left the file long enough to hold it.
+// Bytes of the sector that were not being written keep their value: the
+// disk is assumed to overwrite power-safely (SQLite's "powersafe
+// overwrite"), as the engine's torn-tail rule assumes.
 func garble(fs *vfs.MemFS, path string, dirty spans, rng *rand.Rand) error {
 	st, err := fs.Stat(path)
 	if err != nil {
@@ -143,15 +150,16 @@ func garble(fs *vfs.MemFS, path string, dirty spans, rng *rand.Rand) error {
 	}
 	x := dirty[rng.IntN(len(dirty))]
 	pos := x.lo + rng.Int64N(x.hi-x.lo)
-	sector := pos / sectorSize * sectorSize
-	if sector >= st.Size() {
+	lo := max(pos/sectorSize*sectorSize, x.lo)
+	hi := min(lo/sectorSize*sectorSize+sectorSize, x.hi, st.Size())
+	if lo >= hi {
 		return nil
 	}
-	b := make([]byte, min(sectorSize, st.Size()-sector))
+	b := make([]byte, hi-lo)
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}
-	return overwrite(fs, path, sector, b)
+	return overwrite(fs, path, lo, b)
 }
 
 // overwrite writes b at off in path (if the file exists) and syncs it.

@@ -109,6 +109,15 @@ type injector struct {
 	// fault was armed (for FaultCleanupDirSync).
 	removed map[string]bool
 	fired   []string // what failed, for the trace
+	drop    bool     // whether the last injected failure drops data
+}
+
+// lastDrop reports whether the last injected failure drops the file's
+// unsynced data.
+func (in *injector) lastDrop() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.drop
 }
 
 func (in *injector) String() string { return "sim injector" }
@@ -157,7 +166,8 @@ func (in *injector) MaybeError(op errorfs.Op) error {
 		return nil
 	}
 	in.armed = nil
-	in.fired = append(in.fired, fmt.Sprintf("%s failed %s", f, op.Path))
+	in.drop = f.Drop
+	in.fired = append(in.fired, fmt.Sprintf("%s failed %s", f, shortPath(op.Path)))
 	return errInjected
 }
 
@@ -177,4 +187,11 @@ func matches(k FaultKind, path string, removed map[string]bool) bool {
 		return strings.Contains(path, "/meta/") && strings.HasSuffix(path, ".log")
 	}
 	return false
+}
+
+var topicIDRE = regexp.MustCompile(`[0-9a-f]{32}`)
+
+// shortPath abbreviates the topic ids in path.
+func shortPath(path string) string {
+	return topicIDRE.ReplaceAllStringFunc(path, func(id string) string { return id[:8] })
 }

@@ -127,7 +127,7 @@ func TestCheckRequest(t *testing.T) {
 		{wire.FrameHeader{Version: 1, Kind: 0x7777}, wire.StatusUnknownKind},
 		{wire.FrameHeader{Version: 1, Kind: wire.KindGetState}, wire.StatusUnknownKind},
 		{wire.FrameHeader{Version: 1, Kind: wire.KindCommitWithState}, wire.StatusUnknownKind},
-		{wire.FrameHeader{Version: 1, Kind: wire.KindAddPlugin}, wire.StatusUnknownKind},
+		{wire.FrameHeader{Version: 1, Kind: wire.KindCommitWithState}, wire.StatusUnknownKind},
 		{wire.FrameHeader{Version: 1, Flags: wire.FlagReply, Kind: wire.KindPoll}, wire.StatusMalformedRequest},
 		{wire.FrameHeader{Version: 1, Flags: 0x80, Kind: wire.KindPoll}, wire.StatusMalformedRequest},
 	}

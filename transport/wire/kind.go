@@ -50,10 +50,14 @@ const (
 	KindGetState        Kind = 0x0050 // reserved: read a partition's state snapshot and its offset
 	KindCommitWithState Kind = 0x0051 // reserved: commit an offset and state changes atomically
 
-	KindAddPlugin    Kind = 0x0060 // reserved: register a WebAssembly plugin
-	KindListPlugins  Kind = 0x0061 // reserved: list plugins
-	KindRemovePlugin Kind = 0x0062 // reserved: remove a plugin
-	KindSetPolicy    Kind = 0x0063 // reserved: attach a commit policy to a consumer or group
+)
+
+// Plugins (docs/PROTOCOL.md §11.1).
+const (
+	KindAddPlugin    Kind = 0x0060 // register a WebAssembly plugin
+	KindListPlugins  Kind = 0x0061 // list plugins
+	KindRemovePlugin Kind = 0x0062 // remove a plugin
+	KindSetPolicy    Kind = 0x0063 // attach a commit policy to a consumer or group
 )
 
 // String returns the kind's name as PROTOCOL.md spells it.
@@ -137,6 +141,7 @@ func (k Kind) Defined() bool {
 		KindAttachConsumer, KindPoll, KindCommit, KindResetPosition, KindGetCommitted,
 		KindCreateToken, KindListTokens, KindRevokeToken,
 		KindJoinGroup, KindHeartbeat, KindLeaveGroup, KindDescribeGroup, KindListGroups,
+		KindAddPlugin, KindListPlugins, KindRemovePlugin, KindSetPolicy,
 		KindAddUplink, KindListUplinks, KindUplinkStatus, KindRemoveUplink:
 		return true
 	}

@@ -152,7 +152,9 @@ func zeroOf[T any, M interface {
 
 // messageCases lists every message of version 1.
 func messageCases() []messageCase {
-	return append(append(coreMessageCases(), groupMessageCases()...), uplinkMessageCases()...)
+	cases := append(coreMessageCases(), groupMessageCases()...)
+	cases = append(cases, pluginMessageCases()...)
+	return append(cases, uplinkMessageCases()...)
 }
 
 // coreMessageCases lists the messages of topics, producers, consumers and tokens.

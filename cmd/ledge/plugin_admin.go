@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ledgemq/ledge/plugins"
+	"github.com/ledgemq/ledge/sdk"
+)
+
+// The plugin registry of a node: "ledge plugin add", "list" and "remove".
+// They need a token with the admin scope.
+
+func newPluginAddCommand() *cobra.Command {
+	var kind string
+	cmd := &cobra.Command{
+		Use:   "add NAME FILE.wasm",
+		Short: "Register a plugin on the node (needs the admin scope)",
+		Long: `Send a WebAssembly module to the node and register it under NAME as a filter
+or a commit policy, replacing a plugin of that name. The node compiles it
+before it answers and keeps it across restarts.`,
+		Example: `  ledge plugin add site jsonfilter.wasm --kind filter
+  ledge plugin add checkpoint checkpoint.wasm --kind commit-policy`,
+		Args: cobra.ExactArgs(2),
+	}
+	cf := addClientFlags(cmd)
+	cmd.Flags().StringVar(&kind, "kind", "filter", "plugin kind: filter or commit-policy")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		k, err := plugins.ParseKind(kind)
+		if err != nil {
+			return err
+		}
+		wasm, err := os.ReadFile(args[1])
+		if err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		c, err := cf.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		info, err := c.AddPlugin(ctx, args[0], sdk.PluginKind(k), wasm)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "added %s (%s, %d bytes, sha256 %s)\n", info.Name, info.Kind, info.Size, info.Digest)
+		return nil
+	}
+	return cmd
+}
+
+func newPluginListCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List the node's plugins with their counters (needs the admin scope)",
+		Example: `  ledge plugin list`,
+		Args:    cobra.NoArgs,
+	}
+	cf := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		c, err := cf.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		list, err := c.ListPlugins(ctx)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "NAME\tKIND\tSIZE\tDIGEST\tADDED\tCALLS\tIN\tOUT\tFAILURES\tTIMEOUTS\tTRAPS\tSTATE")
+		for _, p := range list {
+			state := "ok"
+			if p.Quarantined {
+				state = "quarantined"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%.12s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.Kind, p.Size, p.Digest,
+				p.Added.Local().Format(time.DateTime), p.Calls, p.RecordsIn, p.RecordsOut, p.Failures, p.Timeouts, p.Traps, state)
+		}
+		return w.Flush()
+	}
+	return cmd
+}
+
+func newPluginRemoveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "remove NAME",
+		Short:   "Remove a plugin from the node (needs the admin scope)",
+		Example: `  ledge plugin remove site`,
+		Args:    cobra.ExactArgs(1),
+	}
+	cf := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		c, err := cf.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := c.RemovePlugin(ctx, args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+		return nil
+	}
+	return cmd
+}
+
+// pluginConsumeOptions maps consume's --filter, --commit-policy and
+// --param to consumer options. Parameters go to the filter, or to the
+// commit policy when there is no filter.
+func pluginConsumeOptions(f *consumeFlags) ([]sdk.ConsumerOption, error) {
+	params, err := plugins.ParseParams(f.params)
+	if err != nil {
+		return nil, fmt.Errorf("--param: %w", err)
+	}
+	var opts []sdk.ConsumerOption
+	switch {
+	case f.filter == "" && f.policy == "" && len(params) > 0:
+		return nil, fmt.Errorf("--param needs --filter or --commit-policy")
+	case f.filter != "" && f.policy != "" && len(params) > 0:
+		return nil, fmt.Errorf("--param is ambiguous with both --filter and --commit-policy; attach the policy with its parameters first")
+	case f.policy != "" && f.consumer == "":
+		return nil, fmt.Errorf("--commit-policy needs --consumer NAME")
+	}
+	if f.filter != "" {
+		opts = append(opts, sdk.WithFilter(f.filter, params))
+	}
+	if f.policy != "" {
+		pp := params
+		if f.filter != "" {
+			pp = nil
+		}
+		opts = append(opts, sdk.WithCommitPolicy(f.policy, pp))
+	}
+	return opts, nil
+}

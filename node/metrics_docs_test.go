@@ -1,0 +1,63 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// TestOperationsDocListsEveryMetric checks docs/OPERATIONS.md names every
+// ledge_* metric the node exports, and no metric it does not.
+func TestOperationsDocListsEveryMetric(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+
+	ops := newOpsServer(t, HTTPConfig{})
+	m := ops.Metrics()
+	tn := startNode(t, nil, func(cfg *Config) { instrument(cfg, m) })
+	ops.Attach(tn.Node)
+	ops.AttachPlugins(fakePlugins{})
+	c := tn.mustDial(t, tn.admin)
+	c.createTopic("t", wire.TopicConfig{})
+	if _, err := c.produce(c.main, "t", 0, batch(t, 0, 0, 0, "a")); err != nil {
+		t.Fatal(err)
+	}
+	var att wire.AttachConsumerReply
+	c.mustCall(&wire.AttachConsumerRequest{Name: "c"}, &att)
+	got := c.pollOne(c.main, named("c", att.Session), "t", wire.Position{Mode: wire.PositionFirst}, 0)
+	var commit wire.CommitReply
+	c.mustCall(&wire.CommitRequest{Consumer: named("c", att.Session), Offsets: []wire.CommitOffset{{Topic: "t", Offset: got.Next, Token: got.Token}}}, &commit)
+	// The request path's metrics appear once observed.
+	m.RequestDone(wire.KindProduce, wire.StatusOK, time.Millisecond)
+	m.FenceRejected(wire.KindCommit, fence.CodeStaleHistory)
+	m.observeFsync("segment", time.Millisecond, os.ErrClosed)
+
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exported []string
+	for _, f := range fams {
+		if name := f.GetName(); strings.HasPrefix(name, "ledge_") {
+			exported = append(exported, name)
+			if !strings.Contains(doc, "`"+name+"`") {
+				t.Errorf("docs/OPERATIONS.md does not list %s (%s)", name, f.GetHelp())
+			}
+		}
+	}
+	for _, name := range regexp.MustCompile("`(ledge_[a-z_]+)`").FindAllStringSubmatch(doc, -1) {
+		if !slices.Contains(exported, name[1]) {
+			t.Errorf("docs/OPERATIONS.md lists %s, which the node does not export", name[1])
+		}
+	}
+}

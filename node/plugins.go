@@ -1,0 +1,440 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ledgemq/ledge/plugins"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// The plugin registry: WebAssembly modules stored content-addressed under
+// PluginsDir (one file per digest, created write → fsync → rename → fsync
+// directory), their names, kinds and the commit policies attached to
+// consumers in the metadata store, and the host that runs them. Every
+// registered plugin is added to the host again when the node starts; a
+// module that is missing or does not match its digest is logged and left
+// out (polls naming it fail with an unknown-plugin error) rather than
+// keeping the node down.
+
+// PluginsDir is the directory of the data directory holding plugin
+// modules, and PluginsCacheDir the compilation cache (used with the
+// default file system only).
+const (
+	PluginsDir      = "plugins"
+	PluginsCacheDir = "plugins-cache"
+)
+
+var (
+	keyPlugins  = []byte("plugins/name/")
+	keyPolicies = []byte("plugins/policy/")
+)
+
+// pluginRecord is the stored registration of a plugin. A removed plugin
+// keeps a record with Removed set (the metadata store has no delete).
+type pluginRecord struct {
+	V       int       `json:"v"`
+	Kind    uint8     `json:"kind"`
+	Digest  string    `json:"digest"`
+	Added   time.Time `json:"added"`
+	Removed bool      `json:"removed,omitempty"`
+}
+
+// policyRecord is a commit policy attached to a named consumer; an empty
+// Plugin detaches it.
+type policyRecord struct {
+	V      int               `json:"v"`
+	Plugin string            `json:"plugin"`
+	Params map[string]string `json:"params,omitempty"`
+}
+
+const pluginRecordVersion = 1
+
+// pluginRegistry is the node's plugin state. The host (a WebAssembly
+// runtime) is created with the first plugin, so a node without plugins
+// pays nothing for them.
+type pluginRegistry struct {
+	host atomic.Pointer[plugins.Host] // nil until the first plugin
+	cfg  plugins.Config
+	fs   vfs.FS
+	dir  string
+	meta Metadata
+	log  interface {
+		Warn(msg string, args ...any)
+		Debug(msg string, args ...any)
+	}
+
+	// adminMu serializes registry changes (an add holds it while the
+	// module compiles); mu guards the maps, which polls read.
+	adminMu  sync.Mutex
+	mu       sync.RWMutex
+	records  map[string]pluginRecord
+	policies map[string]policyRecord
+
+	// beforePolicyCommit, when set, runs between a policy's proposal and
+	// its commit (tests make the poll stale there).
+	beforePolicyCommit atomic.Pointer[func()]
+}
+
+// openPlugins creates the host and re-adds every registered plugin.
+func openPlugins(ctx context.Context, cfg Config, meta Metadata) (*pluginRegistry, error) {
+	pc := cfg.Plugins
+	if pc.Logger == nil {
+		pc.Logger = cfg.Logger.With("component", "plugins")
+	}
+	if pc.CacheDir == "" && cfg.FS == vfs.Default {
+		pc.CacheDir = filepath.Join(cfg.DataDir, PluginsCacheDir)
+	}
+	reg := &pluginRegistry{
+		cfg: pc, fs: cfg.FS, dir: filepath.Join(cfg.DataDir, PluginsDir), meta: meta, log: cfg.Logger,
+		records: map[string]pluginRecord{}, policies: map[string]policyRecord{},
+	}
+	err := meta.Scan(keyPlugins, func(k, v []byte) error {
+		var rec pluginRecord
+		if err := json.Unmarshal(v, &rec); err != nil || rec.V != pluginRecordVersion {
+			return fmt.Errorf("node: plugin %q: unreadable record (version %d): %v", k[len(keyPlugins):], rec.V, err)
+		}
+		if !rec.Removed {
+			reg.records[string(k[len(keyPlugins):])] = rec
+		}
+		return nil
+	})
+	if err == nil {
+		err = meta.Scan(keyPolicies, func(k, v []byte) error {
+			var rec policyRecord
+			if err := json.Unmarshal(v, &rec); err != nil || rec.V != pluginRecordVersion {
+				return fmt.Errorf("node: policy of %q: unreadable record: %v", k[len(keyPolicies):], err)
+			}
+			if rec.Plugin != "" {
+				reg.policies[string(k[len(keyPolicies):])] = rec
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(reg.records) == 0 {
+		return reg, nil
+	}
+	host, err := reg.hostLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for name, rec := range reg.records {
+		wasm, err := reg.readModule(rec.Digest)
+		if err == nil {
+			_, err = host.Add(ctx, name, plugins.Kind(rec.Kind), wasm)
+		}
+		if err != nil {
+			cfg.Logger.Error("plugin not loaded", "plugin", name, "digest", rec.Digest, "err", err)
+		}
+	}
+	return reg, nil
+}
+
+// hostLocked returns the host, creating it if need be. Called with
+// reg.adminMu held, or before the registry is shared.
+func (reg *pluginRegistry) hostLocked(ctx context.Context) (*plugins.Host, error) {
+	if h := reg.host.Load(); h != nil {
+		return h, nil
+	}
+	h, err := plugins.NewHost(ctx, reg.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("node: plugin host: %w", err)
+	}
+	reg.host.Store(h)
+	return h, nil
+}
+
+func (reg *pluginRegistry) close(ctx context.Context) error {
+	if reg == nil {
+		return nil
+	}
+	if h := reg.host.Load(); h != nil {
+		return h.Close(ctx)
+	}
+	return nil
+}
+
+// list describes every plugin, by name.
+func (reg *pluginRegistry) list() []plugins.Info {
+	if reg == nil {
+		return nil
+	}
+	if h := reg.host.Load(); h != nil {
+		return h.List()
+	}
+	return nil
+}
+
+// stat describes the plugin called name.
+func (reg *pluginRegistry) stat(name string) (plugins.Info, error) {
+	if h := reg.host.Load(); h != nil {
+		return h.Stat(name)
+	}
+	return plugins.Info{}, fmt.Errorf("%w: %q", plugins.ErrUnknownPlugin, name)
+}
+
+func (reg *pluginRegistry) modulePath(digest string) string {
+	return filepath.Join(reg.dir, digest+".wasm")
+}
+
+// readModule reads a stored module and checks it against its digest.
+func (reg *pluginRegistry) readModule(digest string) ([]byte, error) {
+	f, err := reg.fs.Open(reg.modulePath(digest))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	wasm, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(wasm); fmt.Sprintf("%x", sum) != digest {
+		return nil, fmt.Errorf("node: stored module %s does not match its digest", digest)
+	}
+	return wasm, nil
+}
+
+// storeModule writes wasm under its digest crash-safely: a temporary file,
+// fsync, rename, fsync of the directory. An existing copy is kept.
+func (reg *pluginRegistry) storeModule(digest string, wasm []byte) error {
+	path := reg.modulePath(digest)
+	if _, err := reg.readModule(digest); err == nil {
+		return nil
+	}
+	if err := reg.fs.MkdirAll(reg.dir, 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := reg.fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	// Write may modify its argument: hand it a copy.
+	_, err = f.Write(bytes.Clone(wasm))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = reg.fs.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = reg.fs.Remove(tmp)
+		return fmt.Errorf("node: storing plugin module: %w", err)
+	}
+	return reg.syncDir()
+}
+
+func (reg *pluginRegistry) syncDir() error {
+	d, err := reg.fs.OpenDir(reg.dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (reg *pluginRegistry) putRecord(ctx context.Context, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	t, err := reg.meta.Put(key, b)
+	if err != nil {
+		return err
+	}
+	return reg.meta.Sync(ctx, t)
+}
+
+// add stores and registers a plugin, replacing one of the same name. The
+// module is compiled (by the host) before anything is recorded, so a
+// module that does not load leaves no trace.
+func (reg *pluginRegistry) add(ctx context.Context, name string, kind plugins.Kind, wasm []byte) (plugins.Info, error) {
+	reg.adminMu.Lock()
+	defer reg.adminMu.Unlock()
+	host, err := reg.hostLocked(ctx)
+	if err != nil {
+		return plugins.Info{}, err
+	}
+	digest, err := host.Add(ctx, name, kind, wasm)
+	if err != nil {
+		return plugins.Info{}, err
+	}
+	// Until the record is durable the registration is the old one (or
+	// none): a failure puts the host back in that state.
+	restore := func() {
+		reg.mu.RLock()
+		old, had := reg.records[name]
+		reg.mu.RUnlock()
+		if had {
+			if w, err := reg.readModule(old.Digest); err == nil {
+				if _, err := host.Add(ctx, name, plugins.Kind(old.Kind), w); err == nil {
+					return
+				}
+			}
+		}
+		_ = host.Remove(name)
+	}
+	hex := digest.String()
+	if err := reg.storeModule(hex, wasm); err != nil {
+		restore()
+		return plugins.Info{}, err
+	}
+	info, _ := host.Stat(name)
+	rec := pluginRecord{V: pluginRecordVersion, Kind: uint8(kind), Digest: hex, Added: info.Added}
+	if err := reg.putRecord(ctx, append(slices.Clone(keyPlugins), name...), rec); err != nil {
+		restore()
+		return plugins.Info{}, err
+	}
+	reg.mu.Lock()
+	old, had := reg.records[name]
+	reg.records[name] = rec
+	reg.mu.Unlock()
+	if had && old.Digest != hex {
+		reg.dropModuleIfUnused(old.Digest)
+	}
+	return info, nil
+}
+
+// remove unregisters a plugin and deletes its module once no other
+// plugin uses it.
+func (reg *pluginRegistry) remove(ctx context.Context, name string) error {
+	reg.adminMu.Lock()
+	defer reg.adminMu.Unlock()
+	reg.mu.RLock()
+	rec, ok := reg.records[name]
+	reg.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", plugins.ErrUnknownPlugin, name)
+	}
+	tomb := pluginRecord{V: pluginRecordVersion, Kind: rec.Kind, Digest: rec.Digest, Added: rec.Added, Removed: true}
+	if err := reg.putRecord(ctx, append(slices.Clone(keyPlugins), name...), tomb); err != nil {
+		return err
+	}
+	reg.mu.Lock()
+	delete(reg.records, name)
+	reg.mu.Unlock()
+	if err := reg.host.Load().Remove(name); err != nil && !errors.Is(err, plugins.ErrUnknownPlugin) {
+		return err
+	}
+	reg.dropModuleIfUnused(rec.Digest)
+	return nil
+}
+
+// dropModuleIfUnused removes a module file no registration names. Called
+// with reg.adminMu held, after the record naming it changed durably.
+func (reg *pluginRegistry) dropModuleIfUnused(digest string) {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	for _, r := range reg.records {
+		if r.Digest == digest {
+			return
+		}
+	}
+	if err := reg.fs.Remove(reg.modulePath(digest)); err != nil {
+		reg.log.Warn("removing an unused plugin module", "digest", digest, "err", err)
+	}
+}
+
+// setPolicy attaches a commit policy to a named consumer (or detaches it
+// when policy.Name is empty).
+func (reg *pluginRegistry) setPolicy(ctx context.Context, consumer string, policy wire.Filter) error {
+	params, err := paramsOf(policy.Params)
+	if err != nil {
+		return err
+	}
+	reg.adminMu.Lock()
+	defer reg.adminMu.Unlock()
+	if policy.Name != "" {
+		info, err := reg.stat(policy.Name)
+		if err != nil {
+			return err
+		}
+		if info.Kind != plugins.KindCommitPolicy {
+			return fmt.Errorf("%w: %q is a %s, not a commit policy", plugins.ErrWrongKind, policy.Name, info.Kind)
+		}
+	}
+	rec := policyRecord{V: pluginRecordVersion, Plugin: policy.Name, Params: params}
+	if err := reg.putRecord(ctx, append(slices.Clone(keyPolicies), consumer...), rec); err != nil {
+		return err
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if policy.Name == "" {
+		delete(reg.policies, consumer)
+	} else {
+		reg.policies[consumer] = rec
+	}
+	return nil
+}
+
+func (reg *pluginRegistry) policyOf(consumer string) (policyRecord, bool) {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	p, ok := reg.policies[consumer]
+	return p, ok
+}
+
+func paramsOf(ps []wire.FilterParam) (plugins.Params, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	out := make(plugins.Params, len(ps))
+	for _, p := range ps {
+		if _, dup := out[p.Key]; dup {
+			return nil, fmt.Errorf("%w: %q given twice", plugins.ErrBadParams, p.Key)
+		}
+		out[p.Key] = p.Value
+	}
+	return out, nil
+}
+
+func pluginInfoToWire(i plugins.Info) wire.PluginInfo {
+	return wire.PluginInfo{
+		Name: i.Name, Kind: wire.PluginKind(i.Kind), Digest: i.Digest, Size: uint32(i.Size), Added: i.Added,
+		Calls: i.Stats.Calls, Failures: i.Stats.Failures, RecordsIn: i.Stats.RecordsIn, RecordsOut: i.Stats.RecordsOut,
+		CallTime: i.Stats.CallTime, Timeouts: i.Stats.Timeouts, Traps: i.Stats.Traps,
+		InvalidAnswers: i.Stats.InvalidAnswers, MemoryPages: i.Stats.MemoryPages, Quarantined: i.Stats.Quarantined,
+	}
+}
+
+// Plugins returns what the status page and /metrics read of the node's
+// plugins (HTTPServer.AttachPlugins).
+func (n *Node) Plugins() PluginLister { return n.plugins }
+
+// PluginStatuses implements PluginLister over the host's counters.
+func (reg *pluginRegistry) PluginStatuses() []PluginStatus {
+	infos := reg.list()
+	out := make([]PluginStatus, 0, len(infos))
+	for _, i := range infos {
+		st := PluginStatus{
+			Name: i.Name, Kind: i.Kind.String(), Calls: i.Stats.Calls, Failures: i.Stats.Failures,
+			Timeouts: i.Stats.Timeouts, Traps: i.Stats.Traps, Strikes: uint64(i.Stats.Strikes), State: "ok",
+		}
+		if i.Stats.Quarantined {
+			st.State = "quarantined"
+		}
+		out = append(out, st)
+	}
+	return out
+}
