@@ -43,7 +43,7 @@ var listeningLine = regexp.MustCompile(`listening on (\S+) \(QUIC\)`)
 // for it to print its address.
 func startServe(t *testing.T, bin, dir string) *serveProcess {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,3 @@
-//go:build ledge_groups
-
 package node_test
 
 import (
@@ -21,7 +19,7 @@ import (
 // and once all have left the group's committed offsets cover the topic.
 // A member's commit after it left is refused.
 //
-// (Built with -tags ledge_groups until the node serves the group kinds.)
+
 func TestGroupEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -132,3 +132,7 @@ func (gs *Groups) serveList(_ context.Context, allow authorize, _ *wire.ListGrou
 	}
 	return &wire.ListGroupsReply{Groups: gs.List()}, nil
 }
+
+// Groups returns the node's consumer-group coordinator, for the status
+// page and metrics.
+func (n *Node) Groups() *Groups { return n.groups }

@@ -88,6 +88,10 @@ type Config struct {
 	// node stops reading a stream past it. Default 256.
 	MaxStreamRequests int
 
+	// Metrics receives the request path's counters (see Metrics). Default
+	// nil: nothing is counted.
+	Metrics Metrics
+
 	// Plugins configures the WebAssembly plugin host (limits, budget).
 	// Its zero value takes the host's defaults; CacheDir defaults to
 	// PluginsCacheDir in the data directory when FS is vfs.Default, and
@@ -161,6 +165,8 @@ type Node struct {
 	sessions  *Sessions
 	tokens    *tokens
 	plugins   *pluginRegistry
+	groups    *Groups
+	uplinks   *Uplinks
 	certs     *certs.Store
 	ln        *quic.Listener
 	// mintedAdmin says the admin token was minted by this start.
@@ -233,6 +239,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.sessions, err = OpenSessions(n.meta); err != nil {
 		return nil, fmt.Errorf("node: consumer sessions: %w", err)
 	}
+	// The group coordinator exists before the owners: each owner asks it
+	// who holds its partition.
+	if n.groups, err = OpenGroups(GroupsConfig{Meta: n.meta, Topics: n.groupTopics(), Now: cfg.Now, Logger: cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("node: consumer groups: %w", err)
+	}
 	stored, err := n.storage.Topics()
 	if err != nil {
 		return nil, fmt.Errorf("node: listing topics: %w", err)
@@ -251,6 +262,15 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	if err := n.bootstrapAdminToken(ctx); err != nil {
+		return nil, err
+	}
+	nodeID, err := LoadOrCreateNodeID(ctx, n.meta)
+	if err != nil {
+		return nil, err
+	}
+	n.uplinks = NewUplinks(UplinksConfig{NodeID: nodeID, Meta: n.meta, Partitions: n.uplinkPartitions,
+		Template: UplinkConfig{Logger: n.log, Now: cfg.Now}})
+	if err := n.uplinks.Start(ctx); err != nil {
 		return nil, err
 	}
 	n.certs, err = certs.Open(certs.Options{
@@ -272,6 +292,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)
 	}
+	n.loops.Go(func() { n.groups.Run(n.drain, time.Second) })
+	n.logRecovered()
 	n.log.Info("node started", "listen", n.ln.Addr().String(), "data", cfg.DataDir, "topics", topics)
 	return n, nil
 }
@@ -318,6 +340,7 @@ func (n *Node) close(ctx context.Context) error {
 	n.cancelBase()
 	<-done
 	n.loops.Wait()
+	n.uplinks.Close()
 	// Every request is answered: the owners take their last step, so
 	// nothing more reaches the storage through them.
 	for _, t := range n.topicList() {

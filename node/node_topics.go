@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ func (n *Node) newTopic(st StoredTopic) (*topic, error) {
 	for i, l := range st.Partitions {
 		o, err := NewOwner(OwnerConfig{
 			Topic: st.ID, Partition: uint32(i), Log: l, Meta: n.meta,
-			Producers: n.producers, Sessions: n.sessions,
+			Producers: n.producers, Sessions: n.sessions, Members: n.groups,
 			AppendTime: st.Config.Timestamps == wire.TimestampModeAppend,
 		})
 		if err != nil {
@@ -148,6 +149,9 @@ func (n *Node) DeleteTopic(ctx context.Context, name string, id [16]byte) error 
 	defer n.adminMu.Unlock()
 	t, err := n.lookup(name, id)
 	if err != nil {
+		return err
+	}
+	if err := n.uplinks.Remove(ctx, name); err != nil && !errors.Is(err, ErrNoUplink) {
 		return err
 	}
 	n.topicsMu.Lock()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -288,7 +289,35 @@ func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte, order
 	case wire.KindRevokeToken:
 		return serve(ctx, r, &wire.RevokeTokenRequest{}, r.revokeToken)
 	case wire.KindAddPlugin, wire.KindListPlugins, wire.KindRemovePlugin, wire.KindSetPolicy:
-		return r.servePlugins(ctx) // reserved kinds: servePlugin checks the header
+		return r.servePlugins(ctx)
+	case wire.KindJoinGroup:
+		return serve(ctx, r, &wire.JoinGroupRequest{}, func(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
+			return r.n.groups.serveJoin(ctx, r.allow, m)
+		})
+	case wire.KindHeartbeat:
+		return serve(ctx, r, &wire.HeartbeatRequest{}, func(ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
+			return r.n.groups.serveHeartbeat(ctx, r.allow, m)
+		})
+	case wire.KindLeaveGroup:
+		return serve(ctx, r, &wire.LeaveGroupRequest{}, func(ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
+			return r.n.groups.serveLeave(ctx, r.allow, m)
+		})
+	case wire.KindDescribeGroup:
+		return serve(ctx, r, &wire.DescribeGroupRequest{}, func(ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
+			return r.n.groups.serveDescribe(ctx, r.allow, m)
+		})
+	case wire.KindListGroups:
+		return serve(ctx, r, &wire.ListGroupsRequest{}, func(ctx context.Context, m *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
+			return r.n.groups.serveList(ctx, r.allow, m)
+		})
+	case wire.KindAddUplink:
+		return serve(ctx, r, &wire.AddUplinkRequest{}, r.addUplink(r.n.uplinks))
+	case wire.KindListUplinks:
+		return serve(ctx, r, &wire.ListUplinksRequest{}, r.listUplinks(r.n.uplinks))
+	case wire.KindUplinkStatus:
+		return serve(ctx, r, &wire.UplinkStatusRequest{}, r.uplinkStatus(r.n.uplinks))
+	case wire.KindRemoveUplink:
+		return serve(ctx, r, &wire.RemoveUplinkRequest{}, r.removeUplink(r.n.uplinks))
 	}
 	// CheckRequest accepts only defined kinds; a kind defined in wire but
 	// not served here is a node bug, not a client's.
@@ -317,10 +346,12 @@ func (r *request) markOrdered() {
 // serve decodes the request into req, runs fn, and encodes its reply or
 // error.
 func serve[Req, Rep wire.Message](ctx context.Context, r *request, req Req, fn func(context.Context, Req) (Rep, error)) []byte {
+	start := time.Now()
 	if err := wire.DecodeRequest(r.frame, req); err != nil {
 		return errorReply(r.frame.FrameHeader, err)
 	}
 	rep, err := fn(ctx, req)
+	observeRequest(r.n.log, r.n.cfg.Metrics, r.frame.Kind, start, req, rep, err)
 	if err != nil {
 		s, _ := StatusOf(err)
 		if s == wire.StatusInternal {

@@ -107,8 +107,13 @@ func consumerOf(c wire.Consumer) (Consumer, error) {
 			return Consumer{}, invalidArgument("a named consumer needs a name")
 		}
 		return Consumer{Name: c.Name, Session: fence.SessionEpoch(c.Session)}, nil
+	case wire.ConsumerMember:
+		if c.Name == "" || c.MemberID == "" {
+			return Consumer{}, invalidArgument("a group member needs a group name and a member id")
+		}
+		return Consumer{Name: c.Name, Member: c.MemberID, MemberEpoch: fence.MemberEpoch(c.MemberEpoch)}, nil
 	}
-	return Consumer{}, invalidArgument("consumer groups are not served by this node")
+	return Consumer{}, invalidArgument(fmt.Sprintf("consumer kind %d", c.Kind))
 }
 
 // pollRequest maps one partition of a wire poll to an owner poll. The

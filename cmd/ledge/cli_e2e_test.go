@@ -62,7 +62,7 @@ var listeningLine = regexp.MustCompile(`listening on (\S+)`)
 // line saying where it listens.
 func serve(t *testing.T, dir string) *servedNode {
 	t.Helper()
-	cmd := ledgeCmd(context.Background(), "serve", "--listen", "127.0.0.1:0")
+	cmd := ledgeCmd(context.Background(), "serve", "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
 	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -29,6 +29,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(newPluginCommand())
 	root.AddCommand(newServeCommand())
+	root.AddCommand(newStatusCommand())
 	root.AddCommand(newTopicCommand())
 	root.AddCommand(newProduceCommand())
 	root.AddCommand(newConsumeCommand())

@@ -4,30 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ledgemq/ledge/internal/config"
 	"github.com/ledgemq/ledge/node"
-	"github.com/ledgemq/ledge/transport/quic/certs"
 	"github.com/spf13/cobra"
 )
 
-type serveOptions struct {
-	dataDir         string
-	listen          string
-	certNames       []string
-	certAddrs       []string
-	shutdownTimeout time.Duration
-}
-
 func newServeCommand() *cobra.Command {
-	var o serveOptions
+	var loader *config.Loader
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a Ledge node",
@@ -38,53 +28,39 @@ On first start the data directory is created with a certificate authority
 and a server certificate (in tls/) and an admin token (admin.token). The
 CLI run in the directory that holds the data directory finds them without
 flags; elsewhere pass --server, --ca and --token (or LEDGE_SERVER,
-LEDGE_CA and LEDGE_TOKEN).`,
+LEDGE_CA and LEDGE_TOKEN).
+
+Metrics (/metrics), health checks (/healthz, /readyz) and a status page
+(/) are served over HTTP on --http-listen (default 127.0.0.1:7421).
+
+Every setting is a flag, a LEDGE_* environment variable and a key of the
+YAML file given with --config, in that order of precedence; --print-config
+shows the effective configuration. docs/OPERATIONS.md lists them all.`,
 		Example: `  ledge serve
   ledge serve --data-dir /var/lib/ledge --listen 0.0.0.0:7420 \
-      --cert-names ledge.example.net --cert-addrs 192.168.1.10`,
+      --cert-names ledge.example.net --cert-addrs 192.168.1.10
+  ledge serve --config /etc/ledge/ledge.yaml --print-config`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			cfg, err := loader.Load(os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			if loader.PrintRequested() {
+				return cfg.Print(cmd.OutOrStdout())
+			}
+			return runServe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.dataDir, "data-dir", "./"+node.DefaultDataDir, "directory of the node's data, TLS material and admin token")
-	f.StringVar(&o.listen, "listen", node.DefaultListen, "UDP address to serve QUIC on (host:port)")
-	f.StringSliceVar(&o.certNames, "cert-names", nil, "DNS names the server certificate is valid for, besides localhost and the host name")
-	f.StringSliceVar(&o.certAddrs, "cert-addrs", nil, "IP addresses the server certificate is valid for, besides 127.0.0.1 and ::1")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for requests in flight")
+	loader = config.Register(cmd.Flags())
 	return cmd
 }
 
-// certNamesOf returns the names of the server certificate: the defaults
-// plus the given names and addresses.
-func certNamesOf(names, addrs []string) ([]string, error) {
-	out := certs.DefaultNames()
-	for _, a := range addrs {
-		if net.ParseIP(a) == nil {
-			return nil, fmt.Errorf("--cert-addrs: %q is not an IP address", a)
-		}
-		out = append(out, a)
-	}
-	for _, n := range names {
-		if n == "" || net.ParseIP(n) != nil {
-			return nil, fmt.Errorf("--cert-names: %q is not a DNS name (use --cert-addrs for addresses)", n)
-		}
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
-func runServe(ctx context.Context, stdout, stderr io.Writer, o serveOptions) error {
+func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	names, err := certNamesOf(o.certNames, o.certAddrs)
-	if err != nil {
-		return err
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := cfg.Logger(stderr)
 	ver, _ := buildVersion()
 
 	// Signals are caught before the node opens, so that one arriving
@@ -93,21 +69,49 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o serveOptions) err
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	n, err := node.Open(ctx, node.Config{
-		DataDir: o.dataDir, Listen: o.listen, CertNames: names, Logger: logger, Version: ver,
-	})
+	ncfg := cfg.Node()
+	ncfg.Logger, ncfg.Version = logger, ver
+	// The HTTP listener starts first: /healthz answers and /readyz says
+	// "recovery pending" while a large data directory is recovered.
+	var ops *node.HTTPServer
+	if cfg.HTTP.Enabled {
+		var err error
+		ops, err = node.StartHTTP(node.HTTPConfig{Listen: cfg.HTTP.Listen, Logger: logger, Version: ver})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = ops.Close(ctx)
+		}()
+		ncfg.Metrics = ops.Metrics()
+		ncfg.FS = ops.Metrics().WrapFS(vfs.Default, logger)
+	}
+	n, err := node.Open(ctx, ncfg)
 	if err != nil {
 		return err
 	}
+	if ops != nil {
+		ops.Attach(n)
+		ops.AttachGroups(n.Groups())
+		ops.AttachPlugins(n.Plugins())
+	}
 	printWelcome(stdout, n, ver)
+	if ops != nil {
+		fmt.Fprintf(stdout, "Status page: http://%s/ (ledge status prints it here)\n", ops.Addr())
+	}
 
 	select {
 	case s := <-sigs:
-		logger.Info("stopping", "signal", s.String(), "timeout", o.shutdownTimeout)
+		logger.Info("stopping", "signal", s.String(), "timeout", cfg.ShutdownTimeout.String())
 	case <-ctx.Done():
 		logger.Info("stopping", "reason", context.Cause(ctx))
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	if ops != nil {
+		ops.Stopping() // not ready from now on
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- n.Close(stopCtx) }()

@@ -42,8 +42,9 @@ func newUplinkAddCommand(cf *clientFlags) *cobra.Command {
 		saslMech, saslUser, saslPasswordFile  string
 	)
 	cmd := &cobra.Command{
-		Use:   "add TOPIC --kafka HOST:PORT --to KAFKA_TOPIC",
-		Short: "Add (or replace) a topic's uplink to Kafka",
+		Use:     "add TOPIC --kafka HOST:PORT --to KAFKA_TOPIC",
+		Example: "  ledge uplink add orders --kafka kafka-1:9092,kafka-2:9092 --to edge.orders --partitioning key",
+		Short:   "Add (or replace) a topic's uplink to Kafka",
 		Long: `Add an uplink: every partition of TOPIC is forwarded to KAFKA_TOPIC, which
 must exist (with at least as many partitions for --partitioning same).
 --overflow block (the default) keeps retention from deleting records that
@@ -106,9 +107,10 @@ func splitSeeds(in []string) []string {
 func newUplinkListCommand(cf *clientFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List uplinks with their total lag",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Example: "  ledge uplink list\n  ledge uplink list --json",
+		Short:   "List uplinks with their total lag",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			c, err := cf.dial(ctx)
@@ -157,9 +159,10 @@ func uplinkStateSummary(u sdk.Uplink) string {
 func newUplinkStatusCommand(cf *clientFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status TOPIC",
-		Short: "Show an uplink's forwarders: position, lag, dropped, state",
-		Args:  cobra.ExactArgs(1),
+		Use:     "status TOPIC",
+		Example: "  ledge uplink status orders",
+		Short:   "Show an uplink's forwarders: position, lag, dropped, state",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := cf.dial(ctx)
@@ -192,9 +195,10 @@ func newUplinkStatusCommand(cf *clientFlags) *cobra.Command {
 
 func newUplinkRemoveCommand(cf *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "remove TOPIC",
-		Short: "Stop and forget a topic's uplink (its position stays in Kafka)",
-		Args:  cobra.ExactArgs(1),
+		Use:     "remove TOPIC",
+		Example: "  ledge uplink remove orders",
+		Short:   "Stop and forget a topic's uplink (its position stays in Kafka)",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := cf.dial(ctx)

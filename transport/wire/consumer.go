@@ -42,8 +42,8 @@ type Consumer struct {
 	// Name is the consumer's name (ConsumerNamed) or the group's name
 	// (ConsumerMember).
 	Name string
-	// Session is the session epoch AttachConsumer handed out for the
-	// topic the request names (ConsumerNamed).
+	// Session is the session epoch AttachConsumer handed out under Name
+	// (node-wide; ConsumerNamed).
 	Session uint64
 	// MemberID and MemberEpoch identify a group member (ConsumerMember).
 	MemberID    string
@@ -172,12 +172,13 @@ func (p *Position) get(r *fieldReader) {
 	p.Mode, p.Reset = mode, reset
 }
 
-// AttachConsumerRequest starts a session for a named consumer on a topic.
-// The node hands out a new, higher session epoch on every attach; polls,
-// commits and resets carrying an older one are refused with
-// StatusFencedSession, so a second process attaching under the same name
-// fences the first. Sessions are per topic and name: a named consumer's
-// request names partitions of the one topic its Session belongs to.
+// AttachConsumerRequest starts a session for a named consumer. The node
+// hands out a new, higher session epoch on every attach; polls, commits
+// and resets carrying an older one are refused with StatusFencedSession,
+// so a second process attaching under the same name fences the first.
+// Sessions are per name, node-wide: a named consumer is one process,
+// whatever topics it reads. Topic is optional; when set it is checked
+// against the token's scope and its id is returned.
 //
 //	topic str16 | name str16
 type AttachConsumerRequest struct {

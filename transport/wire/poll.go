@@ -108,9 +108,10 @@ const pollPartitionMinSize = 2 + 16 + 4 + positionSize + 4
 type PollRequest struct {
 	Consumer Consumer
 	MaxWait  time.Duration
-	// MaxMessages and MaxBytes bound the whole reply (0: node default).
-	// Whole batches are returned, so a reply may hold up to one batch's
-	// records more than MaxMessages.
+	// MaxMessages and MaxBytes bound the whole reply (MaxMessages 0: no
+	// count limit; MaxBytes 0: the node's default). Whole stored batches
+	// are returned: the first batch is always served, a later one only
+	// while the reply stays within both limits.
 	MaxMessages uint32
 	MaxBytes    uint32
 	AutoCommit  AutoCommit
