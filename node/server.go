@@ -359,7 +359,13 @@ func serve[Req, Rep wire.Message](ctx context.Context, r *request, req Req, fn f
 		}
 		return errorReply(r.frame.FrameHeader, err)
 	}
-	out, err := wire.AppendReply(nil, r.frame.ID, rep)
+	var buf []byte
+	if h, ok := any(rep).(interface{ SizeHint() int }); ok {
+		// A poll reply copies its batches: one allocation of the right
+		// size instead of growing through every doubling.
+		buf = make([]byte, 0, wire.FrameHeaderSize+4+h.SizeHint())
+	}
+	out, err := wire.AppendReply(buf, r.frame.ID, rep)
 	if err != nil {
 		r.n.log.Error("encoding a reply", "kind", r.frame.Kind, "err", err)
 		return errorReply(r.frame.FrameHeader, err)

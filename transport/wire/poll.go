@@ -237,6 +237,20 @@ type PollReply struct {
 // Kind implements Message.
 func (*PollReply) Kind() Kind { return KindPoll }
 
+// SizeHint returns about how many bytes Encode appends, so that a caller
+// can size the frame buffer once instead of growing it batch by batch.
+func (m *PollReply) SizeHint() int {
+	n := 8
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		n += 96 + len(p.Token) + len(p.Batches)
+		for _, b := range p.BatchParts {
+			n += len(b)
+		}
+	}
+	return n
+}
+
 // Encode implements Message. It copies the batches into dst; with dst of
 // enough capacity it does not allocate.
 func (m *PollReply) Encode(dst []byte) ([]byte, error) {
