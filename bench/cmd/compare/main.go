@@ -1,0 +1,560 @@
+// Command compare runs Ledge and NATS JetStream side by side on this
+// machine and writes what it measured to a results directory: a markdown
+// table of absolute figures and median ratios, JSON, and charts.
+//
+//	cd bench && go run ./cmd/compare            # full run: 5 pairs per cell, about 40 minutes
+//	cd bench && go run ./cmd/compare --quick    # about a minute: proves the harness, judges nothing
+//
+// It builds both servers, runs each as its own process on a fresh data
+// directory on a loopback port, pins them and itself to separate CPUs
+// where it can, measures the ceilings (raw QUIC stream, sequential
+// write, 64 KiB write + fdatasync) in the same run, and with --wan
+// repeats a few workloads over a link with 50 ms of round trip and 1 %
+// loss. See bench/README.md for how to read the results.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ledgemq/ledge/bench/internal/ceiling"
+	"github.com/ledgemq/ledge/bench/internal/ledgeclient"
+	"github.com/ledgemq/ledge/bench/internal/natsclient"
+	"github.com/ledgemq/ledge/bench/internal/report"
+	"github.com/ledgemq/ledge/bench/internal/server"
+	"github.com/ledgemq/ledge/bench/internal/sysstat"
+	"github.com/ledgemq/ledge/bench/internal/wan"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	quick := flag.Bool("quick", false, "smoke run of about a minute: one pair, short runs, small replay (proves the harness; too short to judge speed)")
+	pairs := flag.Int("pairs", 0, "interleaved pairs per cell (default 5, quick 1)")
+	out := flag.String("out", "", "results directory (default results/, quick: results/quick/)")
+	wls := flag.String("workloads", "all", "comma-separated workloads: "+strings.Join(workloadNames(), ","))
+	tiers := flag.String("tiers", "T0,T1", "durability tiers to run: T0 (page cache), T1 (fsync)")
+	systems := flag.String("systems", "ledge,nats-tls,nats", "systems to run; ledge must be one of them for ratios")
+	useWAN := flag.Bool("wan", false, "also run a bounded WAN-like comparison (network namespace, 50 ms RTT, 1% loss); skipped with a message where unavailable")
+	pin := flag.Bool("pin", true, "pin the servers and the load generator to separate CPUs where the machine allows")
+	workDir := flag.String("workdir", "", "where data directories go (default a new directory under $TMPDIR); must be on a real disk for T1 to mean anything")
+	keep := flag.Bool("keep", false, "keep the data directories")
+	duration := flag.Duration("duration", 0, "measured time per run (default 5s, quick 400ms)")
+	warmup := flag.Duration("warmup", 0, "unrecorded warm-up per run (default 1s, quick 150ms)")
+	replayBytes := flag.Int64("replay-bytes", 0, "bytes to replay (default 1 GiB, quick 32 MiB)")
+	ledgeBin := flag.String("ledge-bin", "", "use this ledge binary instead of building ../cmd/ledge")
+	natsdBin := flag.String("natsd-bin", "", "use this natsd binary instead of building ./cmd/natsd")
+	profileDir := flag.String("profile-ledge", "", "run the Ledge node under bench/cmd/ledgeprof and write a CPU profile per run into this directory")
+	ledgeprofBin := flag.String("ledgeprof-bin", "", "with --profile-ledge: use this ledgeprof binary instead of building ./cmd/ledgeprof")
+	loadProfile := flag.String("profile-loadgen", "", "write a CPU profile of the load generator (the SDK or nats.go client side) per run, over its measured phase, into this directory")
+	loopback := flag.Bool("loopback", true, "run the loopback comparison (--loopback=false --wan runs the WAN-like part alone)")
+	render := flag.String("render", "", "only rewrite the markdown and charts of --out from this results.json (no run)")
+	flag.Parse()
+	if *render != "" {
+		return rerender(*render, *out)
+	}
+
+	s := defaultSettings(*quick)
+	if *pairs > 0 {
+		s.pairs = *pairs
+	}
+	if *duration > 0 {
+		s.duration = *duration
+	}
+	if *warmup > 0 {
+		s.warmup = *warmup
+	}
+	if *replayBytes > 0 {
+		s.replayBytes = *replayBytes
+	}
+	s.wan = *useWAN
+	ws, err := selectWorkloads(*wls)
+	if err != nil {
+		return err
+	}
+	if s.tiers, err = parseTiers(*tiers); err != nil {
+		return err
+	}
+	if s.systems, err = parseSystems(*systems); err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = "results"
+		if *quick {
+			*out = filepath.Join("results", "quick")
+		}
+	}
+
+	benchRoot, err := findBenchRoot()
+	if err != nil {
+		return err
+	}
+	repoRoot := filepath.Dir(benchRoot)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if *workDir == "" {
+		if *workDir, err = os.MkdirTemp("", "ledge-bench-*"); err != nil {
+			return err
+		}
+		if !*keep {
+			defer os.RemoveAll(*workDir)
+		}
+	} else if err := os.MkdirAll(*workDir, 0o755); err != nil {
+		return err
+	}
+	// Servers run in their data directories: every path must be absolute.
+	if *workDir, err = filepath.Abs(*workDir); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fmt.Printf("building the servers (go build ../cmd/ledge, ./cmd/natsd)...\n")
+	bins, err := server.Build(ctx, repoRoot, benchRoot, filepath.Join(*workDir, "bin"), *ledgeBin, *natsdBin)
+	if err != nil {
+		return err
+	}
+
+	if *loadProfile != "" {
+		if err := os.MkdirAll(*loadProfile, 0o755); err != nil {
+			return err
+		}
+	}
+	if *profileDir != "" {
+		if *ledgeprofBin != "" {
+			bins.LedgeProf, err = filepath.Abs(*ledgeprofBin)
+		} else {
+			bins.LedgeProf, err = server.BuildLedgeProf(ctx, benchRoot, filepath.Join(*workDir, "bin"))
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	layout := sysstat.PlanLayout(*pin)
+	if layout.Pinned {
+		if err := sysstat.PinSelf(layout.Load); err != nil {
+			layout = sysstat.Layout{Server: layout.All(), Load: layout.All(), Note: "pinning the load generator failed: " + err.Error()}
+		}
+	}
+	// Server logs outlive the data directories, for a look after a failure.
+	logDir, err := os.MkdirTemp("", "ledge-bench-logs-*")
+	if err != nil {
+		return err
+	}
+	h := &harness{s: s, bins: bins, layout: layout, workDir: *workDir, logDir: logDir,
+		keep: *keep, out: os.Stdout, live: map[*server.Proc]bool{}, profileDir: *profileDir, loadProfileDir: *loadProfile}
+	defer h.killAll()
+
+	rep := &report.Report{Started: time.Now(), Params: reportParams(s), Env: environment(repoRoot, *workDir, bins, layout)}
+	printHeader(rep)
+
+	cells := plan(ws, s.tiers, "loopback", s.rates)
+	if !*loopback {
+		cells = nil
+	}
+	byID := map[string]*report.Cell{}
+	for _, cs := range cells {
+		c := newCell(cs)
+		byID[cs.net+"|"+cs.id()] = c
+		rep.Cells = append(rep.Cells, c)
+	}
+	lo := netSpec{name: "loopback", host: "127.0.0.1"}
+	for pair := range s.pairs {
+		if ctx.Err() != nil {
+			break
+		}
+		if len(cells) == 0 {
+			break
+		}
+		c, err := h.measureCeilings(ctx)
+		if err != nil {
+			fmt.Printf("ceilings: %v\n", err)
+		} else {
+			rep.Ceilings = append(rep.Ceilings, c)
+			fmt.Printf("[pair %d/%d] ceilings: quic %s msgs/s (%.0f MB/s), seq write %.0f MB/s, 64 KiB write+fdatasync %s/s (%.1f MB/s)\n",
+				pair+1, s.pairs, fmtNum(c.QUICMsgsPerSec), c.QUICBytesPerSec/1e6, c.SeqWriteBPS/1e6, fmtNum(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6)
+		}
+		for ci, cs := range cells {
+			h.runPair(ctx, lo, cs, byID[cs.net+"|"+cs.id()], pair, ci)
+		}
+		// Partial results after every pair: an interrupted run still
+		// leaves what it measured.
+		finish(rep, *out, false)
+	}
+
+	if s.wan && ctx.Err() == nil {
+		h.runWAN(ctx, rep, ws)
+	} else if !s.wan {
+		rep.WAN = ""
+	}
+	rep.Env.LoadAvgEnd = sysstat.LoadAverage()
+	if err := finish(rep, *out, true); err != nil {
+		return err
+	}
+	fmt.Printf("\nresults: %s\n", filepath.Join(*out, "results.md"))
+	for _, t := range rep.Targets {
+		v := "MISSED"
+		switch {
+		case !t.Known:
+			v = "not measured"
+		case t.Met:
+			v = "met"
+		}
+		fmt.Printf("  %-62s %-12s %6.2f  %s\n", t.Name, v, t.Got, t.Detail)
+	}
+	fmt.Printf("server logs: %s\n", h.logDir)
+	if ctx.Err() != nil {
+		return errors.New("interrupted; partial results written")
+	}
+	failed := 0
+	for _, c := range rep.Cells {
+		for _, r := range c.Runs {
+			if r.Err != "" {
+				failed++
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d runs failed (see the report and the server logs)", failed)
+	}
+	return nil
+}
+
+// runPair runs every system once in cell cs, the order rotating with the
+// pair and the cell so that no system always goes first.
+func (h *harness) runPair(ctx context.Context, ns netSpec, cs cellSpec, cell *report.Cell, pair, ci int) {
+	k := len(h.s.systems)
+	for pos := range k {
+		if ctx.Err() != nil {
+			return
+		}
+		sys := h.s.systems[(pos+pair+ci)%k]
+		r := h.runCell(ctx, ns, cs, sys, pair, pos)
+		if ctx.Err() != nil {
+			// Cut short by an interrupt or a time budget: not a measurement.
+			return
+		}
+		cell.Runs = append(cell.Runs, r)
+		fmt.Println(progressLine(ns, cs, r, pair, h.s.pairs))
+	}
+}
+
+func (h *harness) measureCeilings(ctx context.Context) (ceiling.Set, error) {
+	// The ceilings get the whole machine, as client and server of a
+	// comparison run do together.
+	if h.layout.Pinned {
+		if err := sysstat.PinSelf(h.layout.All()); err != nil {
+			return ceiling.Set{}, err
+		}
+		defer sysstat.PinSelf(h.layout.Load)
+	}
+	return ceiling.Measure(ctx, ceiling.Options{Dir: h.workDir, QUICFor: h.s.ceilQUIC, SeqBytes: h.s.ceilSeq, FsyncFor: h.s.ceilFsync, ChunkSize: 1 << 20})
+}
+
+func (h *harness) runWAN(ctx context.Context, rep *report.Report, selected []workload) {
+	var ws []workload
+	for _, w := range selected {
+		for _, name := range wanWorkloads {
+			if w.name == name {
+				ws = append(ws, w)
+			}
+		}
+	}
+	if len(ws) == 0 {
+		rep.WAN = "no WAN workload selected (they are " + strings.Join(wanWorkloads, ", ") + ")"
+		return
+	}
+	n, err := wan.Setup(ctx, wan.Config{RTT: h.s.wanRTT, Loss: h.s.wanLoss, Seed: h.s.seed})
+	if err != nil {
+		rep.WAN = err.Error()
+		fmt.Printf("\nWAN-like run skipped: %v\n", err)
+		return
+	}
+	defer n.Close()
+	rep.WAN = n.Mode
+	rep.WANPassed = true
+	fmt.Printf("\nWAN-like run over %s: %v RTT, %g%% loss each way, budget %v\n", n.Mode, h.s.wanRTT, h.s.wanLoss*100, h.s.wanBudget)
+	ctx, cancel := context.WithTimeout(ctx, h.s.wanBudget)
+	defer cancel()
+	for _, proto := range []string{"tcp", "quic"} {
+		bps, err := h.linkCeiling(ctx, proto)
+		if err != nil {
+			rep.WANNotes = append(rep.WANNotes, fmt.Sprintf("raw %s ceiling over the link failed: %v", proto, err))
+			continue
+		}
+		fmt.Printf("[wan] ceiling: raw %s stream %.2f MB/s\n", proto, bps/1e6)
+		if proto == "tcp" {
+			rep.WANRawTCP = bps
+		} else {
+			rep.WANRawQUIC = bps
+		}
+	}
+	ns := netSpec{name: "wan", host: wan.ServerAddr, netns: wan.Namespace}
+	cells := plan(ws, []server.Tier{server.T0}, "wan", h.s.rates)
+	var rc []*report.Cell
+	for _, cs := range cells {
+		c := newCell(cs)
+		rc = append(rc, c)
+		rep.Cells = append(rep.Cells, c)
+	}
+	save := h.s.pairs
+	h.s.pairs = h.s.wanPairs
+	defer func() { h.s.pairs = save }()
+	perRun := h.s.wanWarmup + h.s.wanDuration + 10*time.Second
+	for pair := range h.s.wanPairs {
+		for ci, cs := range cells {
+			if dl, _ := ctx.Deadline(); ctx.Err() != nil || time.Until(dl) < time.Duration(len(h.s.systems))*perRun {
+				rep.WAN += fmt.Sprintf("; stopped at its time budget of %v", h.s.wanBudget)
+				return
+			}
+			h.runPair(ctx, ns, cs, rc[ci], pair, ci)
+		}
+	}
+	if fw, dr := n.Stats(); fw > 0 {
+		rep.WAN += fmt.Sprintf("; %d packets forwarded, %d dropped", fw, dr)
+	}
+}
+
+// linkCeiling times one raw stream to a sink inside the WAN namespace.
+func (h *harness) linkCeiling(ctx context.Context, proto string) (float64, error) {
+	addr, stop, err := server.StartSink(ctx, h.bins, proto, wan.ServerAddr, wan.Namespace)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, h.s.wanDuration+time.Minute)
+	defer cancel()
+	return ceiling.Stream(ctx, proto, addr, h.s.wanDuration)
+}
+
+func newCell(cs cellSpec) *report.Cell {
+	return &report.Cell{ID: cs.id(), Net: cs.net, Tier: string(cs.tier), Workload: cs.name, Size: cs.size,
+		Producers: cs.producers, Rate: cs.rate, Latency: cs.latency}
+}
+
+// finish summarizes and writes the report; charts only at the end.
+func finish(rep *report.Report, out string, final bool) error {
+	if !final || rep.Finished.IsZero() || rep.Finished.Before(rep.Started) || time.Since(rep.Finished) < time.Minute {
+		rep.Finished = time.Now()
+	}
+	for _, c := range rep.Cells {
+		c.Summarize()
+	}
+	rep.MedianCeiling()
+	rep.EvaluateTargets()
+	var charts []string
+	if final {
+		var err error
+		if charts, err = rep.WriteCharts(out); err != nil {
+			fmt.Printf("charts: %v\n", err)
+		}
+	}
+	if err := rep.WriteJSON(filepath.Join(out, "results.json")); err != nil {
+		return err
+	}
+	return rep.WriteMarkdown(filepath.Join(out, "results.md"), charts)
+}
+
+func progressLine(ns netSpec, cs cellSpec, r report.Run, pair, pairs int) string {
+	head := fmt.Sprintf("[pair %d/%d] %-8s %-16s %-9s", pair+1, pairs, ns.name, cs.id(), r.System)
+	if r.Err != "" && r.Msgs == 0 {
+		return head + " FAILED: " + oneLine(r.Err)
+	}
+	line := fmt.Sprintf("%s %9s msgs/s %8.1f MB/s", head, fmtNum(r.MsgsPerSec), r.MBPerSec)
+	if r.P50us > 0 {
+		line += fmt.Sprintf("  p50 %s p99 %s p99.9 %s µs", fmtNum(float64(r.P50us)), fmtNum(float64(r.P99us)), fmtNum(float64(r.P999us)))
+	}
+	line += fmt.Sprintf("  cpu %.2f s/GB disk %.2f B/B rss %.0f MB  load %.1f", r.CPUSecGB, r.DiskPerB, r.PeakRSSMB, r.LoadAvg)
+	if r.RestartSec > 0 {
+		line += fmt.Sprintf("  restart %.1fs", r.RestartSec)
+	}
+	if r.Err != "" {
+		line += "  ERROR: " + oneLine(r.Err)
+	}
+	return line
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " | ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func fmtNum(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	var b []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			b = append(b, ',')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func parseTiers(list string) ([]server.Tier, error) {
+	var out []server.Tier
+	for _, t := range strings.Split(list, ",") {
+		switch strings.ToUpper(strings.TrimSpace(t)) {
+		case "T0":
+			out = append(out, server.T0)
+		case "T1":
+			out = append(out, server.T1)
+		default:
+			return nil, fmt.Errorf("unknown tier %q (T0 or T1)", t)
+		}
+	}
+	return out, nil
+}
+
+func parseSystems(list string) ([]server.Kind, error) {
+	var out []server.Kind
+	for _, s := range strings.Split(list, ",") {
+		k := server.Kind(strings.TrimSpace(s))
+		switch k {
+		case server.Ledge, server.NATS, server.NATSTLS:
+			out = append(out, k)
+		default:
+			return nil, fmt.Errorf("unknown system %q (ledge, nats-tls, nats)", s)
+		}
+	}
+	return out, nil
+}
+
+// findBenchRoot returns the directory of the bench module: the working
+// directory or one of its parents.
+func findBenchRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/ledgemq/ledge/bench\n") {
+			return d, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", fmt.Errorf("run compare from the bench directory (no bench go.mod above %s)", dir)
+		}
+	}
+}
+
+func reportParams(s settings) report.Params {
+	var sys []string
+	for _, k := range s.systems {
+		sys = append(sys, string(k))
+	}
+	p := report.Params{
+		Quick: s.quick, Pairs: s.pairs, Systems: sys, Window: s.window,
+		WarmupSec: s.warmup.Seconds(), DurationSec: s.duration.Seconds(), ReplayBytes: s.replayBytes,
+		RateT0: s.rates[server.T0], RateT1: s.rates[server.T1], Seed: s.seed,
+		LedgeBatch: ledgeclient.BatchRecords, LedgeLinger: time.Duration(ledgeclient.Linger).String(), LedgeIdempotent: true,
+		LedgePollBytes: ledgeclient.PollMaxBytes,
+		NATSBatch:      fmt.Sprintf("one message per publish (no client batching), PublishAsync with at most %d pending, no message ids", s.window),
+		NATSReplayPull: natsclient.ReplayPullMessages,
+		Compression:    "no compression on either side",
+	}
+	if s.wan {
+		p.WANRTTms, p.WANLossPct = float64(s.wanRTT.Milliseconds()), s.wanLoss*100
+		p.WANDurationSec, p.WANPairs, p.WANBudgetSeconds = s.wanDuration.Seconds(), s.wanPairs, s.wanBudget.Seconds()
+	}
+	return p
+}
+
+func environment(repoRoot, workDir string, bins server.Binaries, l sysstat.Layout) report.Env {
+	e := report.Env{
+		CPU: sysstat.CPUModel(), CPUs: runtime.NumCPU(), Kernel: sysstat.Kernel(), Go: runtime.Version(),
+		Layout: l.String(), ServerProcs: l.ServerProcs(), LoadProcs: len(l.Load),
+		FileSystem: fsType(workDir) + " at " + workDir, LoadAvgStart: sysstat.LoadAverage(),
+	}
+	if b, err := exec.Command("git", "-C", repoRoot, "rev-parse", "--short", "HEAD").Output(); err == nil {
+		e.Commit = strings.TrimSpace(string(b))
+		if st, err := exec.Command("git", "-C", repoRoot, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+			e.Commit += " with uncommitted changes"
+		}
+	} else {
+		e.Commit = "unknown"
+	}
+	if b, err := exec.Command(bins.NATSD, "--version").Output(); err == nil {
+		e.NATSServer = "v" + strings.TrimSpace(string(b))
+	}
+	if !l.Pinned {
+		e.Notes = append(e.Notes, "Servers and load generator share every CPU: "+l.Note+".")
+	}
+	if e.LoadAvgStart > 0.5 {
+		e.Notes = append(e.Notes, fmt.Sprintf("The machine was busy when the run began (load average %.2f on %d CPUs): other work shares these cores, so absolute figures are noisy; the ratios within pairs are the robust figures.", e.LoadAvgStart, e.CPUs))
+	}
+	return e
+}
+
+func fsType(dir string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return "unknown file system"
+	}
+	switch uint32(st.Type) {
+	case 0xEF53:
+		return "ext4"
+	case 0x58465342:
+		return "xfs"
+	case 0x9123683E:
+		return "btrfs"
+	case 0x01021994:
+		return "tmpfs (fsync is free: T1 means nothing here)"
+	case 0x794c7630:
+		return "overlayfs"
+	}
+	return fmt.Sprintf("file system 0x%x", uint32(st.Type))
+}
+
+func printHeader(rep *report.Report) {
+	e, p := rep.Env, rep.Params
+	fmt.Printf("machine: %s × %d, kernel %s, %s, commit %s, NATS server %s\n", e.CPU, e.CPUs, e.Kernel, e.Go, e.Commit, e.NATSServer)
+	fmt.Printf("layout: %s; GOMAXPROCS servers %d, load generator %d; data on %s; load average %.2f\n", e.Layout, e.ServerProcs, e.LoadProcs, e.FileSystem, e.LoadAvgStart)
+	fmt.Printf("params: %d pairs, window %d, warm-up %.2fs, measured %.2fs, replay %d MiB, open loop %.0f/%.0f msgs/s (T0/T1), seed %d\n",
+		p.Pairs, p.Window, p.WarmupSec, p.DurationSec, p.ReplayBytes>>20, p.RateT0, p.RateT1, p.Seed)
+	fmt.Printf("        Ledge: batches ≤ %d records, linger %s, idempotent, %s; JetStream: %s\n", p.LedgeBatch, p.LedgeLinger, p.Compression, p.NATSBatch)
+}
+
+// rerender rewrites the markdown and the charts from a JSON report.
+func rerender(jsonPath, out string) error {
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var rep report.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Dir(jsonPath)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	return finish(&rep, out, true)
+}

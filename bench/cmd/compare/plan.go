@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ledgemq/ledge/bench/internal/server"
+)
+
+// shape is what a workload does.
+type shape int
+
+const (
+	async    shape = iota // one or more producers, window in flight each
+	oneByOne              // one message at a time
+	openLoop              // fixed rate, latency from the schedule
+	replay                // fill, restart, read from the start
+)
+
+// workload is one row of the comparison, before a tier is chosen.
+type workload struct {
+	name       string
+	shape      shape
+	size       int
+	producers  int
+	partitions int
+	shared     bool // producers share one connection
+	latency    bool // latency is the point
+	onlyT0     bool
+}
+
+// workloads is every workload, in report order.
+var workloads = []workload{
+	{name: "async-128", shape: async, size: 128, producers: 1, partitions: 1},
+	{name: "async-1k", shape: async, size: 1 << 10, producers: 1, partitions: 1},
+	{name: "async-16k", shape: async, size: 16 << 10, producers: 1, partitions: 1},
+	{name: "async-64k", shape: async, size: 64 << 10, producers: 1, partitions: 1},
+	{name: "sync-1k", shape: oneByOne, size: 1 << 10, producers: 1, partitions: 1, latency: true},
+	{name: "multi4-1k", shape: async, size: 1 << 10, producers: 4, partitions: 4},
+	{name: "multi4s-1k", shape: async, size: 1 << 10, producers: 4, partitions: 4, shared: true},
+	{name: "openloop-1k", shape: openLoop, size: 1 << 10, producers: 1, partitions: 1, latency: true},
+	{name: "replay-1k", shape: replay, size: 1 << 10, producers: 1, partitions: 1, onlyT0: true},
+}
+
+// wanWorkloads run on the WAN-like link.
+var wanWorkloads = []string{"async-1k", "sync-1k", "multi4-1k", "multi4s-1k"}
+
+func workloadNames() []string {
+	var n []string
+	for _, w := range workloads {
+		n = append(n, w.name)
+	}
+	return n
+}
+
+// cellSpec is one workload at one tier on one network.
+type cellSpec struct {
+	workload
+	tier server.Tier
+	net  string
+	rate float64
+}
+
+func (c cellSpec) id() string { return string(c.tier) + "/" + c.name }
+
+// selectWorkloads parses a comma-separated list ("all" for every one).
+func selectWorkloads(list string) ([]workload, error) {
+	if list == "" || list == "all" {
+		return workloads, nil
+	}
+	var out []workload
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(workloads, func(w workload) bool { return w.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown workload %q (have %s)", name, strings.Join(workloadNames(), ", "))
+		}
+		out = append(out, workloads[i])
+	}
+	return out, nil
+}
+
+// plan lays the cells out: tiers outer, workloads inner.
+func plan(ws []workload, tiers []server.Tier, net string, rates map[server.Tier]float64) []cellSpec {
+	var out []cellSpec
+	for _, t := range tiers {
+		for _, w := range ws {
+			if w.onlyT0 && t != server.T0 {
+				continue
+			}
+			c := cellSpec{workload: w, tier: t, net: net}
+			if w.shape == openLoop {
+				c.rate = rates[t]
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// settings are the run's pinned parameters.
+type settings struct {
+	quick       bool
+	pairs       int
+	window      int
+	warmup      time.Duration
+	duration    time.Duration
+	replayBytes int64
+	rates       map[server.Tier]float64
+	seed        uint64
+	systems     []server.Kind
+	tiers       []server.Tier
+
+	ceilQUIC  time.Duration
+	ceilSeq   int64
+	ceilFsync time.Duration
+
+	wan         bool
+	wanRTT      time.Duration
+	wanLoss     float64
+	wanPairs    int
+	wanDuration time.Duration
+	wanWarmup   time.Duration
+	wanBudget   time.Duration
+}
+
+func defaultSettings(quick bool) settings {
+	s := settings{
+		quick:       quick,
+		pairs:       5,
+		window:      500,
+		warmup:      time.Second,
+		duration:    5 * time.Second,
+		replayBytes: 1 << 30,
+		rates:       map[server.Tier]float64{server.T0: 20000, server.T1: 2000},
+		seed:        20240917,
+		systems:     []server.Kind{server.Ledge, server.NATSTLS, server.NATS},
+		tiers:       []server.Tier{server.T0, server.T1},
+		ceilQUIC:    3 * time.Second,
+		ceilSeq:     1 << 30,
+		ceilFsync:   3 * time.Second,
+		wanRTT:      50 * time.Millisecond,
+		wanLoss:     0.01,
+		wanPairs:    3,
+		wanDuration: 8 * time.Second,
+		wanWarmup:   2 * time.Second,
+		wanBudget:   8 * time.Minute,
+	}
+	if quick {
+		s.pairs = 1
+		s.warmup = 150 * time.Millisecond
+		s.duration = 400 * time.Millisecond
+		s.replayBytes = 32 << 20
+		s.ceilQUIC = 500 * time.Millisecond
+		s.ceilSeq = 64 << 20
+		s.ceilFsync = 500 * time.Millisecond
+		s.wanPairs = 1
+		s.wanDuration = time.Second
+		s.wanWarmup = 300 * time.Millisecond
+		s.wanBudget = 90 * time.Second
+	}
+	return s
+}

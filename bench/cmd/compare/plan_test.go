@@ -1,0 +1,46 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/ledgemq/ledge/bench/internal/server"
+)
+
+func TestPlanKeepsReplayToT0(t *testing.T) {
+	ws, err := selectWorkloads("async-1k,replay-1k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := plan(ws, []server.Tier{server.T0, server.T1}, "loopback", map[server.Tier]float64{})
+	var ids []string
+	for _, c := range cells {
+		ids = append(ids, c.id())
+	}
+	want := []string{"T0/async-1k", "T0/replay-1k", "T1/async-1k"}
+	if len(ids) != len(want) {
+		t.Fatalf("cells %v, want %v", ids, want)
+	}
+	for i := range want {
+		if ids[i] != want[i] {
+			t.Fatalf("cells %v, want %v", ids, want)
+		}
+	}
+}
+
+func TestSelectWorkloadsRefusesUnknownNames(t *testing.T) {
+	if _, err := selectWorkloads("async-1k,warp-9"); err == nil {
+		t.Fatal("unknown workload accepted")
+	}
+	all, err := selectWorkloads("all")
+	if err != nil || len(all) != len(workloads) {
+		t.Fatalf("all: %d workloads, %v", len(all), err)
+	}
+}
+
+func TestWANWorkloadsExist(t *testing.T) {
+	for _, name := range wanWorkloads {
+		if _, err := selectWorkloads(name); err != nil {
+			t.Error(err)
+		}
+	}
+}

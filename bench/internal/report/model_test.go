@@ -1,0 +1,116 @@
+package report
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ledgemq/ledge/bench/internal/ceiling"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{5}, 5},
+	} {
+		if got := Median(tc.in); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if !math.IsNaN(Median(nil)) {
+		t.Error("Median of nothing is not NaN")
+	}
+}
+
+// The ratio of a cell is the median of the ratios within pairs, not the
+// ratio of the medians: a pair slowed down as a whole cancels out.
+func TestRatiosAreTakenWithinPairs(t *testing.T) {
+	c := &Cell{ID: "T0/async-1k", Net: "loopback", Runs: []Run{
+		{System: "ledge", Pair: 0, Msgs: 1, MsgsPerSec: 200, CPUSecGB: 1},
+		{System: "nats-tls", Pair: 0, Msgs: 1, MsgsPerSec: 100, CPUSecGB: 2},
+		{System: "ledge", Pair: 1, Msgs: 1, MsgsPerSec: 20, CPUSecGB: 1},
+		{System: "nats-tls", Pair: 1, Msgs: 1, MsgsPerSec: 10, CPUSecGB: 2},
+		{System: "ledge", Pair: 2, Msgs: 1, MsgsPerSec: 90, CPUSecGB: 1},
+		{System: "nats-tls", Pair: 2, Msgs: 1, MsgsPerSec: 30, CPUSecGB: 2},
+		{System: "nats-tls", Pair: 3, Err: "boom"},
+	}}
+	c.Summarize()
+	r := c.Ratios["nats-tls"]
+	if r.N != 3 || r.MsgsPerSec != 2 || r.CPUSecGB != 0.5 {
+		t.Fatalf("ratios %+v, want 3 pairs, 2× msgs/s, 0.5× CPU", r)
+	}
+	s := c.Summary["nats-tls"]
+	if s.N != 3 || s.Failed != 1 || s.MsgsPerSec != 30 || s.FirstErr != "boom" {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+func TestTargetsAndOutputs(t *testing.T) {
+	cell := func(id string, ledge, nats Run) *Cell {
+		ledge.System, nats.System = "ledge", "nats-tls"
+		ledge.Msgs, nats.Msgs = 1, 1
+		return &Cell{ID: id, Net: "loopback", Tier: id[:2], Workload: id[3:], Latency: strings.Contains(id, "sync"), Runs: []Run{ledge, nats}}
+	}
+	r := &Report{
+		Params:   Params{Systems: []string{"ledge", "nats-tls"}},
+		Ceilings: []ceiling.Set{{QUICMsgsPerSec: 400000, QUICBytesPerSec: 400e6, FsyncBytesPerSec: 200e6}},
+		Cells: []*Cell{
+			cell("T0/async-1k", Run{MsgsPerSec: 300000, MBPerSec: 300, CPUSecGB: 2}, Run{MsgsPerSec: 100000, CPUSecGB: 4}),
+			cell("T1/async-1k", Run{MsgsPerSec: 50000, MBPerSec: 50, CPUSecGB: 3}, Run{MsgsPerSec: 10000, CPUSecGB: 3}),
+			cell("T0/sync-1k", Run{P50us: 100, P99us: 300, P999us: 500}, Run{P50us: 90, P99us: 200, P999us: 400}),
+		},
+	}
+	for _, c := range r.Cells {
+		c.Summarize()
+	}
+	r.MedianCeiling()
+	r.EvaluateTargets()
+	got := map[string]Target{}
+	for _, tg := range r.Targets {
+		got[tg.Name] = tg
+	}
+	check := func(name string, known, met bool) {
+		t.Helper()
+		tg, ok := got[name]
+		if !ok {
+			t.Fatalf("no target %q", name)
+		}
+		if tg.Known != known || tg.Met != met {
+			t.Errorf("%s: known %v met %v (got %.2f), want known %v met %v", name, tg.Known, tg.Met, tg.Got, known, met)
+		}
+	}
+	check("T0 async produce 1 KiB vs raw QUIC ceiling", true, true)                // 0.75
+	check("T1 async produce 1 KiB vs 64 KiB write+fdatasync ceiling", true, false) // 0.25
+	check("T0 async produce 1 KiB vs JetStream TLS", true, true)                   // 3×
+	check("T1 async produce 1 KiB vs JetStream TLS", true, false)                  // 5×
+	check("T0 one-at-a-time 1 KiB p50 vs JetStream TLS", true, true)               // 1.11×
+	check("T0 one-at-a-time 1 KiB p99 vs JetStream TLS", true, false)              // 1.5×
+	check("Replay 1 KiB vs JetStream TLS", false, false)
+
+	dir := t.TempDir()
+	if err := r.WriteJSON(filepath.Join(dir, "r.json")); err != nil {
+		t.Fatal(err)
+	}
+	charts, err := r.WriteCharts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(charts) == 0 {
+		t.Fatal("no charts")
+	}
+	if err := r.WriteMarkdown(filepath.Join(dir, "r.md"), charts); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "r.md"))
+	for _, want := range []string{"| T0 async-1k | 300,000 |", "3.00×", "**missed**"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}

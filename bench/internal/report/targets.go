@@ -1,0 +1,108 @@
+package report
+
+import (
+	"fmt"
+	"math"
+)
+
+// Cell ids the targets read.
+const (
+	idAsync1kT0 = "T0/async-1k"
+	idAsync1kT1 = "T1/async-1k"
+	idReplay    = "T0/replay-1k"
+	idSync1kT0  = "T0/sync-1k"
+	idSync1kT1  = "T1/sync-1k"
+	vsTLS       = "nats-tls"
+)
+
+// EvaluateTargets fills Targets from the loopback cells and the median
+// ceilings.
+func (r *Report) EvaluateTargets() {
+	r.Targets = nil
+	ledge := func(id string) (Summary, bool) {
+		c := r.Find("loopback", id)
+		if c == nil {
+			return Summary{}, false
+		}
+		s, ok := c.Summary[Reference]
+		return s, ok && s.N > 0
+	}
+	ratio := func(id string) (Ratios, bool) {
+		c := r.Find("loopback", id)
+		if c == nil {
+			return Ratios{}, false
+		}
+		x, ok := c.Ratios[vsTLS]
+		return x, ok && x.N > 0
+	}
+	atLeast := func(name, want string, got, need float64, known bool, detail string) {
+		known = known && got > 0 && !math.IsNaN(got)
+		got = finite(got)
+		r.Targets = append(r.Targets, Target{Name: name, Want: want, Got: got, Need: need,
+			Met: known && !math.IsNaN(got) && got >= need, Known: known && !math.IsNaN(got), Detail: detail})
+	}
+	atMost := func(name, want string, got, need float64, known bool, detail string) {
+		known = known && got > 0 && !math.IsNaN(got)
+		got = finite(got)
+		r.Targets = append(r.Targets, Target{Name: name, Want: want, Got: got, Need: need,
+			Met: known && !math.IsNaN(got) && got <= need, Known: known && !math.IsNaN(got), Detail: detail})
+	}
+
+	c := r.Ceiling
+	if s, ok := ledge(idAsync1kT0); ok && c.QUICMsgsPerSec > 0 {
+		atLeast("T0 async produce 1 KiB vs raw QUIC ceiling", "≥ 0.70 of the ceiling (msgs/s)",
+			s.MsgsPerSec/c.QUICMsgsPerSec, 0.70, true,
+			fmt.Sprintf("%.0f of %.0f msgs/s", s.MsgsPerSec, c.QUICMsgsPerSec))
+	} else {
+		atLeast("T0 async produce 1 KiB vs raw QUIC ceiling", "≥ 0.70 of the ceiling (msgs/s)", math.NaN(), 0.70, false, "not measured")
+	}
+	if s, ok := ledge(idReplay); ok && c.QUICBytesPerSec > 0 {
+		atLeast("Replay 1 KiB vs raw QUIC ceiling", "≥ 0.70 of the ceiling (bytes/s)",
+			s.MBPerSec*1e6/c.QUICBytesPerSec, 0.70, true,
+			fmt.Sprintf("%.1f of %.1f MB/s", s.MBPerSec, c.QUICBytesPerSec/1e6))
+	} else {
+		atLeast("Replay 1 KiB vs raw QUIC ceiling", "≥ 0.70 of the ceiling (bytes/s)", math.NaN(), 0.70, false, "not measured")
+	}
+	if s, ok := ledge(idAsync1kT1); ok && c.FsyncBytesPerSec > 0 {
+		atLeast("T1 async produce 1 KiB vs 64 KiB write+fdatasync ceiling", "≥ 0.50 of the ceiling (bytes/s)",
+			s.MBPerSec*1e6/c.FsyncBytesPerSec, 0.50, true,
+			fmt.Sprintf("%.1f of %.1f MB/s", s.MBPerSec, c.FsyncBytesPerSec/1e6))
+	} else {
+		atLeast("T1 async produce 1 KiB vs 64 KiB write+fdatasync ceiling", "≥ 0.50 of the ceiling (bytes/s)", math.NaN(), 0.50, false, "not measured")
+	}
+
+	for _, t := range []struct {
+		name, id string
+		need     float64
+	}{
+		{"T0 async produce 1 KiB vs JetStream TLS", idAsync1kT0, 2},
+		{"T1 async produce 1 KiB vs JetStream TLS", idAsync1kT1, 10},
+		{"Replay 1 KiB vs JetStream TLS", idReplay, 2},
+	} {
+		x, ok := ratio(t.id)
+		atLeast(t.name, fmt.Sprintf("≥ %g× msgs/s (median of pair ratios)", t.need), x.MsgsPerSec, t.need, ok, pairsNote(x, ok))
+	}
+	for _, t := range []struct{ name, id string }{
+		{"T0 one-at-a-time 1 KiB", idSync1kT0},
+		{"T1 one-at-a-time 1 KiB", idSync1kT1},
+	} {
+		x, ok := ratio(t.id)
+		atMost(t.name+" p50 vs JetStream TLS", "≤ 1.2× JetStream's p50", x.P50, 1.2, ok, pairsNote(x, ok))
+		atMost(t.name+" p99 vs JetStream TLS", "≤ 1.0× JetStream's p99", x.P99, 1.0, ok, pairsNote(x, ok))
+	}
+	for _, t := range []struct{ name, id string }{
+		{"Server CPU per GB, T0 async 1 KiB", idAsync1kT0},
+		{"Server CPU per GB, T1 async 1 KiB", idAsync1kT1},
+		{"Server CPU per GB, replay", idReplay},
+	} {
+		x, ok := ratio(t.id)
+		atMost(t.name+" vs JetStream TLS", "≤ 1.0× JetStream TLS's CPU-s/GB", x.CPUSecGB, 1.0, ok, pairsNote(x, ok))
+	}
+}
+
+func pairsNote(x Ratios, ok bool) string {
+	if !ok {
+		return "not measured"
+	}
+	return fmt.Sprintf("%d pairs", x.N)
+}
