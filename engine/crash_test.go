@@ -32,6 +32,8 @@ func newCrashModel() *crashModel {
 // is there; under every policy no torn or foreign record is visible, no
 // offset is handed out twice, and a recovery that lost a record a reader
 // could have seen bumped the history epoch.
+//
+// covers: G27
 func TestCrashRecovery(t *testing.T) {
 	for _, d := range []Durability{DurabilityAlways, DurabilityInterval, DurabilityNone} {
 		for seed := 0; seed < *engineSeeds; seed++ {

@@ -54,7 +54,14 @@
 // trusted past its newest durable checkpoint. A restart then cuts the log
 // exactly there, whatever the files hold: after a failed fsync the page
 // cache may hold data the disk never got, which a restart without a power
-// loss would still read and a later fsync would not make durable. A full disk is different: the appends refused
+// loss would still read and a later fsync would not make durable. For the
+// same reason, whatever a recovery keeps past the durable checkpoint (when
+// no such record could be written, or after any unclean stop) is written
+// again before it is fsynced, the directory of every segment it keeps is
+// fsynced, and what the metadata store replays from its WAL is flushed
+// into a new table before recovery acts on it. A failed metadata write
+// makes every later metadata read and write fail (ErrMetadataFailed): the
+// store already shows the failed batch in memory. A full disk is different: the appends refused
 // fail with ErrNoSpace (retryable), reads go on, and a ballast file is
 // released so that retention and purge keep room for their metadata.
 //
@@ -98,7 +105,8 @@
 // Options.BeforeRead suspends a read at its file read;
 // Options.BeforePurgeCommit runs between a purge's barrier and its
 // metadata batch (an append racing the purge); Options.Pebble adjusts the
-// metadata store's options (a simulator turns automatic compactions off).
+// metadata store's options (a simulator turns automatic compactions off);
+// Options.Rand replaces crypto/rand as the source of topic ids.
 //
 // # Metadata
 //
@@ -146,12 +154,15 @@
 // # Known limits
 //
 // An unclean restart under interval and none bumps the history epoch
-// whenever offsets were reserved beyond the recovered end, even if none of
-// them was handed out: the engine cannot tell, and a needless bump only
-// costs consumers one "refresh position". A failed directory fsync is
-// taken to leave that directory's earlier changes not durable until the
-// next Open, but later fsyncs of the directory (for new segment files)
-// are trusted for their own changes. A metadata failure (a failed WAL
-// write or sync) is fatal for the metadata store: every later metadata
-// write fails with ErrMetadataFailed until a restart.
+// whenever offsets were reserved beyond the recovered end since numbering
+// last resumed, even if none of them was handed out: the engine cannot
+// tell, and a needless bump only costs consumers one "refresh position".
+// If the metadata store has failed too when a segment's fsync fails, the
+// durable end cannot be recorded: the next recovery keeps what the files
+// hold (made durable), so appends that were refused may come back. A
+// failed directory fsync is taken to leave that directory's earlier
+// changes not durable until the next Open, but later fsyncs of the
+// directory (for new segment files) are trusted for their own changes. A
+// metadata failure (a failed WAL write or sync) is fatal for the metadata
+// store until a restart.
 package engine

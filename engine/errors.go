@@ -31,7 +31,8 @@ var (
 	// error. Restart the node: recovery keeps exactly what was durable.
 	ErrPartitionFailed = errors.New("engine: partition failed; restart the node to recover what is durable")
 	// ErrMetadataFailed: the metadata store failed to write or sync.
-	// Restart the node.
+	// Every later metadata write and read fails with it (the store's
+	// memory may hold changes that are not durable). Restart the node.
 	ErrMetadataFailed = errors.New("engine: metadata store failed; restart the node")
 	// ErrClosed: the engine is closed (or closing).
 	ErrClosed = errors.New("engine: closed")

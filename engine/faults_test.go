@@ -82,6 +82,8 @@ func TestNoSpace(t *testing.T) {
 // TestFailedFsyncFailsPartition: a failed fsync is never retried on that
 // file; the partition refuses appends, unacknowledged appends fail saying
 // to restart, and a restart keeps what was durable.
+//
+// covers: G24
 func TestFailedFsyncFailsPartition(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	var fail atomic.Bool

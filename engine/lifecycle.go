@@ -82,7 +82,7 @@ func (p *Partition) closeClean() error {
 	var cp checkpoint
 	if n := len(p.segs); n > 0 {
 		a := p.segs[n-1]
-		cp = checkpoint{seg: a.base, pos: a.size, end: p.writtenEnd}
+		cp = checkpoint{seg: a.base, pos: a.size, end: a.end}
 	}
 	p.mu.Unlock()
 	if failed {

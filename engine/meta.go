@@ -20,6 +20,18 @@ import (
 // waits for outside its lock. One WAL sync covers every earlier commit, so
 // many owners' commits share one fsync.
 
+// metaFailure returns ErrMetadataFailed once a metadata write failed. Reads
+// fail too from then on: the store applies a batch to its memory before
+// its WAL sync, so after a failed sync it shows changes that are not
+// durable and that the engine reported as failed (a deletion, a purge). A
+// restart recovers what is durable.
+func (e *Engine) metaFailure() error {
+	if p := e.metaErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Bookmark is a consumer's committed position, stamped with the history
 // epoch it was committed in. A bookmark of an older epoch means "at the
 // new start offset" after a purge (see fence.ResolveBookmark), never "no
@@ -215,6 +227,9 @@ func (p *Partition) Bookmark(consumer string) (b Bookmark, ok bool, err error) {
 }
 
 func (p *Partition) bookmark(consumer string) (Bookmark, bool, error) {
+	if err := p.e.metaFailure(); err != nil {
+		return Bookmark{}, false, err
+	}
 	key := bookmarkKey(p.t.id, p.index, consumer)
 	v, closer, err := p.e.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -234,6 +249,9 @@ func (p *Partition) bookmark(consumer string) (Bookmark, bool, error) {
 
 // Bookmarks calls fn for every consumer with a bookmark on p.
 func (p *Partition) Bookmarks(fn func(consumer string, b Bookmark) error) error {
+	if err := p.e.metaFailure(); err != nil {
+		return err
+	}
 	pre := partKey('B', p.t.id, p.index)
 	it, err := p.e.db.NewIter(&pebble.IterOptions{LowerBound: pre, UpperBound: prefixEnd(pre)})
 	if err != nil {
@@ -258,6 +276,9 @@ func (p *Partition) Bookmarks(fn func(consumer string, b Bookmark) error) error 
 
 // GetMeta returns the value of key in space s.
 func (e *Engine) GetMeta(s Space, key []byte) ([]byte, bool, error) {
+	if err := e.metaFailure(); err != nil {
+		return nil, false, err
+	}
 	k := s.key(key)
 	v, closer, err := e.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -277,6 +298,9 @@ func (e *Engine) GetMeta(s Space, key []byte) ([]byte, bool, error) {
 // ScanMeta calls fn for every key of space s in key order. The slices are
 // valid only during the call.
 func (e *Engine) ScanMeta(s Space, fn func(key, value []byte) error) error {
+	if err := e.metaFailure(); err != nil {
+		return err
+	}
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: s.prefix, UpperBound: prefixEnd(s.prefix)})
 	if err != nil {
 		return err

@@ -49,8 +49,8 @@ const (
 const kindVersion = 1
 
 // partStateVersion is the version of kindPartition values: version 2 added
-// the cleanup obligation and the cut-after-checkpoint mark; version 1
-// values are still read.
+// the cleanup obligation, the cut-after-checkpoint mark and the offset
+// where numbering last resumed; version 1 values are still read.
 const partStateVersion = 2
 
 var schemaKey = []byte("\x00schema")
@@ -152,8 +152,9 @@ func decodeTopicRecord(p []byte) (topicRecord, error) {
 }
 
 // checkpoint is the last point of a partition's log known to be durable:
-// everything in segment seg before byte pos was fsynced, and the offsets
-// below end are in it. Recovery treats damage before it as corruption and
+// everything in segment seg before byte pos was fsynced, and the log's
+// records end at offset end there (numbering may resume above it after an
+// unclean recovery; the gap holds no record). Recovery treats damage before it as corruption and
 // damage after it as a torn tail.
 type checkpoint struct {
 	seg uint64 // base offset of the segment
@@ -182,6 +183,10 @@ type partState struct {
 	// later read finds it (after a failed fsync the page cache may hold
 	// data that never reached the disk).
 	cutAfterCheckpoint bool
+	// resumed: where the last recovery resumed numbering. No offset in
+	// [the log's end, resumed) was handed out, so a recovery that finds
+	// the log ending below it lost nothing there.
+	resumed uint64
 }
 
 // cleanupPending reports whether segment files below the start offset may
@@ -213,7 +218,8 @@ func (s *partState) encode() []byte {
 	if s.cutAfterCheckpoint {
 		cut = 1
 	}
-	return append(b, cut)
+	b = append(b, cut)
+	return binary.AppendUvarint(b, s.resumed)
 }
 
 // decodePartState decodes a partition state of the given version. A
@@ -242,6 +248,7 @@ func decodePartState(p []byte, version uint16) (partState, error) {
 	if version >= 2 {
 		s.cleaned = r.Uvarint()
 		s.cutAfterCheckpoint = r.Byte() == 1
+		s.resumed = r.Uvarint()
 	}
 	if err := r.Done(); err != nil {
 		return s, err

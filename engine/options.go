@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -203,6 +205,9 @@ type Options struct {
 	// Pebble, if set, may adjust the metadata store's options (for
 	// instance to turn off automatic compactions in a simulator).
 	Pebble func(*pebble.Options)
+	// Rand is the source of topic ids (default crypto/rand.Reader). A
+	// simulator passes a seeded one, so that a run replays exactly.
+	Rand io.Reader
 }
 
 // ReadInfo describes a file read about to happen.
@@ -220,6 +225,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
 	}
 	if o.TailCacheBytes == 0 {
 		o.TailCacheBytes = DefaultTailCacheBytes

@@ -69,6 +69,8 @@ func segmentsBelow(t *testing.T, fs vfs.FS, dir string, start uint64) []string {
 // new start is then inside that segment. After a power loss, recovery
 // keeps the acknowledged record after the start (and serves nothing
 // below it) instead of taking the segment's first batch for damage.
+//
+// covers: G23
 func TestPurgeRacingAnAppend(t *testing.T) {
 	for _, d := range []Durability{DurabilityAlways, DurabilityInterval} {
 		t.Run(d.String(), func(t *testing.T) {
@@ -115,6 +117,8 @@ func TestPurgeRacingAnAppend(t *testing.T) {
 // fails, the page cache may hold data the disk never got. A restart
 // without a power loss still reads it; recovery must not trust it and
 // keeps exactly what the last successful fsync made durable.
+//
+// covers: G24
 func TestFailedSegmentFsyncCutsAtDurableEnd(t *testing.T) {
 	for _, d := range []Durability{DurabilityAlways, DurabilityInterval} {
 		t.Run(d.String(), func(t *testing.T) {
@@ -174,6 +178,8 @@ func TestFailedSegmentFsyncCutsAtDurableEnd(t *testing.T) {
 // cleanup stays pending (never recorded as done), appends go on; a power
 // loss brings the removed segments back; recovery removes them again
 // before serving, and only then records the cleanup as done.
+//
+// covers: G22
 func TestPurgeCleanupIsADurableObligation(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	// Fail the directory fsync that would make a segment removal durable.
@@ -241,6 +247,8 @@ func TestPurgeCleanupIsADurableObligation(t *testing.T) {
 // TestCleanupRecordedOnlyAfterDirectorySync: a purge whose cleanup
 // succeeds records it, and a power loss right after finds no segment below
 // the start.
+//
+// covers: G22
 func TestCleanupRecordedOnlyAfterDirectorySync(t *testing.T) {
 	for _, d := range []Durability{DurabilityAlways, DurabilityInterval, DurabilityNone} {
 		t.Run(d.String(), func(t *testing.T) {
@@ -268,6 +276,8 @@ func TestCleanupRecordedOnlyAfterDirectorySync(t *testing.T) {
 
 // TestDeletedTopicRefusesMetadata: once a topic is deleted, writes of its
 // bookmarks and spaces fail instead of leaving keys no topic owns.
+//
+// covers: G26
 func TestDeletedTopicRefusesMetadata(t *testing.T) {
 	e := mustOpen(t, testOptions(vfs.NewMem(), newFakeClock()))
 	defer e.Close()
@@ -287,5 +297,124 @@ func TestDeletedTopicRefusesMetadata(t *testing.T) {
 	}
 	if st := p.State(); !errors.Is(st.Failed, ErrTopicDeleted) {
 		t.Fatalf("state of a deleted partition: %+v", st)
+	}
+}
+
+// TestRestartAfterNumberingGap: an unclean restart continues numbering at
+// the reservation ceiling, leaving a gap after the log's last record. A
+// checkpoint written before anything is appended (a clean close, here)
+// must record where the log's data ends, not where numbering resumes;
+// otherwise the next recovery takes the gap for lost durable data and
+// refuses the partition.
+//
+// covers: G27
+func TestRestartAfterNumberingGap(t *testing.T) {
+	for _, d := range []Durability{DurabilityAlways, DurabilityNone} {
+		t.Run(d.String(), func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			opts := testOptions(fs, newFakeClock())
+			e := mustOpen(t, opts)
+			top, _ := e.CreateTopic("t", TopicConfig{Durability: d})
+			p, _ := top.Partition(0)
+			appendWait(t, p, makeBatch(t, "a", 3, 0))
+			if err := p.syncNow(); err != nil {
+				t.Fatal(err)
+			}
+			crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+			e, p = reopen(t, e, opts, crashed)
+			gap := p.State().HighWatermark
+			if gap <= 3 {
+				t.Fatalf("no numbering gap after an unclean restart: %+v", p.State())
+			}
+			// Clean close with nothing appended, then open again.
+			e, p = reopen(t, e, opts, crashed)
+			defer e.Close()
+			if st := p.State(); st.Failed != nil || st.HighWatermark != gap {
+				t.Fatalf("after a clean restart: %+v", st)
+			}
+			if got, _ := readAll(t, p, 0); len(got) != 3 {
+				t.Fatalf("read %+v", got)
+			}
+			if r := appendWait(t, p, makeBatch(t, "b", 1, 0)); r.Base < gap {
+				t.Fatalf("offset %d reused below %d", r.Base, gap)
+			}
+		})
+	}
+}
+
+// TestNoSecondBumpForTheSameGap: after an unclean restart resumed
+// numbering above a gap, another unclean restart with nothing appended
+// in between lost nothing and keeps the history.
+func TestNoSecondBumpForTheSameGap(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	opts := testOptions(fs, newFakeClock())
+	e := mustOpen(t, opts)
+	top, _ := e.CreateTopic("t", TopicConfig{Durability: DurabilityNone})
+	p, _ := top.Partition(0)
+	appendWait(t, p, makeBatch(t, "a", 3, 0))
+	if err := p.syncNow(); err != nil {
+		t.Fatal(err)
+	}
+	appendWait(t, p, makeBatch(t, "lost", 2, 0)) // not synced: lost
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	e, p = reopen(t, e, opts, crashed)
+	first := p.State()
+	if first.History != 2 {
+		t.Fatalf("a visible record was lost without a new history: %+v", first)
+	}
+	crashed = crashed.CrashClone(vfs.CrashCloneCfg{})
+	e, p = reopen(t, e, opts, crashed)
+	defer e.Close()
+	if st := p.State(); st.History != first.History || st.HighWatermark != first.HighWatermark {
+		t.Fatalf("a restart that lost nothing changed the history: %+v, before %+v", st, first)
+	}
+}
+
+// TestPaddingIsNotATornTail: a segment file can hold zeros after its last
+// record (a recovery cut a torn tail there, and appends went on). Once the
+// segment is sealed and followed by another, those zeros are padding, not
+// a torn tail: a recovery must keep the later segments and their
+// acknowledged records.
+func TestPaddingIsNotATornTail(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	opts := testOptions(fs, newFakeClock())
+	e := mustOpen(t, opts)
+	top, _ := e.CreateTopic("t", TopicConfig{Durability: DurabilityAlways, SegmentBytes: 4096, MaxBatchBytes: 1024})
+	p, _ := top.Partition(0)
+	appendWait(t, p, makeBatch(t, "a", 2, 0))
+	path := p.segmentPath(0, segmentExt)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Garbage after the last record, as a torn write leaves it; the next
+	// recovery zeroes it.
+	f, _ := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	st, _ := f.Stat()
+	_, _ = f.WriteAt(make([]byte, 6000), st.Size())
+	_, _ = f.WriteAt([]byte("torn"), st.Size()+10)
+	_ = f.Sync()
+	_ = f.Close()
+	e = mustOpen(t, opts)
+	top, _ = e.Topic("t")
+	p, _ = top.Partition(0)
+	// Appends fill the segment (over part of the zeros) and roll to the
+	// next one.
+	segments := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.segs)
+	}
+	var last AppendResult
+	for segments() < 2 {
+		last = appendWait(t, p, makeBatch(t, "b", 4, 0))
+	}
+	last = appendWait(t, p, makeBatch(t, "c", 4, 0))
+	// A power loss before the partition's state recorded the new
+	// checkpoint: the first segment is not known to be durable.
+	e, p = reopen(t, e, opts, fs.CrashClone(vfs.CrashCloneCfg{}))
+	defer e.Close()
+	got, _ := readAll(t, p, 0)
+	if len(got) == 0 || got[len(got)-1].off != last.Last {
+		t.Fatalf("after recovery the log ends at %+v, want offset %d", got[len(got)-1], last.Last)
 	}
 }

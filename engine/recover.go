@@ -34,7 +34,12 @@ import (
 //     checksums. Damage before the checkpoint is corruption: the partition
 //     is refused with a *CorruptLogError naming file and position. Damage
 //     after it is a torn tail: the log ends before it, the rest of the file
-//     is zeroed and the file fsynced (vfs has no Truncate).
+//     is zeroed and the file fsynced (vfs has no Truncate). What is kept
+//     after the checkpoint is written again first: it was read from the
+//     page cache, which may hold bytes the disk lost with a failed fsync.
+//     A sealed segment whose records end where its successor begins is
+//     complete: zeros (or garbage) after them are padding, not a torn
+//     tail, and the later segments stay.
 //     Batches below the start offset are part of the log's structure (a
 //     purge that raced an append leaves a segment holding both sides of
 //     the start) but are never served; a last segment wholly below the
@@ -45,8 +50,9 @@ import (
 //     none, records a reader may have seen were possibly lost, so the
 //     history epoch is bumped with a lossy-recovery transition recording
 //     the end that was kept. The ceiling is then lowered to the next
-//     offset, so a partition that takes no append before the next crash
-//     recovers without a bump.
+//     offset, which is recorded as where numbering resumed, so a
+//     partition that takes no append before the next crash recovers
+//     without a bump (the gap below it was never handed out).
 func (p *Partition) recover() error {
 	e := p.e
 	st, err := p.loadState()
@@ -127,9 +133,11 @@ func (p *Partition) recover() error {
 			}
 			seg.rescanned, cut = true, true
 		}
-		if cut && i+1 < len(bases) {
+		if cut && i+1 < len(bases) && seg.end != bases[i+1] {
 			// The torn tail began in this segment: the later ones are part
-			// of it.
+			// of it. (A segment whose records end where its successor
+			// begins is complete; what followed them in the file was
+			// padding, zeroed now.)
 			if err := p.removeSegments(bases[i+1:]); err != nil {
 				return err
 			}
@@ -165,9 +173,14 @@ func (p *Partition) recover() error {
 	switch {
 	case st.clean:
 		next = max(end, st.ceiling)
-	case st.ceiling > end:
+	case st.ceiling > max(end, st.resumed):
+		// Offsets in [max(end, resumed), ceiling) may have been handed
+		// out and lost (below resumed, a previous recovery's gap: none
+		// was).
 		next = st.ceiling
 		bumped = p.cfg.Durability != DurabilityAlways
+	case st.ceiling > end:
+		next = st.ceiling
 	}
 	next = max(next, st.start)
 	if bumped {
@@ -190,7 +203,7 @@ func (p *Partition) recover() error {
 	// cleanup obligation is done.
 	return p.writeState(func(s *partState) {
 		s.epoch, s.lineage, s.ceiling, s.clean = st.epoch, st.lineage, next, false
-		s.cleaned, s.cutAfterCheckpoint = st.start, false
+		s.cleaned, s.cutAfterCheckpoint, s.resumed = st.start, false, next
 		if n := len(p.segs); n > 0 {
 			a := p.segs[n-1]
 			s.cp = checkpoint{seg: a.base, pos: a.size, end: end}
@@ -248,7 +261,7 @@ func (p *Partition) loadProducers() (producerSnapshot, error) {
 // anything or if mustSync (a cleanup obligation is pending).
 func (p *Partition) listSegments(start uint64, mustSync bool) ([]uint64, error) {
 	fs := p.e.fs
-	if err := fs.MkdirAll(p.dir, 0o755); err != nil {
+	if err := mkdirDurable(fs, p.dir, p.e.fs.PathJoin(p.e.opts.Dir, topicsDirName)); err != nil {
 		return nil, err
 	}
 	names, err := fs.List(p.dir)
@@ -303,6 +316,35 @@ func (p *Partition) listSegments(start uint64, mustSync bool) ([]uint64, error) 
 		}
 	}
 	return keep, nil
+}
+
+// mkdirDurable makes sure dir exists, and if it had to create it or any
+// directory above it (up to root, which exists), fsyncs each one it
+// created and the directory holding it: files later made durable in dir
+// must be reachable after a power loss.
+func mkdirDurable(fs vfs.FS, dir, root string) error {
+	if _, err := fs.Stat(dir); err == nil {
+		return nil
+	}
+	var created []string
+	for d := dir; d != root && d != "." && d != "/" && d != ""; d = fs.PathDir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range created {
+		if err := syncDir(fs, d); err != nil {
+			return err
+		}
+		if err := syncDir(fs, fs.PathDir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isNotExist(err error) bool {
@@ -389,6 +431,21 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 	}
 	seg.size = res.end
 	seg.rescanned = true
+	// What lies past the durable checkpoint (and past what an index
+	// covers) was read from the page cache, which after a failed fsync may
+	// hold bytes the disk does not: a later fsync would not write them, as
+	// their pages are clean. Writing them again makes sealRecovered's
+	// fsync make them durable. (A clean shutdown leaves nothing here.)
+	if !durable {
+		from := scanFrom
+		if base == st.cp.seg {
+			from = max(scanFrom, st.cp.pos)
+		}
+		if err := rewrite(fs, rf, path, from, seg.size); err != nil {
+			_ = rf.Close()
+			return nil, false, err
+		}
+	}
 	if (res.badPos < 0 && logical == fileSize) || (durable && res.zeros) {
 		return seg, false, nil
 	}
@@ -401,6 +458,30 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 		return nil, false, err
 	}
 	return seg, true, nil
+}
+
+// rewrite writes bytes [from, to) of path again, as they read now.
+func rewrite(fs vfs.FS, rf vfs.File, path string, from, to int64) error {
+	if from >= to {
+		return nil
+	}
+	wf, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	defer wf.Close()
+	buf := make([]byte, min(to-from, 1<<20))
+	for pos := from; pos < to; {
+		n, err := readFull(rf, buf[:min(int64(len(buf)), to-pos)], pos, to)
+		if err != nil {
+			return err
+		}
+		if _, err := wf.WriteAt(buf[:n], pos); err != nil {
+			return fmt.Errorf("engine: rewrite %s at %d: %w", path, pos, err)
+		}
+		pos += int64(n)
+	}
+	return nil
 }
 
 // removeSegments removes the files of the segments at bases.
@@ -419,15 +500,20 @@ func (p *Partition) removeSegments(bases []uint64) error {
 // sealRecovered makes what recovery kept durable: it fsyncs the segments
 // it had to scan, writes the missing indexes of the sealed ones, and
 // fsyncs the directory, so that the recovered log is entirely before the
-// new checkpoint.
+// new checkpoint. The directory is fsynced whenever a segment was scanned:
+// the previous run may have created the file and failed before the
+// directory fsync that makes its entry durable, and the file's data is
+// only durable once its entry is.
 func (p *Partition) sealRecovered() error {
 	wrote := false
+	scanned := false
 	for i, s := range p.segs {
 		last := i == len(p.segs)-1
 		s.sealed = !last
 		if !s.rescanned {
 			continue
 		}
+		scanned = true
 		if err := s.rf.SyncData(); err != nil {
 			return fmt.Errorf("engine: fsync %s: %w", s.path, err)
 		}
@@ -438,7 +524,7 @@ func (p *Partition) sealRecovered() error {
 			s.indexed, wrote = true, true
 		}
 	}
-	if wrote || p.recoveryDirDirty {
+	if wrote || scanned || p.recoveryDirDirty {
 		return syncDir(p.e.fs, p.dir)
 	}
 	return nil

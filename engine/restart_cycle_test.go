@@ -35,7 +35,7 @@ func TestUncleanThenCleanRestartServes(t *testing.T) {
 			_ = e.Close()
 
 			e = mustOpen(t, testOptions(crashed, clock)) // unclean restart
-			if err := e.Close(); err != nil {                // clean stop
+			if err := e.Close(); err != nil {            // clean stop
 				t.Fatal(err)
 			}
 			e = mustOpen(t, testOptions(crashed, clock))

@@ -259,6 +259,7 @@ func TestPurgeCrashBringsBackSegments(t *testing.T) {
 	}
 }
 
+// covers: G26
 func TestDeleteAndRecreateTopic(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	clock := newFakeClock()

@@ -66,9 +66,10 @@ func (p *Partition) syncOnce(active vfs.File) error {
 	p.dirDirty = false
 	var act *segment
 	var actSize int64
+	var actEnd uint64
 	if n := len(p.segs); n > 0 {
 		act = p.segs[n-1]
-		actSize = act.size
+		actSize, actEnd = act.size, act.end
 	}
 	p.mu.Unlock()
 	defer func() {
@@ -128,7 +129,9 @@ func (p *Partition) syncOnce(active vfs.File) error {
 	p.mu.Lock()
 	p.syncedEnd = max(p.syncedEnd, target)
 	if act != nil {
-		p.checkpoint = checkpoint{seg: act.base, pos: actSize, end: target}
+		// The end of the data, not target: after an unclean recovery
+		// numbering resumes above a gap that holds no record.
+		p.checkpoint = checkpoint{seg: act.base, pos: actSize, end: actEnd}
 	}
 	if p.cfg.Durability == DurabilityAlways {
 		p.notifyLocked()

@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -89,7 +89,7 @@ func (e *Engine) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
 	var id fence.TopicID
-	if _, err := rand.Read(id[:]); err != nil {
+	if _, err := io.ReadFull(e.opts.Rand, id[:]); err != nil {
 		return nil, err
 	}
 	rec := topicRecord{name: name, id: id, cfg: cfg, created: e.opts.Now().UnixMilli()}
@@ -120,7 +120,9 @@ func (e *Engine) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		_ = b.Set(partKey('P', id, p.index), sealPartState(&p.durable), nil)
 	}
 	if err := e.commit(b, true); err != nil {
-		_ = e.fs.RemoveAll(t.dir)
+		// The directories stay: a failed commit may still be durable (the
+		// store applies a batch before its sync fails), and the next Open
+		// removes them if the topic is not.
 		return nil, err
 	}
 	for _, p := range t.parts {

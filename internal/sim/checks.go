@@ -213,7 +213,7 @@ func (w *World) checkRecovered(p *Partition) {
 	}
 	for _, name := range sortedKeys(m.consumers) {
 		c := m.consumers[name]
-		c.delivered = nil
+		c.delivered, c.deliveredUnknown = nil, false
 		if c.key == "" {
 			continue
 		}

@@ -68,6 +68,9 @@ func (d *Disk) FS() vfs.FS {
 		d.live.dead.Store(true)
 	}
 	d.live = &view{d: d, fs: errorfs.Wrap(d.mem, d.inj)}
+	d.inj.mu.Lock()
+	d.inj.walFailed = false
+	d.inj.mu.Unlock()
 	return d.live
 }
 
@@ -87,6 +90,14 @@ func (d *Disk) Arm(f Fault) { d.inj.arm(f) }
 
 // Disarm cancels the armed fault, if any.
 func (d *Disk) Disarm() { d.inj.disarm() }
+
+// MetaFailed reports whether the metadata WAL failed since the process
+// started.
+func (d *Disk) MetaFailed() bool {
+	d.inj.mu.Lock()
+	defer d.inj.mu.Unlock()
+	return d.inj.walFailed
+}
 
 // Armed reports whether a fault waits for its call.
 func (d *Disk) Armed() bool { return d.inj.isArmed() }

@@ -110,6 +110,8 @@ type injector struct {
 	removed map[string]bool
 	fired   []string // what failed, for the trace
 	drop    bool     // whether the last injected failure drops data
+	// walFailed: the metadata WAL failed since the process started.
+	walFailed bool
 }
 
 // lastDrop reports whether the last injected failure drops the file's
@@ -167,6 +169,9 @@ func (in *injector) MaybeError(op errorfs.Op) error {
 	}
 	in.armed = nil
 	in.drop = f.Drop
+	if f.Kind == FaultWALSync {
+		in.walFailed = true
+	}
 	in.fired = append(in.fired, fmt.Sprintf("%s failed %s", f, shortPath(op.Path)))
 	return errInjected
 }
@@ -189,9 +194,14 @@ func matches(k FaultKind, path string, removed map[string]bool) bool {
 	return false
 }
 
-var topicIDRE = regexp.MustCompile(`[0-9a-f]{32}`)
+var (
+	topicIDRE = regexp.MustCompile(`[0-9a-f]{32}`)
+	walRE     = regexp.MustCompile(`/meta/[0-9]+\.log$`)
+)
 
-// shortPath abbreviates the topic ids in path.
+// shortPath abbreviates the topic ids in path and names the metadata WAL
+// without its number.
 func shortPath(path string) string {
+	path = walRE.ReplaceAllString(path, "/meta/WAL")
 	return topicIDRE.ReplaceAllStringFunc(path, func(id string) string { return id[:8] })
 }

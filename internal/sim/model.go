@@ -40,8 +40,8 @@ type partModel struct {
 	// lost: offsets handed out that a recovery did not keep; they may
 	// never come back.
 	lost map[uint64]bool
-	// failedAppends: offsets of appends that were not acknowledged because
-	// they failed; never durable, they may not appear after a restart.
+	// failedAppends: offsets of appends that failed while the metadata
+	// store worked; never durable, they may not appear after a restart.
 	failedAppends map[uint64]bool
 	// handedEnd is the exclusive end of every offset handed out.
 	handedEnd uint64
@@ -51,8 +51,9 @@ type partModel struct {
 	start uint64
 	// lineage is the partition's history as last observed.
 	lineage []fence.HistoryTransition
-	// purgeInDoubt is a purge that failed: a restart may find it done.
-	purgeInDoubt *fence.HistoryTransition
+	// purgesInDoubt are purges that failed since the last restart: the
+	// restart may find one of them done.
+	purgesInDoubt []fence.HistoryTransition
 
 	consumers map[string]*consumerModel
 }
@@ -67,6 +68,9 @@ type consumerModel struct {
 	// delivered is the owner's delivered position: where "next" continues
 	// while its history is current. Memory only: a restart forgets it.
 	delivered *node.Bookmark
+	// deliveredUnknown: a commit-on-delivery poll failed after its
+	// completion may have moved the delivered position.
+	deliveredUnknown bool
 	// durable is the last bookmark known durable; later are those written
 	// since, in order, any of which a power loss may keep.
 	durable *node.Bookmark
@@ -220,7 +224,7 @@ func (m *partModel) checkLineage(st engine.PartitionState, purges []fence.Histor
 		switch {
 		case len(purges) > 0 && tr == purges[0]:
 			purges = purges[1:]
-		case restart && m.purgeInDoubt != nil && tr == *m.purgeInDoubt:
+		case restart && slices.Contains(m.purgesInDoubt, tr):
 		case restart && tr.Kind == fence.TransitionLossyRecovery:
 			if m.topic.cfg.Durability == engine.DurabilityAlways {
 				w.violate("%s: lossy recovery %+v under durability always", m, tr)
@@ -241,7 +245,7 @@ func (m *partModel) checkLineage(st engine.PartitionState, purges []fence.Histor
 	m.lineage = slices.Clone(lin)
 	m.start = max(m.start, st.LogStart)
 	if restart {
-		m.purgeInDoubt = nil
+		m.purgesInDoubt = nil
 	}
 }
 

@@ -198,11 +198,13 @@ func TestPurgeCleanupDirSyncFails(t *testing.T) {
 // An fsync of a segment fails during appends: nothing after it is
 // acknowledged, the partition stops taking appends, and recovery keeps
 // exactly what was durable, whether the page cache still holds the rest
-// (a process restart) or not (a power loss).
+// (a process restart) or not (a power loss). With the metadata store
+// failed too, recovery cannot know where the durable part ended: what it
+// keeps, it makes durable.
 //
 // covers: G24
 func TestSegmentSyncFails(t *testing.T) {
-	for _, name := range []string{"segment_sync_fails_always", "segment_sync_fails_interval"} {
+	for _, name := range []string{"segment_sync_fails_always", "segment_sync_fails_interval", "segment_sync_fails_metadata_down"} {
 		t.Run(name, func(t *testing.T) { runScenario(t, "testdata/"+name) })
 	}
 }

@@ -118,8 +118,9 @@ func (v *view) MkdirAll(dir string, perm os.FileMode) error {
 	return v.fs.MkdirAll(dir, perm)
 }
 
-// Lock passes through even for a dead process: the lock is released when
-// its engine closes, so that the next process can take it.
+// Lock takes the lock. Its closer is the MemFS's own, so a dead process's
+// engine still releases it when it closes, and the next process can take
+// it.
 func (v *view) Lock(name string) (io.Closer, error) {
 	if v.isDead() {
 		return nil, errDead

@@ -1,0 +1,74 @@
+// Package sim is Ledge's deterministic simulator of the storage path: it
+// runs the real storage engine and the real partition owners on a
+// simulated disk, drives them with seeded schedules of operations and
+// failures, and checks after every step, and after every recovery, that
+// nothing a client was promised was lost or mixed up.
+//
+// It is a test harness, not a model checker and not API: the schedules
+// are random, the checks are the invariants of docs/FENCING.md's storage
+// guarantees (G21–G27), and a failing seed replays exactly.
+//
+// # What runs
+//
+// A World is one node: an engine.Engine on a Disk, a node.Owner per
+// partition (wired as the node wires them), and the registries of
+// consumer sessions and producers. Ops act on it one at a time: appends,
+// polls (named consumers with each commit mode, and anonymous ones),
+// manual commits, purges (some racing an append), retention, time
+// passing, topic deletion and re-creation, work sent to deleted topics,
+// session attaches and producer inits, armed faults and restarts.
+//
+// # The disk
+//
+// Disk stacks a crashable vfs.MemFS, vfs/errorfs (injected failures of
+// segment, index, directory and metadata-WAL fsyncs; one armed at a time,
+// failing the first matching call) and a fault layer of its own (view.go)
+// for what errorfs cannot express: a failed fsync that drops the file's
+// unsynced data as Linux does after a writeback error (the page cache
+// keeps the new bytes, a later fsync writes nothing, a power loss returns
+// the old ones); a power loss that garbles a sector being written; and a
+// dead process whose engine can be closed without touching the disk.
+// Restarts are clean, a process crash (the page cache survives), or a
+// power loss keeping a random share of what was not synced (crash.go).
+//
+// # Determinism
+//
+// A run is a function of its seed: every random choice is drawn from one
+// generator in op order; topic ids come from a seeded reader
+// (engine.Options.Rand); the run executes inside a testing/synctest bubble,
+// where time is fake and Config.Settle (synctest.Wait) returns once every
+// goroutine of the engine and of pebble is idle, so each op's file
+// operations happen before the next op starts; pebble's automatic
+// compactions are off and its memtables large enough never to rotate
+// during a run; and power-loss images are built in sorted order (MemFS's
+// own CrashClone draws its random numbers in map order). The engine helps:
+// a partition's file writes, removals and own metadata writes are made by
+// its flusher, so they happen in the partition's order.
+//
+// # The checks
+//
+// The model (model.go) knows every offset handed out and the value of its
+// record, what was acknowledged, what readers could see, the purges and
+// deletions acknowledged or in doubt, and every bookmark the owners wrote
+// (reported by the log adapter as it happens). checks.go compares: reads
+// against the values (no offset reused, nothing below the start, nothing
+// past the high watermark); "next" polls against the resolution rules of
+// FENCING.md; each poll's range against the log; lineages against the
+// transitions the model can explain; and after each restart, the whole log
+// against what must have survived, the disk against the obligations that
+// must be finished, and the bookmarks against those written.
+//
+// # Extending it
+//
+// Op and Generator are the extension points: the consumer-group and
+// state-store simulations add their ops (join, leave, heartbeat loss,
+// state commits) to Config.Generators and their invariants to
+// Config.Checks, and get the disk, the faults, the restarts and the
+// replay for free.
+//
+// Run a seed with its trace:
+//
+//	go test ./internal/sim -run Sim -seed N -v [-states]
+//
+// and many: go test ./internal/sim -run 'Sim$' -seeds 5000.
+package sim
