@@ -58,8 +58,9 @@
 // same reason, whatever a recovery keeps past the durable checkpoint (when
 // no such record could be written, or after any unclean stop) is written
 // again before it is fsynced, the directory of every segment it keeps is
-// fsynced, and what the metadata store replays from its WAL is flushed
-// into a new table before recovery acts on it. A failed metadata write
+// fsynced, and what the metadata store replays from its WAL is durable
+// before recovery acts on it (pebble's Open flushes it into a new table).
+// A failed metadata write
 // makes every later metadata read and write fail (ErrMetadataFailed): the
 // store already shows the failed batch in memory. A full disk is different: the appends refused
 // fail with ErrNoSpace (retryable), reads go on, and a ballast file is
@@ -85,10 +86,11 @@
 // appended after a purge, even those that share a segment with purged
 // ones (an append racing the purge): recovery keeps the batches below the
 // start as part of the file's structure and serves only those at or above
-// it. Once a topic is deleted, its partitions, bookmarks and metadata
-// spaces refuse work with ErrTopicDeleted, so nothing of it is written
-// after the deletion batch; a topic re-created under the same name has a
-// new id, and every file and key of a topic contains its id.
+// it. Once a topic is deleted, its partitions refuse appends, reads and
+// bookmark reads, and every metadata write of its keys (bookmarks, its
+// spaces) fails, with ErrTopicDeleted: nothing of it is written after the
+// deletion batch. A topic re-created under the same name has a new id, and
+// every file and key of a topic contains its id.
 //
 // # Reads
 //

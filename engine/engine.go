@@ -110,15 +110,11 @@ func (e *Engine) open() error {
 	if err != nil {
 		return fmt.Errorf("engine: open metadata: %w", err)
 	}
+	// pebble.Open flushes what it replays from its WAL into a new, fsynced
+	// table before it returns: bytes a failed fsync left only in the page
+	// cache are durable before recovery acts on them (removes files,
+	// continues numbering).
 	e.db = db
-	// What pebble replayed from its WAL may never have reached the disk:
-	// after a failed fsync the page cache still holds the bytes, and a
-	// restart without a power loss reads them. Recovery acts on this
-	// state (it removes files, continues numbering), so it is made
-	// durable first, written anew into an fsynced table.
-	if err := db.Flush(); err != nil {
-		return fmt.Errorf("engine: flush the recovered metadata: %w", err)
-	}
 	// The directories were created (by MkdirAll and pebble) without their
 	// entries being made durable: sync the data directory and its parent.
 	for _, d := range []string{e.fs.PathDir(e.opts.Dir), e.opts.Dir} {

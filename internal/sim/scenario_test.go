@@ -177,10 +177,15 @@ func runScenario(t *testing.T, path string) {
 
 // The purge's metadata batch fails to sync: the purge is not acknowledged,
 // and after a power loss the partition is entirely before or entirely
-// after it.
+// after it — also when a restart without a power loss came in between and
+// found the batch in the page cache.
 //
 // covers: G21
-func TestPurgeBatchSyncFails(t *testing.T) { runScenario(t, "testdata/purge_batch_sync_fails") }
+func TestPurgeBatchSyncFails(t *testing.T) {
+	for _, name := range []string{"purge_batch_sync_fails", "purge_wal_drop_then_restarts"} {
+		t.Run(name, func(t *testing.T) { runScenario(t, "testdata/"+name) })
+	}
+}
 
 // A purge's cleanup removes the segment files but the directory fsync
 // fails; writes go on; a power loss brings the files back: they are not
