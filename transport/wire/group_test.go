@@ -1,9 +1,7 @@
 package wire_test
 
 import (
-	"bytes"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -123,121 +121,6 @@ func groupMessageCases() []messageCase {
 	}
 }
 
-func groupMessageCaseNamed(tb testing.TB, name string) messageCase {
-	for _, c := range groupMessageCases() {
-		if c.name == name {
-			return c
-		}
-	}
-	tb.Fatalf("no group message case %q", name)
-	return messageCase{}
-}
-
-func TestGroupMessageRoundTrip(t *testing.T) {
-	for _, c := range groupMessageCases() {
-		t.Run(c.name, func(t *testing.T) {
-			rapid.Check(t, func(rt *rapid.T) {
-				m := c.gen.Draw(rt, "message")
-				out, err := m.Encode([]byte("prefix"))
-				if err != nil {
-					rt.Fatalf("encode: %v", err)
-				}
-				body := out[len("prefix"):]
-				got := c.zero()
-				if err := got.Decode(body); err != nil {
-					rt.Fatalf("decode: %v", err)
-				}
-				if !reflect.DeepEqual(got, m) {
-					rt.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
-				}
-				// A message reused from another frame decodes to the same value.
-				reused := c.zero()
-				other, err := c.gen.Draw(rt, "other").Encode(nil)
-				if err != nil {
-					rt.Fatalf("encode other: %v", err)
-				}
-				if err := reused.Decode(other); err != nil {
-					rt.Fatalf("decode other: %v", err)
-				}
-				if err := reused.Decode(body); err != nil {
-					rt.Fatalf("decode into reused: %v", err)
-				}
-				if again, _ := reused.Encode(nil); !bytes.Equal(again, body) {
-					rt.Fatalf("decoding into a reused message kept old state:\n got %+v\nwant %+v", reused, m)
-				}
-			})
-		})
-	}
-}
-
-func TestGroupMessageTruncatedAndTrailing(t *testing.T) {
-	for _, c := range groupMessageCases() {
-		t.Run(c.name, func(t *testing.T) {
-			rapid.Check(t, func(rt *rapid.T) {
-				body, err := c.gen.Draw(rt, "message").Encode(nil)
-				if err != nil {
-					rt.Fatalf("encode: %v", err)
-				}
-				for i := range len(body) {
-					if err := c.zero().Decode(body[:i]); !errors.Is(err, wire.StatusMalformedRequest) {
-						rt.Fatalf("prefix of %d/%d bytes: err %v", i, len(body), err)
-					}
-				}
-				if err := c.zero().Decode(append(body, 0)); !errors.Is(err, wire.StatusMalformedRequest) {
-					rt.Fatalf("trailing byte: err %v", err)
-				}
-			})
-		})
-	}
-}
-
-// Replies travel in frames already; requests do once their kinds are
-// defined (a node of a version that reserves them answers unknown kind).
-func TestGroupMessageFrameRoundTrip(t *testing.T) {
-	for _, c := range groupMessageCases() {
-		t.Run(c.name, func(t *testing.T) {
-			isReply := strings.HasSuffix(c.name, "Reply")
-			kind := c.zero().Kind()
-			if !isReply && !kind.Defined() {
-				f, _ := wire.ParseFrame(mustAppendRequest(t, c.gen.Example(0)), wire.DefaultMaxFrameSize)
-				if err := wire.DecodeRequest(f, c.zero()); !errors.Is(err, wire.StatusUnknownKind) {
-					t.Fatalf("a reserved kind decoded as a request: err %v", err)
-				}
-				return
-			}
-			rapid.Check(t, func(rt *rapid.T) {
-				m := c.gen.Draw(rt, "message")
-				var stream []byte
-				var err error
-				if isReply {
-					stream, err = wire.AppendReply(nil, 7, m)
-				} else {
-					stream, err = wire.AppendRequest(nil, 7, m)
-				}
-				if err != nil {
-					rt.Fatalf("append: %v", err)
-				}
-				f, err := wire.ReadFrame(bytes.NewReader(stream), nil, wire.DefaultMaxFrameSize)
-				if err != nil {
-					rt.Fatalf("read frame: %v", err)
-				}
-				got := c.zero()
-				if isReply {
-					err = wire.DecodeReply(f, got)
-				} else {
-					err = wire.DecodeRequest(f, got)
-				}
-				if err != nil {
-					rt.Fatalf("decode: %v", err)
-				}
-				if !reflect.DeepEqual(got, m) {
-					rt.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
-				}
-			})
-		})
-	}
-}
-
 func mustAppendRequest(t *testing.T, m wire.Message) []byte {
 	t.Helper()
 	b, err := wire.AppendRequest(nil, 1, m)
@@ -313,51 +196,13 @@ func TestGroupDecodeRefusesReservedBytes(t *testing.T) {
 	}
 }
 
-func FuzzDecodeJoinGroupRequest(f *testing.F)     { fuzzGroupDecoder(f, "JoinGroupRequest") }
-func FuzzDecodeJoinGroupReply(f *testing.F)       { fuzzGroupDecoder(f, "JoinGroupReply") }
-func FuzzDecodeHeartbeatRequest(f *testing.F)     { fuzzGroupDecoder(f, "HeartbeatRequest") }
-func FuzzDecodeHeartbeatReply(f *testing.F)       { fuzzGroupDecoder(f, "HeartbeatReply") }
-func FuzzDecodeLeaveGroupRequest(f *testing.F)    { fuzzGroupDecoder(f, "LeaveGroupRequest") }
-func FuzzDecodeLeaveGroupReply(f *testing.F)      { fuzzGroupDecoder(f, "LeaveGroupReply") }
-func FuzzDecodeDescribeGroupRequest(f *testing.F) { fuzzGroupDecoder(f, "DescribeGroupRequest") }
-func FuzzDecodeDescribeGroupReply(f *testing.F)   { fuzzGroupDecoder(f, "DescribeGroupReply") }
-func FuzzDecodeListGroupsRequest(f *testing.F)    { fuzzGroupDecoder(f, "ListGroupsRequest") }
-func FuzzDecodeListGroupsReply(f *testing.F)      { fuzzGroupDecoder(f, "ListGroupsReply") }
-
-// fuzzGroupDecoder is fuzzDecoder for the group messages: arbitrary bytes
-// never panic a decoder nor make it allocate more than allocBound, every
-// rejection is malformed-request, every accepted input is canonical.
-func fuzzGroupDecoder(f *testing.F, name string) {
-	c := groupMessageCaseNamed(f, name)
-	f.Add([]byte{})
-	for seed := range 8 {
-		body, err := c.gen.Example(seed).Encode(nil)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(body)
-		if len(body) > 0 {
-			f.Add(body[:len(body)-1])
-		}
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		m := c.zero()
-		var err error
-		if n := bytesAllocated(func() { err = m.Decode(b) }); n > allocBound(len(b)) {
-			t.Fatalf("decoding %d bytes allocated %d", len(b), n)
-		}
-		if err != nil {
-			if !errors.Is(err, wire.StatusMalformedRequest) {
-				t.Fatalf("rejection is not malformed-request: %v", err)
-			}
-			return
-		}
-		out, err := m.Encode(nil)
-		if err != nil {
-			t.Fatalf("accepted input does not encode: %v", err)
-		}
-		if !bytes.Equal(out, b) {
-			t.Fatalf("accepted input is not canonical:\n in % x\nout % x", b, out)
-		}
-	})
-}
+func FuzzDecodeJoinGroupRequest(f *testing.F)     { fuzzDecoder(f, "JoinGroupRequest") }
+func FuzzDecodeJoinGroupReply(f *testing.F)       { fuzzDecoder(f, "JoinGroupReply") }
+func FuzzDecodeHeartbeatRequest(f *testing.F)     { fuzzDecoder(f, "HeartbeatRequest") }
+func FuzzDecodeHeartbeatReply(f *testing.F)       { fuzzDecoder(f, "HeartbeatReply") }
+func FuzzDecodeLeaveGroupRequest(f *testing.F)    { fuzzDecoder(f, "LeaveGroupRequest") }
+func FuzzDecodeLeaveGroupReply(f *testing.F)      { fuzzDecoder(f, "LeaveGroupReply") }
+func FuzzDecodeDescribeGroupRequest(f *testing.F) { fuzzDecoder(f, "DescribeGroupRequest") }
+func FuzzDecodeDescribeGroupReply(f *testing.F)   { fuzzDecoder(f, "DescribeGroupReply") }
+func FuzzDecodeListGroupsRequest(f *testing.F)    { fuzzDecoder(f, "ListGroupsRequest") }
+func FuzzDecodeListGroupsReply(f *testing.F)      { fuzzDecoder(f, "ListGroupsReply") }

@@ -1,6 +1,8 @@
 package wire_test
 
 import (
+	"testing"
+
 	"github.com/ledgemq/ledge/transport/wire"
 	"pgregory.net/rapid"
 )
@@ -55,3 +57,9 @@ func uplinkMessageCases() []messageCase {
 		{"RemoveUplinkReply", rapid.Just[wire.Message](&wire.RemoveUplinkReply{}), zeroOf[wire.RemoveUplinkReply]()},
 	}
 }
+
+func FuzzDecodeAddUplinkRequest(f *testing.F)    { fuzzDecoder(f, "AddUplinkRequest") }
+func FuzzDecodeListUplinksReply(f *testing.F)    { fuzzDecoder(f, "ListUplinksReply") }
+func FuzzDecodeUplinkStatusRequest(f *testing.F) { fuzzDecoder(f, "UplinkStatusRequest") }
+func FuzzDecodeUplinkStatusReply(f *testing.F)   { fuzzDecoder(f, "UplinkStatusReply") }
+func FuzzDecodeRemoveUplinkRequest(f *testing.F) { fuzzDecoder(f, "RemoveUplinkRequest") }
