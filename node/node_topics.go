@@ -161,7 +161,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string, id [16]byte) error 
 	// The owners refuse everything from now on, before the logs go. An
 	// append still in progress when ctx ends is refused by the log.
 	for _, o := range t.owners {
-		_ = o.Close(ctx)
+		_ = o.CloseDeleted(ctx)
 	}
 	if err := n.storage.DeleteTopic(name, t.id); err != nil {
 		return err

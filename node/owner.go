@@ -62,6 +62,10 @@ type Owner struct {
 	// appendMu is taken): every later step is refused.
 	closed  atomic.Bool
 	closing chan struct{}
+	// closeReason is what every step refused after Close returns:
+	// ErrOwnerClosed, or ErrTopicDeleted when the topic was deleted. Set
+	// before closed.
+	closeReason error
 
 	mu           sync.Mutex
 	consumers    map[string]*progress // named consumers

@@ -31,8 +31,20 @@ var ErrOwnerClosed = fmt.Errorf("%w: the partition owner is closed", ErrShutting
 // append is refused or ordered by the log as it closes). Close is
 // idempotent.
 func (o *Owner) Close(ctx context.Context) error {
+	return o.closeWith(ctx, ErrOwnerClosed)
+}
+
+// CloseDeleted is Close for a partition whose topic was deleted: pending
+// and later work fails with ErrTopicDeleted (not retryable) instead of
+// the shutting-down error, so a client learns the topic is gone.
+func (o *Owner) CloseDeleted(ctx context.Context) error {
+	return o.closeWith(ctx, ErrTopicDeleted)
+}
+
+func (o *Owner) closeWith(ctx context.Context, reason error) error {
 	o.mu.Lock()
 	if !o.closed.Load() {
+		o.closeReason = reason
 		o.closed.Store(true)
 		close(o.closing)
 	}
@@ -49,7 +61,7 @@ func (o *Owner) Close(ctx context.Context) error {
 // o.mu or o.appendMu held.
 func (o *Owner) refuseClosed() error {
 	if o.closed.Load() {
-		return ErrOwnerClosed
+		return o.closeReason
 	}
 	return nil
 }

@@ -119,3 +119,42 @@ func TestOwnerCloseRefusesCompletionInFlight(t *testing.T) {
 		}
 	})
 }
+
+// Deleting a topic is an owner step too: a long poll parked on one of its
+// partitions wakes with "topic deleted" (not a retryable shutdown), and a
+// late commit from a poll of the deleted topic is refused the same way.
+func TestOwnerCloseDeletedFailsPendingWorkAsTopicDeleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemMeta()
+		l := newMemLog(m, "t/0")
+		o := newTestOwner(t, scenarioTopic, m, l)
+		if _, err := o.Produce(ctx, testBatch(t, "a")); err != nil {
+			t.Fatal(err)
+		}
+		c := Consumer{Name: "c"}
+		first, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromNext})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parked := make(chan error, 1)
+		go func() {
+			_, err := o.Poll(ctx, PollRequest{Consumer: Consumer{Name: "d"}, From: FromEnd, MaxWait: time.Hour})
+			parked <- err
+		}()
+		synctest.Wait()
+
+		if err := o.CloseDeleted(ctx); err != nil {
+			t.Fatalf("CloseDeleted: %v", err)
+		}
+		if err := <-parked; !errors.Is(err, ErrTopicDeleted) {
+			t.Fatalf("parked poll when its topic was deleted: %v, want ErrTopicDeleted", err)
+		}
+		if err := o.Commit(ctx, CommitRequest{Consumer: c, Token: first.Token, Offset: 1}); !errors.Is(err, ErrTopicDeleted) {
+			t.Fatalf("late commit on a deleted topic: %v, want ErrTopicDeleted", err)
+		}
+		if s, _ := StatusOf(ErrTopicDeleted); s.RetryClass() == wire.ClassRetry {
+			t.Fatalf("topic deleted maps to %s, a retryable status", s)
+		}
+	})
+}

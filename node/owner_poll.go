@@ -134,7 +134,7 @@ func (o *Owner) Poll(ctx context.Context, req PollRequest) (PollResult, error) {
 			case <-timer.C:
 				pend.wait = nil
 			case <-o.closing:
-				return PollResult{}, ErrOwnerClosed
+				return PollResult{}, o.closeReason
 			case <-ctx.Done():
 				return PollResult{}, ctx.Err()
 			}
