@@ -99,12 +99,7 @@ func TestE2ECrashKeepsAcknowledged(t *testing.T) {
 	bin := buildLedge(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	srv := startServe(t, bin, dir)
-	caFile, tokenFile := filepath.Join(dir, TLSDir, "ca.pem"), filepath.Join(dir, AdminTokenFile)
-	token, err := os.ReadFile(tokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := strings.TrimSpace(string(token))
+	caFile, admin := servedCredentials(t, dir)
 	c, err := dialNode(t, srv.addr, caFile, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -218,4 +213,15 @@ func TestE2ECrashKeepsAcknowledged(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
+}
+
+// servedCredentials returns the CA file and the admin token that a
+// `ledge serve` on data directory dir created at its first start.
+func servedCredentials(t testing.TB, dir string) (caFile, adminToken string) {
+	t.Helper()
+	token, err := os.ReadFile(filepath.Join(dir, AdminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, TLSDir, "ca.pem"), strings.TrimSpace(string(token))
 }

@@ -3,10 +3,8 @@ package node
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,12 +25,7 @@ func TestE2ESigtermDuringProduce(t *testing.T) {
 	bin := buildLedge(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	srv := startServe(t, bin, dir)
-	caFile := filepath.Join(dir, TLSDir, "ca.pem")
-	token, err := os.ReadFile(filepath.Join(dir, AdminTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := strings.TrimSpace(string(token))
+	caFile, admin := servedCredentials(t, dir)
 	c, err := dialNode(t, srv.addr, caFile, admin)
 	if err != nil {
 		t.Fatal(err)
