@@ -69,6 +69,14 @@ func (s *memStorage) CreateTopic(name string, cfg wire.TopicConfig) (StoredTopic
 	return st, nil
 }
 
+// topic returns the stored topic name; tests call it while the node's
+// handlers may be creating others.
+func (s *memStorage) topic(name string) StoredTopic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.topics[name]
+}
+
 func (s *memStorage) DeleteTopic(name string, id fence.TopicID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

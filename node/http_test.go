@@ -99,7 +99,7 @@ func TestReadinessFollowsTheNodesLife(t *testing.T) {
 	}
 
 	// A failed partition makes the node not ready, and says which.
-	p := store.topics["orders"].Partitions[1].(*memPartition)
+	p := store.topic("orders").Partitions[1].(*memPartition)
 	p.mu.Lock()
 	p.state.Failed = errors.New("fsync segment: input/output error")
 	p.mu.Unlock()

@@ -19,7 +19,7 @@ func TestLogRecoveredOneLinePerPartition(t *testing.T) {
 	if _, err := c.produce(c.main, "orders", 1, batch(t, 0, 0, 0, "a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	p := store.topics["orders"].Partitions[0].(*memPartition)
+	p := store.topic("orders").Partitions[0].(*memPartition)
 	p.mu.Lock()
 	p.state.Failed = errors.New("corrupt segment")
 	p.mu.Unlock()
