@@ -83,7 +83,7 @@ func storedTopic(t *engine.Topic) (StoredTopic, error) {
 		if err != nil {
 			return StoredTopic{}, err
 		}
-		st.Partitions = append(st.Partitions, newEngineLog(p))
+		st.Partitions = append(st.Partitions, NewEngineLog(p))
 	}
 	return st, nil
 }
@@ -143,14 +143,23 @@ func wireConfig(c engine.TopicConfig) wire.TopicConfig {
 	return wc
 }
 
-// engineLog is an engine partition as an owner's PartitionLog.
-type engineLog struct {
+// EngineLog is an engine partition as an owner's PartitionLog, as the
+// node wires it. It also finds offsets by timestamp. The simulator wraps
+// it to observe what the owner writes.
+type EngineLog struct {
 	p     *engine.Partition
 	state *stateCache
 }
 
-func newEngineLog(p *engine.Partition) engineLog {
-	return engineLog{p: p, state: &stateCache{}}
+// NewEngineLog returns p as a PartitionLog.
+func NewEngineLog(p *engine.Partition) EngineLog {
+	return EngineLog{p: p, state: &stateCache{}}
+}
+
+// NewEngineMetadata returns the node's Metadata in e: the engine's
+// node-scoped metadata space, as the node wires it.
+func NewEngineMetadata(e *engine.Engine) Metadata {
+	return engineMeta{e: e, space: engine.NodeSpace(nodeSpace)}
 }
 
 // stateCache keeps the partition's last state between its changes. The
@@ -166,7 +175,7 @@ type stateCache struct {
 }
 
 // current returns the partition's state and lineage.
-func (l engineLog) current() (LogState, []fence.HistoryTransition) {
+func (l EngineLog) current() (LogState, []fence.HistoryTransition) {
 	c := l.state
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -190,32 +199,32 @@ func (l engineLog) current() (LogState, []fence.HistoryTransition) {
 	return c.state, c.lineage
 }
 
-func (l engineLog) State() LogState {
+func (l EngineLog) State() LogState {
 	st, _ := l.current()
 	return st
 }
 
-func (l engineLog) Lineage() []fence.HistoryTransition {
+func (l EngineLog) Lineage() []fence.HistoryTransition {
 	_, lin := l.current()
 	return lin
 }
 
-func (l engineLog) Append(batch []byte) (uint64, uint64, error) {
+func (l EngineLog) Append(batch []byte) (uint64, uint64, error) {
 	r, err := l.p.Append(batch)
 	return r.Base, r.Last, err
 }
 
-func (l engineLog) ProducerState(id fence.ProducerID) (fence.ProducerState, bool) {
+func (l EngineLog) ProducerState(id fence.ProducerID) (fence.ProducerState, bool) {
 	return l.p.ProducerState(id)
 }
 
-func (l engineLog) WaitDurable(ctx context.Context, off uint64) error {
+func (l EngineLog) WaitDurable(ctx context.Context, off uint64) error {
 	return l.p.WaitDurable(ctx, off)
 }
 
-func (l engineLog) Changed() <-chan struct{} { return l.p.Changed() }
+func (l EngineLog) Changed() <-chan struct{} { return l.p.Changed() }
 
-func (l engineLog) PlanRead(from uint64, maxBytes int) (ReadPlan, error) {
+func (l EngineLog) PlanRead(from uint64, maxBytes int) (ReadPlan, error) {
 	plan, err := l.p.PlanRead(from, maxBytes)
 	if err != nil {
 		return nil, err
@@ -223,7 +232,7 @@ func (l engineLog) PlanRead(from uint64, maxBytes int) (ReadPlan, error) {
 	return enginePlan{plan}, nil
 }
 
-func (l engineLog) Purge() (LogState, error) {
+func (l EngineLog) Purge() (LogState, error) {
 	st, err := l.p.Purge()
 	if err != nil {
 		return LogState{}, err
@@ -231,20 +240,20 @@ func (l engineLog) Purge() (LogState, error) {
 	return LogState{LogStart: st.LogStart, HighWatermark: st.HighWatermark, History: st.History, Failed: st.Failed}, nil
 }
 
-func (l engineLog) EnforceRetention(now time.Time) error { return l.p.EnforceRetention(now) }
+func (l EngineLog) EnforceRetention(now time.Time) error { return l.p.EnforceRetention(now) }
 
-func (l engineLog) Bookmark(consumer string) (Bookmark, bool, error) {
+func (l EngineLog) Bookmark(consumer string) (Bookmark, bool, error) {
 	b, ok, err := l.p.Bookmark(consumer)
 	return Bookmark{Offset: b.Offset, History: b.History}, ok, err
 }
 
-func (l engineLog) SetBookmark(consumer string, b Bookmark) (Ticket, error) {
+func (l EngineLog) SetBookmark(consumer string, b Bookmark) (Ticket, error) {
 	seq, err := l.p.SetBookmark(consumer, engine.Bookmark{Offset: b.Offset, History: b.History})
 	return Ticket(seq), err
 }
 
 // OffsetForTime implements timeIndex.
-func (l engineLog) OffsetForTime(ctx context.Context, ts int64) (uint64, error) {
+func (l EngineLog) OffsetForTime(ctx context.Context, ts int64) (uint64, error) {
 	return l.p.OffsetForTime(ctx, ts)
 }
 

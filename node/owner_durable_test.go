@@ -115,7 +115,7 @@ func TestEngineLogStateFollowsChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newEngineLog(p)
+	l := NewEngineLog(p)
 	if st := l.State(); st.HighWatermark != 0 || st.History != 1 {
 		t.Fatalf("new partition: %+v", st)
 	}

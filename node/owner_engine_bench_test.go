@@ -65,7 +65,7 @@ func benchEngineOwnerOn(b *testing.B, fs vfs.FS, dir string, d engine.Durability
 	if err != nil {
 		b.Fatal(err)
 	}
-	o, err := NewOwner(OwnerConfig{Topic: t.ID(), Log: newEngineLog(p), Meta: meta, Producers: prods, Sessions: sess})
+	o, err := NewOwner(OwnerConfig{Topic: t.ID(), Log: NewEngineLog(p), Meta: meta, Producers: prods, Sessions: sess})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func (b *engineBackend) beforeRead(ctx context.Context, r engine.ReadInfo) error
 }
 
 func (b *engineBackend) topic() fence.TopicID { return b.p.Topic().ID() }
-func (b *engineBackend) log() PartitionLog    { return newEngineLog(b.p) }
+func (b *engineBackend) log() PartitionLog    { return NewEngineLog(b.p) }
 func (b *engineBackend) meta() Metadata {
 	return engineMeta{e: b.e, space: engine.NodeSpace(nodeSpace)}
 }

@@ -123,7 +123,7 @@ func logStats(l PartitionLog) (engine.PartitionStats, bool) {
 	if o, ok := l.(orderedLog); ok {
 		l = o.PartitionLog
 	}
-	if el, ok := l.(engineLog); ok {
+	if el, ok := l.(EngineLog); ok {
 		return el.p.Stats(), true
 	}
 	return engine.PartitionStats{}, false
@@ -147,7 +147,7 @@ func listBookmarks(l PartitionLog, fn func(consumer string, b Bookmark) error) (
 		}
 	}()
 	switch l := l.(type) {
-	case engineLog:
+	case EngineLog:
 		return l.p.Bookmarks(func(c string, b engine.Bookmark) error {
 			return fn(c, Bookmark{Offset: b.Offset, History: b.History})
 		})

@@ -28,7 +28,7 @@ type World struct {
 	cfg    Config
 	opts   engine.Options
 	eng    *engine.Engine
-	meta   nodeMeta
+	meta   node.Metadata
 	topics map[string]*Topic // live topics by name
 	// zombies are partitions of deleted topics, still held: work on them
 	// must fail.
@@ -145,7 +145,7 @@ func (w *World) open() error {
 	if err != nil {
 		return err
 	}
-	w.eng, w.meta, w.metaFailed = e, newNodeMeta(e), false
+	w.eng, w.meta, w.metaFailed = e, node.NewEngineMetadata(e), false
 	w.topics = map[string]*Topic{}
 	defer clear(w.creating)
 	if err := w.openRegistries(); err != nil {
