@@ -94,6 +94,24 @@ func (s *ProducerState) Forget(end uint64) {
 // (0 <= result <= maxSequence).
 func seqAhead(a, b int32) uint32 { return (uint32(a) - uint32(b)) & maxSequence }
 
+// CheckIncarnation decides whether (id, epoch) is the producer's current
+// incarnation by the node-wide registration reg: the rule every batch of
+// an idempotent producer is checked by, and the one a re-initialization
+// must pass. An epoch below the registered one is fenced (a newer
+// incarnation exists); an id never registered, or an epoch above the
+// registered one, is unknown.
+func CheckIncarnation(reg Registration, id ProducerID, epoch ProducerEpoch) error {
+	switch {
+	case !reg.Known:
+		return reject(CodeUnknownProducer, Partition{}, "producer %d is not registered", id)
+	case epoch < reg.Epoch:
+		return reject(CodeFencedProducer, Partition{}, "producer %d epoch %d was fenced by epoch %d", id, epoch, reg.Epoch)
+	case epoch > reg.Epoch:
+		return reject(CodeUnknownProducer, Partition{}, "producer %d epoch %d is ahead of the registered epoch %d", id, epoch, reg.Epoch)
+	}
+	return nil
+}
+
 // CheckProduce decides an append from an idempotent producer. reg is the
 // node-wide registration of r.Producer; s its state on this partition (nil
 // if it never appended here). It accepts the next sequence (a zero verdict),
@@ -105,13 +123,12 @@ func CheckProduce(reg Registration, s *ProducerState, r ProduceRequest) (Produce
 	if r.Producer == 0 {
 		return ProduceVerdict{}, nil
 	}
+	if err := CheckIncarnation(reg, r.Producer, r.Epoch); err != nil {
+		return ProduceVerdict{}, err
+	}
 	switch {
-	case !reg.Known:
-		return ProduceVerdict{}, reject(CodeUnknownProducer, Partition{}, "producer %d is not registered", r.Producer)
-	case r.Epoch < reg.Epoch || (s != nil && r.Epoch < s.Epoch):
-		return ProduceVerdict{}, reject(CodeFencedProducer, Partition{}, "producer %d epoch %d was fenced by epoch %d", r.Producer, r.Epoch, reg.Epoch)
-	case r.Epoch > reg.Epoch:
-		return ProduceVerdict{}, reject(CodeUnknownProducer, Partition{}, "producer %d epoch %d is ahead of the registered epoch %d", r.Producer, r.Epoch, reg.Epoch)
+	case s != nil && r.Epoch < s.Epoch:
+		return ProduceVerdict{}, reject(CodeFencedProducer, Partition{}, "producer %d epoch %d was fenced by epoch %d", r.Producer, r.Epoch, s.Epoch)
 	case r.BaseSequence < 0 || r.Count <= 0:
 		return ProduceVerdict{}, reject(CodeOutOfOrderSequence, Partition{}, "producer %d sent a batch without a sequence", r.Producer)
 	}

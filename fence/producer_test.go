@@ -179,3 +179,14 @@ func TestProducerStateForgetsLostBatches(t *testing.T) {
 		t.Fatalf("an emptied window starts at 0 again: %v", err)
 	}
 }
+
+// A re-initialization passes the same incarnation rule as every batch:
+// only the registered epoch of a known producer may re-initialize.
+// covers: G11
+func TestCheckIncarnation(t *testing.T) {
+	reg3 := Registration{Epoch: 3, Known: true}
+	wantErr(t, CheckIncarnation(reg3, pid, 3), nil)
+	wantErr(t, CheckIncarnation(reg3, pid, 2), ErrFencedProducer)
+	wantErr(t, CheckIncarnation(reg3, pid, 4), ErrUnknownProducer)
+	wantErr(t, CheckIncarnation(Registration{}, pid, 0), ErrUnknownProducer)
+}

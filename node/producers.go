@@ -154,9 +154,8 @@ func (p *Producers) Reinit(ctx context.Context, id fence.ProducerID, epoch fence
 	defer p.initMu.Unlock()
 
 	reg := p.Registration(id)
-	// The incarnation rule is the one every batch is checked by: would a
-	// first batch of (id, epoch) be accepted on a partition it never wrote?
-	if _, err := fence.CheckProduce(reg, nil, fence.ProduceRequest{Producer: id, Epoch: epoch, BaseSequence: 0, Count: 1}); err != nil {
+	// The incarnation rule is the one every batch is checked by.
+	if err := fence.CheckIncarnation(reg, id, epoch); err != nil {
 		return ProducerIdentity{}, err
 	}
 	p.mu.RLock()
