@@ -83,6 +83,16 @@ func (f *clientFlags) dial(ctx context.Context) (*sdk.Client, error) {
 	return c, nil
 }
 
+// with dials the node, runs fn with the client and closes it.
+func (f *clientFlags) with(ctx context.Context, fn func(c *sdk.Client) error) error {
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
+}
+
 // parseSize parses a byte count: a plain number, or one with a unit
 // (k, KB, KiB, M, MB, MiB, G, GB, GiB, T...; decimal units are powers of
 // 1000, binary ones of 1024, a bare letter is binary).

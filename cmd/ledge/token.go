@@ -116,26 +116,23 @@ func newTokenListCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			toks, err := c.ListTokens(ctx)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tLABEL\tTOPIC\tSCOPES\tCREATED\tEXPIRES")
-			for _, t := range toks {
-				exp := "never"
-				if !t.ExpiresAt.IsZero() {
-					exp = t.ExpiresAt.UTC().Format(time.RFC3339)
+			return cf.with(ctx, func(c *sdk.Client) error {
+				toks, err := c.ListTokens(ctx)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Label, t.Topic, t.Scopes,
-					t.CreatedAt.UTC().Format(time.RFC3339), exp)
-			}
-			return tw.Flush()
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tLABEL\tTOPIC\tSCOPES\tCREATED\tEXPIRES")
+				for _, t := range toks {
+					exp := "never"
+					if !t.ExpiresAt.IsZero() {
+						exp = t.ExpiresAt.UTC().Format(time.RFC3339)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Label, t.Topic, t.Scopes,
+						t.CreatedAt.UTC().Format(time.RFC3339), exp)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 }
@@ -148,16 +145,13 @@ func newTokenRevokeCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.RevokeToken(ctx, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked token %s\n", args[0])
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				if err := c.RevokeToken(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked token %s\n", args[0])
+				return nil
+			})
 		},
 	}
 }

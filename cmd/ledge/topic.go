@@ -119,18 +119,15 @@ the node's defaults.`,
 				return err
 			}
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			info, err := c.CreateTopic(ctx, args[0], cfg)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created topic %s (id %s)\n", info.Name, info.ID)
-			printTopicConfig(cmd.OutOrStdout(), info.Config)
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				info, err := c.CreateTopic(ctx, args[0], cfg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "created topic %s (id %s)\n", info.Name, info.ID)
+				printTopicConfig(cmd.OutOrStdout(), info.Config)
+				return nil
+			})
 		},
 	}
 	fs := cmd.Flags()
@@ -186,30 +183,27 @@ func newTopicListCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			topics, err := c.ListTopics(ctx)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				out := make([]topicJSON, len(topics))
-				for i, t := range topics {
-					out[i] = topicToJSON(t)
+			return cf.with(ctx, func(c *sdk.Client) error {
+				topics, err := c.ListTopics(ctx)
+				if err != nil {
+					return err
 				}
-				return writeJSON(w, out)
-			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tDURABILITY\tCOMPRESSION\tRETENTION")
-			for _, t := range topics {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.Name, t.Config.Partitions, t.Config.Durability,
-					t.Config.Compression, retentionString(t.Config))
-			}
-			return tw.Flush()
+				w := cmd.OutOrStdout()
+				if asJSON {
+					out := make([]topicJSON, len(topics))
+					for i, t := range topics {
+						out[i] = topicToJSON(t)
+					}
+					return writeJSON(w, out)
+				}
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tDURABILITY\tCOMPRESSION\tRETENTION")
+				for _, t := range topics {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.Name, t.Config.Partitions, t.Config.Durability,
+						t.Config.Compression, retentionString(t.Config))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -225,28 +219,25 @@ func newTopicDescribeCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			d, err := c.DescribeTopic(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				out := struct {
-					topicJSON
-					Partitions []partitionJSON `json:"partitions_state"`
-				}{topicToJSON(d.TopicInfo), partitionsToJSON(d.Partitions)}
-				return writeJSON(w, out)
-			}
-			fmt.Fprintf(w, "topic %s (id %s)\n", d.Name, d.ID)
-			printTopicConfig(w, d.Config)
-			fmt.Fprintln(w)
-			printPartitions(w, d.Partitions)
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				d, err := c.DescribeTopic(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					out := struct {
+						topicJSON
+						Partitions []partitionJSON `json:"partitions_state"`
+					}{topicToJSON(d.TopicInfo), partitionsToJSON(d.Partitions)}
+					return writeJSON(w, out)
+				}
+				fmt.Fprintf(w, "topic %s (id %s)\n", d.Name, d.ID)
+				printTopicConfig(w, d.Config)
+				fmt.Fprintln(w)
+				printPartitions(w, d.Partitions)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -275,16 +266,13 @@ func newTopicDeleteCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.DeleteTopic(ctx, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %s\n", args[0])
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				if err := c.DeleteTopic(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %s\n", args[0])
+				return nil
+			})
 		},
 	}
 }
@@ -302,27 +290,24 @@ and commits made before the purge are refused.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ps := make([]int32, len(partitions))
-			for i, p := range partitions {
-				ps[i] = int32(p)
-			}
-			states, err := c.Purge(ctx, args[0], ps...)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "purged %s\n", args[0])
-			printPartitions(cmd.OutOrStdout(), states)
-			for _, s := range states {
-				if s.Err != nil {
-					return fmt.Errorf("partition %d: %w", s.Partition, s.Err)
+			return cf.with(ctx, func(c *sdk.Client) error {
+				ps := make([]int32, len(partitions))
+				for i, p := range partitions {
+					ps[i] = int32(p)
 				}
-			}
-			return nil
+				states, err := c.Purge(ctx, args[0], ps...)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "purged %s\n", args[0])
+				printPartitions(cmd.OutOrStdout(), states)
+				for _, s := range states {
+					if s.Err != nil {
+						return fmt.Errorf("partition %d: %w", s.Partition, s.Err)
+					}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().IntSliceVar(&partitions, "partition", nil, "partition to purge (repeatable; default all)")
