@@ -46,10 +46,11 @@ func benchEngine(b *testing.B, dir string, tail int) *Engine {
 
 // BenchmarkAppendNone: batches of 100 × 1 KiB under policy none, against a
 // raw sequential write of the same bytes. The two alternate in rounds of
-// 64 MiB, each into files that stay (as the log's segments do), so both
-// meet the same page-cache and writeback conditions. The batches cycle
-// through a ring of buffers, each reused once its previous append is
-// written (the tail cache is off, so the engine holds no reference then).
+// 8 MiB (short, so that both meet the same load on a shared machine), each
+// into files of 64 MiB that stay (as the log's segments do), so both meet
+// the same page-cache and writeback conditions. The batches cycle through
+// a ring of buffers, each reused once its previous append is written (the
+// tail cache is off, so the engine holds no reference then).
 func BenchmarkAppendNone(b *testing.B) {
 	dir := b.TempDir()
 	tmpl := benchBatch(b, 100, 1024)
@@ -67,15 +68,17 @@ func BenchmarkAppendNone(b *testing.B) {
 		bufs[i] = append([]byte(nil), tmpl...)
 	}
 	ctx := context.Background()
-	round := (64 << 20) / len(tmpl)
+	round := (8 << 20) / len(tmpl)
+	rw := &rawWriter{dir: dir, fileBytes: 64 << 20}
+	defer rw.close()
 	var raw, eng time.Duration
 	b.SetBytes(int64(len(tmpl)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	for done, r := 0, 0; done < b.N; r++ {
+	for done := 0; done < b.N; {
 		n := min(round, b.N-done)
 		b.StopTimer()
-		raw += rawWriteKeep(b, filepath.Join(dir, fmt.Sprintf("raw-%d", r)), tmpl, n)
+		raw += rw.write(b, tmpl, n)
 		b.StartTimer()
 		start := time.Now()
 		for i := done; i < done+n; i++ {
@@ -102,22 +105,44 @@ func BenchmarkAppendNone(b *testing.B) {
 	b.ReportMetric(float64(int64(b.N)*int64(len(tmpl)))/raw.Seconds()/1e6, "raw-MB/s")
 }
 
-// rawWriteKeep writes buf n times to a new file, keeps it, and returns the
-// elapsed time.
-func rawWriteKeep(b *testing.B, path string, buf []byte, n int) time.Duration {
+// rawWriter writes sequentially to files of fileBytes in dir, which stay,
+// starting a new file when one is full (as the log rolls segments).
+type rawWriter struct {
+	dir       string
+	fileBytes int64
+	f         *os.File
+	size      int64
+	files     int
+}
+
+// write writes buf n times and returns the elapsed time, the creation of
+// new files included.
+func (w *rawWriter) write(b *testing.B, buf []byte, n int) time.Duration {
 	b.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if _, err := f.Write(buf); err != nil {
+		if w.f == nil || w.size+int64(len(buf)) > w.fileBytes {
+			w.close()
+			f, err := os.Create(filepath.Join(w.dir, fmt.Sprintf("raw-%d", w.files)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			w.f, w.size = f, 0
+			w.files++
+		}
+		if _, err := w.f.Write(buf); err != nil {
 			b.Fatal(err)
 		}
+		w.size += int64(len(buf))
 	}
 	return time.Since(start)
+}
+
+func (w *rawWriter) close() {
+	if w.f != nil {
+		_ = w.f.Close()
+		w.f = nil
+	}
 }
 
 // BenchmarkAppendAlways4: four concurrent appenders of 16 × 1 KiB batches

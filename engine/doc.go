@@ -14,10 +14,11 @@
 // # Appends and durability
 //
 // Append validates a batch, assigns offsets under the partition lock,
-// copies it into a staging chunk private to the pipeline and returns at
-// once; WaitDurable says when the topic's policy holds. One flusher
-// goroutine per partition, the only writer of its files, takes every
-// queued batch and writes each staging chunk with one call at the log's
+// copies it into a staging chunk private to the pipeline if it is small
+// (below 32 KiB) and returns at once; WaitDurable says when the topic's
+// policy holds. One flusher goroutine per partition, the only writer of
+// its files, takes every queued batch and writes each staging chunk, and
+// each large batch from its own slice, with one call at the log's
 // logical end. Under DurabilityAlways it then fsyncs once for the whole
 // round (group commit; after an fsync it waits briefly for the appenders
 // it released, so that they share the next one). Under interval and none
@@ -36,7 +37,10 @@
 //
 // Segments are `<base offset>.log`; a new one starts where the previous
 // ended, which lets recovery tell a sealed segment that lost its tail.
-// A sealed segment gets an index file once it is fsynced.
+// A sealed segment gets an index file once it is fsynced. The active
+// segment is sealed when the next batch would overflow SegmentBytes, at
+// the next append once it is older than SegmentAge, and, when appends
+// stopped, by EnforceRetention (below).
 //
 // Offsets are reserved durably ahead of use, in steps of
 // Options.ReservationStep recorded in pebble with one synced write, made
@@ -92,6 +96,22 @@
 // deletion batch. A topic re-created under the same name has a new id, and
 // every file and key of a topic contains its id.
 //
+// Retention deletes sealed segments only. So that retention by age reaches
+// a partition that stopped receiving appends, EnforceRetention first seals
+// an active segment that is due: older than SegmentAge, or (with
+// RetentionAge) holding nothing appended within RetentionAge, both on the
+// jump-free clock. It hands the roll to the flusher with a barrier (after
+// whatever is queued) and waits until the sealed segment is fsynced and
+// indexed, so the same call can delete it, and a caller (a test) that
+// returns from it knows the seal is done: no waiting on timers.
+//
+// EnforceRetention takes a floor: it never deletes a segment holding an
+// offset at or above it (an uplink that has not forwarded those records
+// yet). RetentionResult says what the floor held back (the start
+// retention alone would have set, the segments and bytes kept) and
+// PartitionStats.RetentionHeld counts the calls it held back, so the node
+// can make that visible; NoRetentionFloor holds nothing back.
+//
 // # Reads
 //
 // PlanRead resolves a read on the owner (from the tail cache, or a segment
@@ -145,6 +165,16 @@
 // flusher: the flusher's cost per byte is then the write alone, and the
 // copy runs in parallel on another core (measured: policy none went from
 // about 50% to about 70% of a raw sequential write on this 2-core machine).
+// Batches of 32 KiB or more are not copied at all: a write per batch is
+// what a raw writer of such batches makes, and the copy cost memory
+// bandwidth and held the partition lock (measured on a loaded 2-core
+// machine, batches of 100 KiB under policy none: from a median of 0.48 to
+// 0.70 of a raw sequential write; the flusher's writes then take about 1.25
+// times the raw writes' CPU for the same bytes, the engine's batches being
+// spread over many buffers where the raw writer repeats one). Waiters are
+// told of writes about once per 512 KiB rather than after every write
+// (every batch, for large ones), so an appender waiting for room wakes
+// once per several batches.
 // Sealed segments are fsynced by the syncer, not the flusher: a 64 MiB
 // fdatasync stalled appends for ~60 ms.
 //

@@ -58,7 +58,7 @@ func TestNoSpace(t *testing.T) {
 	if got, _ := readAll(t, p, p.State().LogStart); len(got) == 0 {
 		t.Fatal("earlier data unreadable on a full disk")
 	}
-	if err := p.EnforceRetention(opts.Now()); err != nil {
+	if _, err := p.EnforceRetention(opts.Now(), NoRetentionFloor); err != nil {
 		t.Fatalf("retention on a full disk: %v", err)
 	}
 	if _, err := mem.Stat(mem.PathJoin("data", ballastName)); err == nil {

@@ -10,14 +10,19 @@ import (
 )
 
 // The durability pipeline. Each partition has one flusher goroutine, the
-// only one that writes its files. Append copies each batch into a staging
-// chunk private to the pipeline (vfs.File.Write may modify what it is
-// given, and the appended slices themselves are cached and served); that
-// copy is made by the appender, so it overlaps the flusher's writes.
-// Chunks are stagingChunkBytes long (a larger batch gets its own) and are
-// recycled through the engine's pool. Each round the flusher takes every
-// queued batch and writes each chunk's run of them with one call at the
-// log's logical end. Under DurabilityAlways it then fsyncs
+// only one that writes its files. Append copies each small batch (below
+// directWriteBytes) into a staging chunk private to the pipeline, so that
+// a run of them takes one write; that copy is made by the appender, so it
+// overlaps the flusher's writes. Chunks are stagingChunkBytes long and are
+// recycled through the engine's pool. A larger batch is written from the
+// slice given to Append: one write per batch costs no more than a copy,
+// and WriteAt never modifies what it is given (io.WriterAt; unlike
+// vfs.File.Write), so the slice stays the one cached and served. Each
+// round the flusher takes every queued batch and writes each chunk's run
+// of them, and each large batch, with one call at the log's logical end;
+// under interval and none, waiters (WaitDurable, long polls) are told about
+// once per stagingChunkBytes written and at the end of the round. Under
+// DurabilityAlways it then fsyncs
 // once for everything written in the round (group commit) before the
 // round's appends are acknowledged and visible. Under interval and none the
 // fsyncs are the syncer's (syncer.go), so that a write never waits for one.
@@ -42,8 +47,16 @@ type flusher struct {
 	failureMarked bool
 }
 
-// stagingChunkBytes is the size of a staging chunk, and so of most writes.
+// stagingChunkBytes is the size of a staging chunk, and so of the largest
+// writes of small batches.
 const stagingChunkBytes = 512 << 10
+
+// directWriteBytes is the size from which a batch is written from the
+// slice given to Append (one write per batch, as a raw writer of such
+// batches makes) instead of being copied into a staging chunk. WriteAt
+// never modifies what it is given (io.WriterAt), so the slice stays the
+// one cached and served.
+const directWriteBytes = 32 << 10
 
 func (p *Partition) runFlusher() {
 	defer close(p.flusherDone)
@@ -153,15 +166,16 @@ func (p *Partition) recycleChunks(batch []*pending) {
 	}
 }
 
-// stageLocked copies b into the current staging chunk, starting a new one
-// when it does not fit.
+// stageLocked copies a small batch into the current staging chunk,
+// starting a new one when it does not fit. A batch of directWriteBytes or
+// more is not copied: it is written from its own slice.
 func (p *Partition) stageLocked(q *pending) {
+	if len(q.b) >= directWriteBytes {
+		return
+	}
 	c := p.stage
 	if c == nil || cap(*c)-len(*c) < len(q.b) {
-		if len(q.b) > stagingChunkBytes {
-			nc := make([]byte, 0, len(q.b))
-			c = &nc
-		} else if v, ok := p.e.chunks.Get().(*[]byte); ok {
+		if v, ok := p.e.chunks.Get().(*[]byte); ok {
 			c = v
 		} else {
 			nc := make([]byte, 0, stagingChunkBytes)
@@ -234,11 +248,25 @@ func (p *Partition) active() *segment {
 // needed. It returns the partition's failure, if the round caused one.
 func (p *Partition) writeBatches(batch []*pending) error {
 	f := &p.fl
+	now := p.e.clock.now()
+	var unnotified int // bytes written that waiters were not told of
+	defer func() {
+		if unnotified > 0 {
+			p.mu.Lock()
+			p.notifyLocked()
+			p.mu.Unlock()
+		}
+	}()
 	for len(batch) > 0 {
-		seg := p.active()
-		now := p.e.clock.now()
+		p.mu.Lock()
+		var seg *segment
+		if n := len(p.segs); n > 0 {
+			seg = p.segs[n-1]
+		}
+		start := p.start
+		p.mu.Unlock()
 		if seg == nil || (seg.size > 0 && (seg.size+int64(len(batch[0].b)) > p.cfg.SegmentBytes ||
-			now-seg.effCreated >= p.cfg.SegmentAge.Milliseconds() || seg.end <= p.startOffset())) {
+			now-seg.effCreated >= p.cfg.SegmentAge.Milliseconds() || seg.end <= start)) {
 			if err := p.roll(batch[0].base); err != nil {
 				p.mu.Lock()
 				p.failQueueLocked(p.failed, batch)
@@ -248,15 +276,18 @@ func (p *Partition) writeBatches(batch []*pending) error {
 			seg = p.active()
 		}
 		// One write per run of batches staged together in one chunk that
-		// fits in the segment.
+		// fits in the segment, or per batch written from its own slice.
 		first := batch[0]
 		n, size := 1, seg.size+int64(len(first.b))
-		for n < len(batch) && batch[n].chunk == first.chunk && size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes {
+		for first.chunk != nil && n < len(batch) && batch[n].chunk == first.chunk && size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes {
 			size += int64(len(batch[n].b))
 			n++
 		}
 		chunk := batch[:n]
-		buf := (*first.chunk)[first.at : first.at+int(size-seg.size)]
+		buf := first.b
+		if first.chunk != nil {
+			buf = (*first.chunk)[first.at : first.at+int(size-seg.size)]
+		}
 		pos := seg.size
 		_, err := f.wf.WriteAt(buf, pos)
 		p.stats.writes.Add(1)
@@ -295,7 +326,12 @@ func (p *Partition) writeBatches(batch []*pending) error {
 		seg.effLast = now
 		p.noteUnsyncedLocked(seg)
 		if p.cfg.Durability != DurabilityAlways {
-			p.notifyLocked()
+			// Waiters learn of the round's writes about once per staging
+			// chunk's worth of bytes, and at its end.
+			if unnotified += len(buf); unnotified >= stagingChunkBytes || n == len(batch) {
+				p.notifyLocked()
+				unnotified = 0
+			}
 		}
 		p.mu.Unlock()
 		batch = batch[n:]

@@ -134,7 +134,7 @@ func runMetamorphic(t *testing.T, seed uint64, d Durability, segBytes int64, idx
 				t.Fatalf("%s: purge state %+v, model start %d epoch %d", where(op, "purge"), st, m.start, m.epoch)
 			}
 		case k < 94: // retention: the engine decides what goes, the model follows
-			if err := p.EnforceRetention(clock.Now()); err != nil {
+			if _, err := p.EnforceRetention(clock.Now(), NoRetentionFloor); err != nil {
 				t.Fatal(err)
 			}
 			st := p.State()

@@ -101,8 +101,9 @@ type TopicConfig struct {
 	// as they arrive whatever their compression.
 	Compression wire.Compression
 	// RetentionAge: sealed segments whose newest record was appended longer
-	// ago than this are deleted (0 = keep forever). Age is measured with the
-	// engine's jump-free clock (see Options.MaxClockStep).
+	// ago than this are deleted (0 = keep forever); an idle active segment
+	// that old is sealed first (see EnforceRetention). Age is measured with
+	// the engine's jump-free clock (see Options.MaxClockStep).
 	RetentionAge time.Duration
 	// RetentionBytes bounds each partition's size: the oldest sealed
 	// segments are deleted while the partition is larger (0 = unlimited).
@@ -111,7 +112,8 @@ type TopicConfig struct {
 	// new one started (default 64 MiB, at least MaxBatchBytes).
 	SegmentBytes int64
 	// SegmentAge seals the active segment at the next append once it is
-	// this old (default 7 days).
+	// this old, or, when appends stopped, at the next EnforceRetention
+	// (default 7 days).
 	SegmentAge time.Duration
 	// Timestamps: producer time (default) or append time.
 	Timestamps TimestampType

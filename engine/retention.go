@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -99,30 +100,94 @@ func (p *Partition) Purge() (PartitionState, error) {
 	return p.State(), nil
 }
 
+// NoRetentionFloor is the floor of EnforceRetention that holds nothing
+// back.
+const NoRetentionFloor uint64 = math.MaxUint64
+
+// RetentionResult is what one EnforceRetention call did, and what its
+// floor held back.
+type RetentionResult struct {
+	// LogStart is the partition's start offset after the call.
+	LogStart uint64
+	// Wanted is the start offset retention alone would have set: above
+	// LogStart when the floor kept segments that retention would have
+	// deleted.
+	Wanted uint64
+	// HeldSegments and HeldBytes are the sealed segments (and their
+	// bytes) that retention would have deleted but the floor kept.
+	HeldSegments int
+	HeldBytes    int64
+	// Sealed reports that the call sealed the active segment by age.
+	Sealed bool
+}
+
+// HeldBack reports whether the floor kept data that retention would have
+// deleted.
+func (r RetentionResult) HeldBack() bool { return r.HeldSegments > 0 }
+
 // EnforceRetention deletes sealed segments that retention allows: by age
 // (their last append is older than RetentionAge on the jump-free clock
 // fed with now) and by size (the oldest while the partition is larger
-// than RetentionBytes). It raises the start offset to the first remaining
-// record, durably, before deleting files; it never bumps the history epoch
-// and never deletes the active segment. The file removal is the cleanup
-// Purge describes.
-func (p *Partition) EnforceRetention(now time.Time) error {
+// than RetentionBytes). It never deletes a segment holding an offset at or
+// above floor (NoRetentionFloor: no floor); the result says what the floor
+// held back. It raises the start offset to the first remaining record,
+// durably, before deleting files; it never bumps the history epoch and
+// never deletes the active segment. The file removal is the cleanup Purge
+// describes.
+//
+// An active segment that stopped receiving appends is sealed here once it
+// is due: older than SegmentAge since it was created, or (with
+// RetentionAge) holding nothing appended within RetentionAge. The call
+// waits until it is sealed, fsynced and indexed, so the same call can
+// delete it; a partition that failed or is closing is not sealed.
+func (p *Partition) EnforceRetention(now time.Time, floor uint64) (RetentionResult, error) {
 	eff := p.e.clock.observe(now)
 	p.e.persistClock(eff)
-	cfg := p.cfg
-	if cfg.RetentionAge <= 0 && cfg.RetentionBytes <= 0 {
-		return nil
-	}
 	p.mu.Lock()
 	if p.corrupt != nil {
 		p.mu.Unlock()
-		return p.corrupt
+		return RetentionResult{}, p.corrupt
 	}
+	p.mu.Unlock()
+	// Sealed segments first: on a full disk that frees room before the
+	// seal needs any.
+	res, err := p.retain(eff, floor)
+	if err != nil {
+		return RetentionResult{}, err
+	}
+	p.mu.Lock()
+	due := p.sealDueLocked(eff)
+	p.mu.Unlock()
+	if due {
+		sealed, err := p.sealActive()
+		if err != nil {
+			return RetentionResult{}, err
+		}
+		if sealed {
+			if res, err = p.retain(eff, floor); err != nil {
+				return RetentionResult{}, err
+			}
+			res.Sealed = true
+		}
+	}
+	if res.HeldBack() {
+		p.stats.retentionHeld.Add(1)
+	}
+	return res, nil
+}
+
+// retain deletes the sealed segments retention allows at eff (jump-free
+// ms) below floor; see EnforceRetention.
+func (p *Partition) retain(eff int64, floor uint64) (RetentionResult, error) {
+	cfg := p.cfg
+	var res RetentionResult
+	p.mu.Lock()
 	var total int64
 	for _, s := range p.segs {
 		total += s.size
 	}
 	newStart := p.start
+	wanted := p.start
 	for _, s := range p.segs {
 		if !s.sealed || !s.indexed {
 			break
@@ -133,23 +198,71 @@ func (p *Partition) EnforceRetention(now time.Time) error {
 			break
 		}
 		total -= s.size
+		if s.end <= p.start {
+			continue // already below the start: the cleanup removes it
+		}
+		wanted = max(wanted, s.end)
+		if s.end > floor || res.HeldSegments > 0 {
+			res.HeldSegments++
+			res.HeldBytes += s.size
+			continue
+		}
 		newStart = max(newStart, s.end)
 	}
+	res.LogStart, res.Wanted = p.start, wanted
 	p.mu.Unlock()
-	if newStart <= p.startOffset() {
-		return nil
+	if newStart <= res.LogStart {
+		return res, nil
 	}
 	if err := p.writeState(func(s *partState) { s.start = max(s.start, newStart) }, true); err != nil {
-		return err
+		return RetentionResult{}, err
 	}
 	p.mu.Lock()
 	p.start = max(p.start, newStart)
+	res.LogStart = p.start
 	p.tailDropBelowLocked(p.start)
 	p.notifyLocked()
 	p.mu.Unlock()
 	p.e.opts.Logger.Info("retention raised the start offset", "topic", p.t.name, "partition", p.index, "start", newStart)
 	p.awaitCleanup()
-	return nil
+	return res, nil
+}
+
+// sealDueLocked reports whether the active segment holds data and is due
+// to be sealed by age at eff (jump-free ms): older than SegmentAge, or
+// holding nothing appended within RetentionAge.
+func (p *Partition) sealDueLocked(eff int64) bool {
+	n := len(p.segs)
+	if n == 0 || p.segs[n-1].size == 0 {
+		return false
+	}
+	s := p.segs[n-1]
+	if eff-s.effCreated >= p.cfg.SegmentAge.Milliseconds() {
+		return true
+	}
+	return p.cfg.RetentionAge > 0 && eff-s.effLast > p.cfg.RetentionAge.Milliseconds()
+}
+
+// sealActive asks the flusher to seal the active segment (after what is
+// queued) and waits until the sealed segment is fsynced and indexed. It
+// reports false, without an error, when the partition takes no appends
+// (failed, closing): nothing is sealed then.
+func (p *Partition) sealActive() (bool, error) {
+	p.mu.Lock()
+	if p.appendErrLocked() != nil {
+		p.mu.Unlock()
+		return false, nil
+	}
+	ch := make(chan barrierResult, 1)
+	p.barriers = append(p.barriers, barrier{upTo: p.next, ch: ch})
+	p.rollWanted = true
+	p.mu.Unlock()
+	p.wakeFlusher()
+	res := <-ch
+	if res.err != nil {
+		return false, res.err
+	}
+	return true, nil
 }
 
 // awaitCleanup asks the flusher for a cleanup and waits until it was

@@ -41,7 +41,7 @@ func TestRetentionBySize(t *testing.T) {
 	p, _ := top.Partition(0)
 	fillSegments(t, p, 200)
 	before := segmentFiles(t, fs, p.dir)
-	if err := p.EnforceRetention(time.Now()); err != nil {
+	if _, err := p.EnforceRetention(time.Now(), NoRetentionFloor); err != nil {
 		t.Fatal(err)
 	}
 	st := p.State()
@@ -89,7 +89,7 @@ func TestRetentionByAgeIgnoresClockJumps(t *testing.T) {
 	// NTP corrects the clock by 56 years, then it jumps a century ahead.
 	for _, jump := range []time.Time{time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2126, 1, 1, 0, 0, 0, 0, time.UTC)} {
 		clock.Set(jump)
-		if err := p.EnforceRetention(clock.Now()); err != nil {
+		if _, err := p.EnforceRetention(clock.Now(), NoRetentionFloor); err != nil {
 			t.Fatal(err)
 		}
 		if st := p.State(); st.LogStart != 0 {
@@ -98,13 +98,13 @@ func TestRetentionByAgeIgnoresClockJumps(t *testing.T) {
 	}
 	// And back: a backward jump is no time either.
 	clock.Set(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
-	if err := p.EnforceRetention(clock.Now()); err != nil {
+	if _, err := p.EnforceRetention(clock.Now(), NoRetentionFloor); err != nil {
 		t.Fatal(err)
 	}
 	// A day of real time, observed in steps, does expire sealed segments.
 	for i := 0; i < 25; i++ {
 		clock.Advance(time.Hour)
-		if err := p.EnforceRetention(clock.Now()); err != nil {
+		if _, err := p.EnforceRetention(clock.Now(), NoRetentionFloor); err != nil {
 			t.Fatal(err)
 		}
 	}

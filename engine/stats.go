@@ -15,10 +15,13 @@ type PartitionStats struct {
 	SyncTime      time.Duration // total time in those fsyncs
 	SyncFailures  uint64
 	NoSpace       uint64 // appends refused on a full disk
+	// RetentionHeld counts EnforceRetention calls whose floor kept data
+	// that retention would have deleted.
+	RetentionHeld uint64
 }
 
 type partStats struct {
-	appends, appendedBytes, writes, syncs, syncNanos, syncFailures, noSpace atomic.Uint64
+	appends, appendedBytes, writes, syncs, syncNanos, syncFailures, noSpace, retentionHeld atomic.Uint64
 }
 
 // Stats returns the partition's counters.
@@ -32,5 +35,6 @@ func (p *Partition) Stats() PartitionStats {
 		SyncTime:      time.Duration(s.syncNanos.Load()),
 		SyncFailures:  s.syncFailures.Load(),
 		NoSpace:       s.noSpace.Load(),
+		RetentionHeld: s.retentionHeld.Load(),
 	}
 }

@@ -147,13 +147,21 @@ func wireConfig(c engine.TopicConfig) wire.TopicConfig {
 // node wires it. It also finds offsets by timestamp. The simulator wraps
 // it to observe what the owner writes.
 type EngineLog struct {
-	p     *engine.Partition
-	state *stateCache
+	p       *engine.Partition
+	state   *stateCache
+	changes *changeBuf
 }
 
 // NewEngineLog returns p as a PartitionLog.
 func NewEngineLog(p *engine.Partition) EngineLog {
-	return EngineLog{p: p, state: &stateCache{}}
+	return EngineLog{p: p, state: &stateCache{}, changes: &changeBuf{}}
+}
+
+// changeBuf is the reused slice through which state changes reach the
+// engine, so that a state commit allocates nothing per change.
+type changeBuf struct {
+	mu  sync.Mutex
+	buf []engine.StateChange
 }
 
 // NewEngineMetadata returns the node's Metadata in e: the engine's
@@ -240,7 +248,10 @@ func (l EngineLog) Purge() (LogState, error) {
 	return LogState{LogStart: st.LogStart, HighWatermark: st.HighWatermark, History: st.History, Failed: st.Failed}, nil
 }
 
-func (l EngineLog) EnforceRetention(now time.Time) error { return l.p.EnforceRetention(now) }
+func (l EngineLog) EnforceRetention(now time.Time, floor uint64) (RetentionResult, error) {
+	r, err := l.p.EnforceRetention(now, floor)
+	return RetentionResult{LogStart: r.LogStart, Floor: floor, Wanted: max(r.Wanted, r.LogStart), HeldBytes: r.HeldBytes}, err
+}
 
 func (l EngineLog) Bookmark(consumer string) (Bookmark, bool, error) {
 	b, ok, err := l.p.Bookmark(consumer)
@@ -249,6 +260,34 @@ func (l EngineLog) Bookmark(consumer string) (Bookmark, bool, error) {
 
 func (l EngineLog) SetBookmark(consumer string, b Bookmark) (Ticket, error) {
 	seq, err := l.p.SetBookmark(consumer, engine.Bookmark{Offset: b.Offset, History: b.History})
+	return Ticket(seq), err
+}
+
+func (l EngineLog) SetBookmarkState(consumer string, b Bookmark, changes []StateChange) (Ticket, error) {
+	cb := l.changes
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	ec := cb.buf[:0]
+	for _, c := range changes {
+		ec = append(ec, engine.StateChange{Key: c.Key, Value: c.Value, Delete: c.Delete})
+	}
+	seq, err := l.p.CommitState(consumer, engine.Bookmark{Offset: b.Offset, History: b.History}, ec)
+	clear(ec) // keep no caller's bytes alive
+	cb.buf = ec[:0]
+	return Ticket(seq), err
+}
+
+func (l EngineLog) ScanState(consumer string, prefix []byte, fn func(k, v []byte) error) error {
+	return l.p.ScanState(consumer, prefix, fn)
+}
+
+// ScanStateFrom is ScanState from the first key above after.
+func (l EngineLog) ScanStateFrom(consumer string, prefix, after []byte, fn func(k, v []byte) error) error {
+	return l.p.ScanStateFrom(consumer, prefix, after, fn)
+}
+
+func (l EngineLog) DeleteConsumer(consumer string) (Ticket, error) {
+	seq, err := l.p.DeleteConsumer(consumer)
 	return Ticket(seq), err
 }
 

@@ -205,7 +205,7 @@ func TestE2EGarbageFrames(t *testing.T) {
 		want  wire.Status
 	}{
 		{"unknown kind", frame(1, 0, 0x3F, nil), wire.StatusUnknownKind},
-		{"reserved kind", frame(1, 0, wire.KindGetState, nil), wire.StatusUnknownKind},
+		{"reserved kind", frame(1, 0, wire.Kind(0x0052), nil), wire.StatusUnknownKind},
 		{"newer version", frame(9, 0, wire.KindListTopics, nil), wire.StatusUnsupportedVersion},
 		{"reply flag", frame(1, wire.FlagReply, wire.KindListTopics, nil), wire.StatusMalformedRequest},
 		{"unknown flags", frame(1, 0x80, wire.KindListTopics, nil), wire.StatusMalformedRequest},

@@ -70,6 +70,14 @@ type GroupTopics interface {
 	GroupOffset(topic string, partition uint32, group string) wire.GroupOffset
 }
 
+// GroupTopicLister is GroupTopics that can also list every live topic by
+// name. A deleted group's offsets are removed from every partition of
+// every topic it lists; GroupTopics without it, from the topics of the
+// group's subscription only.
+type GroupTopicLister interface {
+	GroupTopicNames() []string
+}
+
 // GroupsConfig configures the coordinator. Zero durations take the
 // defaults above.
 type GroupsConfig struct {
@@ -137,10 +145,16 @@ type Groups struct {
 	mu     sync.Mutex
 	groups map[string]*group
 
+	// tombs are the reservation ceilings of deleted groups, by name: a
+	// group created again under the name starts above them.
+	tombs map[string]fence.MemberEpoch
+
 	// viewMu guards view, what owners read through Member while they hold
-	// their own lock: a leaf lock, so owner → view never waits on mu.
-	viewMu sync.RWMutex
-	view   map[memberKey]fence.MemberEpoch
+	// their own lock, and policies, what polls read: a leaf lock, so
+	// owner → view never waits on mu.
+	viewMu   sync.RWMutex
+	view     map[memberKey]fence.MemberEpoch
+	policies map[string]policyRecord
 }
 
 type memberKey struct{ group, member string }
@@ -166,6 +180,10 @@ type group struct {
 	changed map[groupPartition]struct{}
 	// stored is the subscription last written to metadata.
 	stored []string
+	// policy is the group's commit policy (Plugin "" for none).
+	policy policyRecord
+	// unborn: created in memory, no record of it written yet.
+	unborn bool
 }
 
 // member is one member of a group.
@@ -196,16 +214,39 @@ func OpenGroups(cfg GroupsConfig) (*Groups, error) {
 	if cfg.Meta == nil || cfg.Topics == nil {
 		return nil, fmt.Errorf("node: a group coordinator needs metadata and topics")
 	}
-	gs := &Groups{cfg: cfg, groups: map[string]*group{}, view: map[memberKey]fence.MemberEpoch{}}
+	gs := &Groups{
+		cfg: cfg, groups: map[string]*group{}, tombs: map[string]fence.MemberEpoch{},
+		view: map[memberKey]fence.MemberEpoch{}, policies: map[string]policyRecord{},
+	}
 	err := loadGroupRecords(cfg.Meta, func(name string, rec groupRecord) {
+		if rec.deleted {
+			gs.tombs[name] = rec.reserved
+			return
+		}
 		g := newGroup(name, rec.assignor)
-		g.epoch, g.reserved, g.stored = rec.reserved, rec.reserved, rec.topics
+		g.epoch, g.reserved, g.stored, g.policy = rec.reserved, rec.reserved, rec.topics, rec.policy
 		gs.groups[name] = g
+		if rec.policy.Plugin != "" {
+			gs.policies[name] = rec.policy
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	return gs, nil
+}
+
+// createLocked creates the group called name; a group deleted under the
+// name before leaves its epochs behind, and the new one continues above
+// them. Called with gs.mu held.
+func (gs *Groups) createLocked(name string) *group {
+	g := newGroup(name, gs.cfg.Assignor)
+	g.unborn = true
+	if ceiling, ok := gs.tombs[name]; ok {
+		g.epoch, g.reserved = ceiling, ceiling
+	}
+	gs.groups[name] = g
+	return g
 }
 
 func newGroup(name string, a wire.GroupAssignor) *group {
@@ -409,8 +450,7 @@ func (gs *Groups) step(ctx context.Context, name string, create bool, fn func(g 
 				gs.mu.Unlock()
 				return wire.MemberAssignment{}, errUnknownGroup(name)
 			}
-			g = newGroup(name, gs.cfg.Assignor)
-			gs.groups[name] = g
+			g = gs.createLocked(name)
 		}
 		if g.epoch >= g.reserved {
 			ceiling := g.epoch + fence.MemberEpoch(gs.cfg.EpochBlock)
@@ -424,7 +464,7 @@ func (gs *Groups) step(ctx context.Context, name string, create bool, fn func(g 
 				return wire.MemberAssignment{}, err
 			}
 			gs.mu.Lock()
-			g.reserved = max(g.reserved, ceiling)
+			g.reserved, g.unborn = max(g.reserved, ceiling), false
 			gs.mu.Unlock()
 			continue
 		}
@@ -451,7 +491,7 @@ func (gs *Groups) step(ctx context.Context, name string, create bool, fn func(g 
 // record is what the group keeps in metadata with the reservation
 // ceiling: its subscription stamped with the topics' ids as last seen.
 func (g *group) record(ceiling fence.MemberEpoch) groupRecord {
-	r := groupRecord{reserved: ceiling, assignor: g.assignor, topics: g.subscription()}
+	r := groupRecord{reserved: ceiling, assignor: g.assignor, topics: g.subscription(), policy: g.policy}
 	for _, t := range r.topics {
 		r.ids = append(r.ids, g.topics[t].id)
 	}
@@ -462,7 +502,7 @@ func (g *group) record(ceiling fence.MemberEpoch) groupRecord {
 // its first epochs, so that no empty group is left behind.
 func (gs *Groups) forgetUnborn(name string) {
 	gs.mu.Lock()
-	if g := gs.groups[name]; g != nil && g.reserved == 0 && len(g.members) == 0 {
+	if g := gs.groups[name]; g != nil && g.unborn && len(g.members) == 0 && g.policy.Plugin == "" {
 		delete(gs.groups, name)
 	}
 	gs.mu.Unlock()

@@ -6,8 +6,8 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// Describe returns a group's members, assignments with their epochs, and
-// its progress on every partition of its topics. A group the node does
+// Describe returns a group's members, assignments with their epochs, its
+// commit policy, and its progress on every partition of its topics. A group the node does
 // not know is described as empty.
 func (gs *Groups) Describe(name string) wire.DescribeGroupReply {
 	out := wire.DescribeGroupReply{Group: name}
@@ -18,6 +18,7 @@ func (gs *Groups) Describe(name string) wire.DescribeGroupReply {
 		return out
 	}
 	out.State, out.Assignor, out.GroupEpoch = g.state(), g.assignor, uint64(g.epoch)
+	out.Policy = policyToWire(g.policy)
 	for _, id := range sortedKeys(g.members) {
 		m := g.members[id]
 		gm := wire.GroupMember{

@@ -8,7 +8,7 @@ import (
 )
 
 // The coordinator inside a Node: the node's topics as GroupTopics, and the
-// handlers of the group requests (kinds 0x0040–0x0044). A handler takes
+// handlers of the group requests (kinds 0x0040–0x0045). A handler takes
 // the request's authorization check (request.allow) and the decoded
 // message, like the other handlers of the server.
 
@@ -28,6 +28,17 @@ func (t nodeGroupTopics) GroupTopic(name string) (fence.TopicID, []PartitionAssi
 		parts[i] = o
 	}
 	return tp.id, parts, true
+}
+
+func (t nodeGroupTopics) GroupTopicNames() []string {
+	ts := t.n.topicList()
+	out := make([]string, 0, len(ts))
+	for _, tp := range ts {
+		if !tp.deleted() {
+			out = append(out, tp.name)
+		}
+	}
+	return out
 }
 
 func (t nodeGroupTopics) GroupOffset(topic string, partition uint32, group string) wire.GroupOffset {

@@ -71,6 +71,12 @@ func (tt *testTopics) GroupTopic(name string) (fence.TopicID, []PartitionAssigne
 	return t.id, parts, true
 }
 
+func (tt *testTopics) GroupTopicNames() []string {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	return sortedKeys(tt.topics)
+}
+
 func (tt *testTopics) GroupOffset(topic string, partition uint32, group string) wire.GroupOffset {
 	tt.mu.Lock()
 	t := tt.topics[topic]

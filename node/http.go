@@ -36,6 +36,9 @@ type HTTPConfig struct {
 	// Now is the clock of the status page (uptime, throughput). Default
 	// time.Now.
 	Now func() time.Time
+	// Pprof also serves Go's profiler under /debug/pprof/. Off by
+	// default: profiles show the node's internals.
+	Pprof bool
 }
 
 func (c HTTPConfig) withDefaults() HTTPConfig {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestOperationsDocListsEveryMetric checks docs/OPERATIONS.md names every
@@ -29,6 +31,15 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	ops.AttachPlugins(fakePlugins{})
 	c := tn.mustDial(t, tn.admin)
 	c.createTopic("t", wire.TopicConfig{})
+	// An uplink, for the ledge_uplink_* metrics.
+	kafka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, uplinkKafkaTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kafka.Close)
+	if err := tn.Node.uplinks.Add(context.Background(), UplinkSpec{Topic: "t", Seeds: kafka.ListenAddrs(), To: uplinkKafkaTopic}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.produce(c.main, "t", 0, batch(t, 0, 0, 0, "a")); err != nil {
 		t.Fatal(err)
 	}

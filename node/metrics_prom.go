@@ -143,6 +143,7 @@ func NewPromMetrics(version string) *PromMetrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{m: m, d: newStateDescs()},
+		&uplinkCollector{m: m, d: newUplinkDescs()},
 	)
 	return m
 }

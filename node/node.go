@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
@@ -388,15 +389,37 @@ func (n *Node) retentionLoop() {
 
 // EnforceRetention applies every partition's retention at Config.Now,
 // through its owner. Failures are logged; they do not stop the others.
+// When an uplink's floor starts or stops holding retention back, a line
+// says so (Owner.RetentionHold counts every enforcement held back).
 func (n *Node) EnforceRetention() {
 	now := n.cfg.Now()
 	for _, t := range n.topicList() {
 		for _, o := range t.owners {
-			if err := o.EnforceRetention(now); err != nil && !t.deleted() {
-				n.log.Warn("retention failed", "topic", t.name, "partition", o.index, "err", err)
+			was := o.RetentionHold().Held
+			res, err := o.EnforceRetention(now)
+			switch {
+			case err != nil:
+				if !t.deleted() {
+					n.log.Warn("retention failed", "topic", t.name, "partition", o.index, "err", err)
+				}
+			case res.HeldBack() && !was:
+				n.log.Warn("retention held back: records the uplink has not forwarded are kept (overflow block)",
+					"topic", t.name, "partition", o.index, "floor", res.Floor, "start", res.LogStart,
+					"retention_start", res.Wanted, "held_bytes", res.HeldBytes)
+			case !res.HeldBack() && was:
+				n.log.Info("retention no longer held back by the uplink", "topic", t.name, "partition", o.index, "start", res.LogStart)
 			}
 		}
 	}
+}
+
+// retentionFloor is the floor retention keeps on a partition: the
+// uplink's, under the block overflow policy.
+func (n *Node) retentionFloor(id fence.TopicID, partition uint32) (uint64, bool) {
+	if n.uplinks == nil {
+		return 0, false
+	}
+	return n.uplinks.RetentionFloor(id, partition)
 }
 
 // bootstrapAdminToken mints an admin token on every topic when the data

@@ -62,7 +62,8 @@ func (n *Node) newTopic(st StoredTopic) (*topic, error) {
 		o, err := NewOwner(OwnerConfig{
 			Topic: st.ID, Partition: uint32(i), Log: l, Meta: n.meta,
 			Producers: n.producers, Sessions: n.sessions, Members: n.groups,
-			AppendTime: st.Config.Timestamps == wire.TimestampModeAppend,
+			AppendTime:     st.Config.Timestamps == wire.TimestampModeAppend,
+			RetentionFloor: func() (uint64, bool) { return n.retentionFloor(st.ID, uint32(i)) },
 		})
 		if err != nil {
 			t.delete()

@@ -34,6 +34,10 @@ type OwnerConfig struct {
 	// AppendTime says the topic's timestamps are stamped by the log at
 	// append: produce results then carry the stamped time.
 	AppendTime bool
+	// RetentionFloor, when set, is asked at every enforcement of retention
+	// for the lowest offset retention must keep (an uplink that has not
+	// forwarded the records above it); false means no floor.
+	RetentionFloor func() (uint64, bool)
 }
 
 // Owner owns one partition. Its methods are safe for concurrent use.
@@ -47,6 +51,10 @@ type Owner struct {
 	members   Members
 	// appendTime: read the stamped time back from appended batches.
 	appendTime bool
+	// retentionFloor and hold: see OwnerConfig.RetentionFloor and
+	// RetentionHold.
+	retentionFloor func() (uint64, bool)
+	hold           retentionHold
 
 	// skipFence turns every fence check off, for benchmarks that measure
 	// what fencing costs. Never set outside tests.
@@ -93,6 +101,8 @@ func NewOwner(cfg OwnerConfig) (*Owner, error) {
 		consumers:   map[string]*progress{},
 		groups:      map[string]*progress{},
 		assignments: map[string]assignment{},
+
+		retentionFloor: cfg.RetentionFloor,
 	}, nil
 }
 

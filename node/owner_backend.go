@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
@@ -16,6 +17,26 @@ type LogState struct {
 	// node reopens it.
 	Failed error
 }
+
+// NoRetentionFloor is the retention floor that holds nothing back.
+const NoRetentionFloor uint64 = math.MaxUint64
+
+// RetentionResult is what one enforcement of a partition's retention did.
+type RetentionResult struct {
+	// LogStart is the log start after it.
+	LogStart uint64
+	// Floor is the floor it was given (NoRetentionFloor: none).
+	Floor uint64
+	// Wanted is the log start retention alone would have set: above
+	// LogStart when the floor kept records retention would have deleted.
+	Wanted uint64
+	// HeldBytes is the size of what the floor kept.
+	HeldBytes int64
+}
+
+// HeldBack reports whether the floor kept records that retention would
+// have deleted.
+func (r RetentionResult) HeldBack() bool { return r.Wanted > r.LogStart }
 
 // Bookmark is a consumer's committed offset on a partition, stamped with
 // the history epoch it was committed in.
@@ -74,18 +95,29 @@ type PartitionLog interface {
 	// history epoch in one synced write.
 	Purge() (LogState, error)
 	// EnforceRetention raises the log start per the retention policy; it
-	// never changes the history epoch.
-	EnforceRetention(now time.Time) error
+	// never changes the history epoch and never removes a record at or
+	// above floor (NoRetentionFloor: no floor).
+	EnforceRetention(now time.Time, floor uint64) (RetentionResult, error)
 	// Bookmark returns the consumer's stored bookmark.
 	Bookmark(consumer string) (Bookmark, bool, error)
 	// SetBookmark orders a write of the consumer's bookmark.
 	SetBookmark(consumer string, b Bookmark) (Ticket, error)
+	// SetBookmarkState orders one write of the consumer's bookmark and
+	// the changes to its state store, in order: all of it or nothing.
+	SetBookmarkState(consumer string, b Bookmark, changes []StateChange) (Ticket, error)
+	// ScanState calls fn for every key of the consumer's state store that
+	// starts with prefix, in key order, from one consistent view. The
+	// slices are valid only during the call.
+	ScanState(consumer string, prefix []byte, fn func(k, v []byte) error) error
+	// DeleteConsumer orders one write removing the consumer's bookmark and
+	// its whole state store.
+	DeleteConsumer(consumer string) (Ticket, error)
 }
 
 // Metadata is the node's ordered key-value store beside the logs (the
 // engine's pebble). Put orders a write without waiting; Sync waits for
 // durability of everything ordered up to a ticket, so many writes share one
-// sync. Tickets of Put and PartitionLog.SetBookmark are one sequence.
+// sync. Tickets of Put and PartitionLog's writes are one sequence.
 type Metadata interface {
 	Get(key []byte) (value []byte, ok bool, err error)
 	Put(key, value []byte) (Ticket, error)

@@ -35,7 +35,7 @@ func (o *Owner) Commit(ctx context.Context, req CommitRequest) error {
 // the owner sees the new committed offset; the commit must not be
 // acknowledged before the Durable's Wait returned nil.
 func (o *Owner) OrderCommit(ctx context.Context, req CommitRequest) (Durable, error) {
-	return o.orderCommit(ctx, req, false)
+	return o.orderCommit(ctx, req, false, nil)
 }
 
 // Reset seeks the consumer to Offset and commits it, backwards if need be,
@@ -52,10 +52,13 @@ func (o *Owner) Reset(ctx context.Context, req CommitRequest) error {
 
 // OrderReset is the ordering half of Reset, as OrderCommit is Commit's.
 func (o *Owner) OrderReset(ctx context.Context, req CommitRequest) (Durable, error) {
-	return o.orderCommit(ctx, req, true)
+	return o.orderCommit(ctx, req, true, nil)
 }
 
-func (o *Owner) orderCommit(ctx context.Context, req CommitRequest, reset bool) (Durable, error) {
+// orderCommit checks a commit (or a reset) and orders its write. With
+// state (OrderCommitState), the bookmark and the state changes are one
+// write; a rejected commit writes neither.
+func (o *Owner) orderCommit(ctx context.Context, req CommitRequest, reset bool, state *[]StateChange) (Durable, error) {
 	if err := ctx.Err(); err != nil {
 		return Durable{}, err
 	}
@@ -84,7 +87,13 @@ func (o *Owner) orderCommit(ctx context.Context, req CommitRequest, reset bool) 
 	if err != nil {
 		return Durable{}, err
 	}
-	d, err := o.setCommitted(pr, Bookmark{Offset: req.Offset, History: p.History})
+	b := Bookmark{Offset: req.Offset, History: p.History}
+	var d Durable
+	if state != nil {
+		d, err = o.setCommittedState(pr, b, *state)
+	} else {
+		d, err = o.setCommitted(pr, b)
+	}
 	if err != nil {
 		return Durable{}, err
 	}

@@ -32,6 +32,7 @@ type memMeta struct {
 type metaWrite struct {
 	seq        Ticket
 	key, value string
+	del        bool
 }
 
 func newMemMeta() *memMeta {
@@ -50,7 +51,7 @@ func (m *memMeta) Put(key, value []byte) (Ticket, error) {
 	defer m.mu.Unlock()
 	m.seq++
 	m.data[string(key)] = bytes.Clone(value)
-	m.log = append(m.log, metaWrite{m.seq, string(key), string(value)})
+	m.log = append(m.log, metaWrite{seq: m.seq, key: string(key), value: string(value)})
 	return m.seq, nil
 }
 
@@ -68,7 +69,11 @@ func (m *memMeta) Sync(ctx context.Context, t Ticket) error {
 	m.syncs++
 	for len(m.log) > 0 && m.log[0].seq <= max(t, m.seq) {
 		w := m.log[0]
-		m.durable[w.key] = []byte(w.value)
+		if w.del {
+			delete(m.durable, w.key)
+		} else {
+			m.durable[w.key] = []byte(w.value)
+		}
 		m.log = m.log[1:]
 	}
 	m.synced = max(m.synced, t)
@@ -126,6 +131,10 @@ type memLog struct {
 	// readGate, when set, is called by every ReadPlan.Execute before it
 	// returns: the point where a real read touches the file.
 	readGate func(ctx context.Context) error
+	// retentionWant is the start retention would set (tests set it):
+	// EnforceRetention raises the start towards it, by whole batches,
+	// keeping every batch that reaches the floor.
+	retentionWant uint64
 }
 
 type storedBatch struct {
@@ -283,7 +292,28 @@ func (l *memLog) retainFrom(start uint64) {
 	l.notify()
 }
 
-func (l *memLog) EnforceRetention(time.Time) error { return nil }
+func (l *memLog) EnforceRetention(_ time.Time, floor uint64) (RetentionResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := l.state.LogStart
+	res := RetentionResult{Floor: floor, Wanted: start}
+	for _, b := range l.batches {
+		if b.last < start || b.last >= l.retentionWant {
+			continue
+		}
+		res.Wanted = max(res.Wanted, b.last+1)
+		if b.last >= floor || res.HeldBytes > 0 {
+			res.HeldBytes += int64(len(b.b))
+			continue
+		}
+		l.state.LogStart = b.last + 1
+	}
+	if l.state.LogStart != start {
+		l.notify()
+	}
+	res.LogStart = l.state.LogStart
+	return res, nil
+}
 
 func (l *memLog) Bookmark(consumer string) (Bookmark, bool, error) {
 	v, ok, err := l.meta.Get([]byte(l.key + consumer))

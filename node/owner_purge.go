@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
@@ -34,12 +35,64 @@ func (o *Owner) Purge(ctx context.Context) (PartitionState, error) {
 // EnforceRetention applies the topic's retention at time now. It raises the
 // log start offset and never changes the history epoch: tokens stay valid,
 // and a consumer whose position fell below the start follows its reset
-// policy.
-func (o *Owner) EnforceRetention(now time.Time) error {
+// policy. Records at or above the floor of OwnerConfig.RetentionFloor are
+// kept; the result, and RetentionHold, say what the floor held back.
+func (o *Owner) EnforceRetention(now time.Time) (RetentionResult, error) {
 	if err := o.refuseClosed(); err != nil {
-		return err
+		return RetentionResult{}, err
 	}
-	return o.log.EnforceRetention(now)
+	floor := NoRetentionFloor
+	if o.retentionFloor != nil {
+		if f, ok := o.retentionFloor(); ok {
+			floor = f
+		}
+	}
+	res, err := o.log.EnforceRetention(now, floor)
+	if err != nil {
+		return res, err
+	}
+	o.hold.note(res)
+	return res, nil
+}
+
+// RetentionHold is what a retention floor (an uplink under the block
+// overflow policy) keeps on a partition that retention would have deleted.
+type RetentionHold struct {
+	// Held: the last enforcement was held back; Floor, Wanted and
+	// HeldBytes describe it (Wanted is the log start retention alone would
+	// have set).
+	Held      bool
+	Floor     uint64
+	Wanted    uint64
+	HeldBytes int64
+	// Times counts the enforcements held back since the owner started.
+	Times uint64
+}
+
+// retentionHold is the owner's record of what its floor held back.
+type retentionHold struct {
+	mu sync.Mutex
+	h  RetentionHold
+}
+
+func (r *retentionHold) note(res RetentionResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.h.Held = res.HeldBack()
+	if !r.h.Held {
+		r.h.Floor, r.h.Wanted, r.h.HeldBytes = 0, 0, 0
+		return
+	}
+	r.h.Floor, r.h.Wanted, r.h.HeldBytes = res.Floor, res.Wanted, res.HeldBytes
+	r.h.Times++
+}
+
+// RetentionHold returns what the retention floor held back at the last
+// enforcement, and how often it did.
+func (o *Owner) RetentionHold() RetentionHold {
+	o.hold.mu.Lock()
+	defer o.hold.mu.Unlock()
+	return o.hold.h
 }
 
 // Assign installs a group's assignment of this partition to member, which

@@ -52,8 +52,8 @@ type pluginRecord struct {
 	Removed bool      `json:"removed,omitempty"`
 }
 
-// policyRecord is a commit policy attached to a named consumer; an empty
-// Plugin detaches it.
+// policyRecord is a commit policy attached to a named consumer (or kept
+// in a group's record); an empty Plugin detaches it.
 type policyRecord struct {
 	V      int               `json:"v"`
 	Plugin string            `json:"plugin"`
@@ -356,25 +356,37 @@ func (reg *pluginRegistry) dropModuleIfUnused(digest string) {
 	}
 }
 
+// checkPolicy resolves a policy as set-policy names it: a commit policy
+// plugin the node has, with its parameters (an empty name detaches).
+func (reg *pluginRegistry) checkPolicy(policy wire.Filter) (policyRecord, error) {
+	params, err := paramsOf(policy.Params)
+	if err != nil {
+		return policyRecord{}, err
+	}
+	if policy.Name != "" {
+		if reg == nil {
+			return policyRecord{}, fmt.Errorf("%w: %q: this node runs no plugins", plugins.ErrUnknownPlugin, policy.Name)
+		}
+		info, err := reg.stat(policy.Name)
+		if err != nil {
+			return policyRecord{}, err
+		}
+		if info.Kind != plugins.KindCommitPolicy {
+			return policyRecord{}, fmt.Errorf("%w: %q is a %s, not a commit policy", plugins.ErrWrongKind, policy.Name, info.Kind)
+		}
+	}
+	return policyRecord{V: pluginRecordVersion, Plugin: policy.Name, Params: params}, nil
+}
+
 // setPolicy attaches a commit policy to a named consumer (or detaches it
 // when policy.Name is empty).
 func (reg *pluginRegistry) setPolicy(ctx context.Context, consumer string, policy wire.Filter) error {
-	params, err := paramsOf(policy.Params)
+	reg.adminMu.Lock()
+	defer reg.adminMu.Unlock()
+	rec, err := reg.checkPolicy(policy)
 	if err != nil {
 		return err
 	}
-	reg.adminMu.Lock()
-	defer reg.adminMu.Unlock()
-	if policy.Name != "" {
-		info, err := reg.stat(policy.Name)
-		if err != nil {
-			return err
-		}
-		if info.Kind != plugins.KindCommitPolicy {
-			return fmt.Errorf("%w: %q is a %s, not a commit policy", plugins.ErrWrongKind, policy.Name, info.Kind)
-		}
-	}
-	rec := policyRecord{V: pluginRecordVersion, Plugin: policy.Name, Params: params}
 	if err := reg.putRecord(ctx, append(slices.Clone(keyPolicies), consumer...), rec); err != nil {
 		return err
 	}
@@ -389,6 +401,9 @@ func (reg *pluginRegistry) setPolicy(ctx context.Context, consumer string, polic
 }
 
 func (reg *pluginRegistry) policyOf(consumer string) (policyRecord, bool) {
+	if reg == nil {
+		return policyRecord{}, false
+	}
 	reg.mu.RLock()
 	defer reg.mu.RUnlock()
 	p, ok := reg.policies[consumer]

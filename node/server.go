@@ -15,15 +15,14 @@ import (
 
 // The server side of the protocol (docs/PROTOCOL.md). A connection
 // authenticates with its first frame; then every stream is a sequence of
-// requests answered in order. Each request runs in its own goroutine, and
-// the next one starts as soon as the current one is ordered — for produce,
-// commit and reset, once the owner ordered its effects (Owner.OrderProduce,
-// OrderCommit, OrderReset) and while it waits for their durability; for
-// everything else, when it is done — so a produce stream keeps its
-// partition order while many appends share one fsync. A writer goroutine
-// sends the replies in request order, coalescing the flushes of replies
-// that are ready together; a reply is ready only once its effects are
-// durable.
+// requests answered in order. A stream's requests are handled one after
+// another on the goroutine that reads it; produce, commit and reset return
+// once the owner ordered their effects (Owner.OrderProduce, OrderCommit,
+// OrderReset) and leave the wait for their durability to the stream's
+// writer goroutine, so a produce stream keeps its partition order while
+// many appends share one fsync. The writer sends the replies in request
+// order, coalescing the flushes of replies that are ready together; a
+// reply is ready only once its effects are durable.
 
 // authenticate is the listener's Authenticator: the first frame of a
 // connection must be an Authenticate request with a valid token.
@@ -109,22 +108,38 @@ func (n *Node) serveConn(c *quic.Conn) {
 	}
 }
 
-// inflight is a request read from a stream, and its reply once done.
+// inflight is a request read from a stream and its reply: a frame, or the
+// parts of one (a poll reply's stored batches are written as they are),
+// or, for a request whose effects were ordered but may not be durable
+// yet, finish, which waits for them and returns the reply.
 type inflight struct {
-	req   *quic.Request
-	reply []byte
-	done  chan struct{}
+	req *quic.Request
+	out served
 }
 
-// serveStream reads the requests of a stream in order, starts each one
-// once the previous one is ordered, and has writeReplies answer them in
-// order.
+// served is what a handler answers: frame, or parts written back to back;
+// with finish set, neither yet — finish (called once, in request order)
+// waits for the request's effects to be durable and returns the reply,
+// and ready, when set, says without waiting whether finish would.
+type served struct {
+	frame  []byte
+	parts  [][]byte
+	finish func() served
+	ready  func() bool
+}
+
+// serveStream reads the requests of a stream in order and handles each on
+// this goroutine: a request that orders effects (produce, commit, reset)
+// returns once they are ordered, leaving the wait for their durability to
+// writeReplies, so the next request starts while it waits — a produce
+// stream keeps its partition order while many appends share one fsync.
+// writeReplies answers in request order.
 func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream) {
 	queue := make(chan *inflight, n.cfg.MaxStreamRequests)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		n.writeReplies(s, queue)
+		n.writeReplies(ctx, s, queue)
 	}()
 	for {
 		req, err := s.ReadFrame()
@@ -132,13 +147,7 @@ func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream
 			n.streamEnded(s, err)
 			break
 		}
-		f := &inflight{req: req, done: make(chan struct{})}
-		queue <- f
-		ordered := n.start(ctx, tok, f)
-		select {
-		case <-ordered:
-		case <-f.done:
-		}
+		queue <- &inflight{req: req, out: n.handle(ctx, tok, req.Frame)}
 	}
 	close(queue)
 	<-writerDone
@@ -159,100 +168,101 @@ func (n *Node) streamEnded(s *quic.Stream, err error) {
 	}
 }
 
-// start runs a request in its own goroutine and returns a channel closed
-// once the next request of the stream may start: when the request is
-// ordered (request.markOrdered) or done, whichever comes first.
-func (n *Node) start(ctx context.Context, tok *tokenRecord, f *inflight) <-chan struct{} {
-	var ordered func()
-	next := (<-chan struct{})(f.done)
-	if h, _, err := wire.ParseFrameHeader(f.req.Frame, len(f.req.Frame)); err == nil && ordersEffects(h.Kind) {
-		ch := make(chan struct{})
-		var once sync.Once
-		ordered = func() { once.Do(func() { close(ch) }) }
-		next = ch
-	}
-	n.work.Go(func() {
-		defer close(f.done)
-		f.reply = n.handle(ctx, tok, f.req.Frame, ordered)
-	})
-	return next
-}
-
-// ordersEffects reports whether requests of kind k say when they are
-// ordered, before they are done.
-func ordersEffects(k wire.Kind) bool {
-	return k == wire.KindProduce || k == wire.KindCommit || k == wire.KindResetPosition
-}
-
 // writeReplies writes each request's reply in request order and releases
 // its bytes from the in-flight budget. It flushes when no further reply is
-// ready, so replies that complete together leave in one flush.
-func (n *Node) writeReplies(s *quic.Stream, queue <-chan *inflight) {
-	broken := false
+// ready, so replies that complete together leave in one flush; before
+// waiting for a request's durability it sends what it holds.
+func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, queue <-chan *inflight) {
+	broken, dirty := false, false
+	flush := func() {
+		if dirty && !broken && s.Flush() != nil {
+			broken = true
+		}
+		dirty = false
+	}
 	write := func(f *inflight) {
-		if !broken {
-			if err := s.WriteFrame(f.reply); err != nil {
-				broken = true
+		out := f.out
+		if out.finish != nil {
+			if out.ready == nil || !out.ready() {
+				flush() // do not hold earlier replies while this one waits
 			}
+			out = n.finish(ctx, f.req.Frame, out.finish)
+		}
+		if !broken {
+			var err error
+			if out.parts != nil {
+				err = s.WriteFrameParts(out.parts)
+			} else {
+				err = s.WriteFrame(out.frame)
+			}
+			broken = err != nil
+			dirty = true
 		}
 		f.req.Release()
 	}
-	flush := func() {
-		if !broken && s.Flush() != nil {
-			broken = true
-		}
-	}
-	var next *inflight
-	for {
-		f := next
-		next = nil
-		if f == nil {
-			var ok bool
-			if f, ok = <-queue; !ok {
-				return
-			}
-		}
-		<-f.done
+	for f := range queue {
 		write(f)
-		select {
-		case nf, ok := <-queue:
-			if !ok {
-				flush()
-				return
-			}
-			next = nf
+	more:
+		for {
 			select {
-			case <-nf.done:
-				continue // ready too: write it before flushing
+			case nf, ok := <-queue:
+				if !ok {
+					break more
+				}
+				write(nf)
 			default:
+				break more
 			}
-		default:
 		}
 		flush()
 	}
+	flush()
 }
 
-// handle answers one request frame with one reply frame. It never panics:
+// finish runs a reply's finish, answering with StatusInternal should it
+// panic.
+func (n *Node) finish(ctx context.Context, frame []byte, fn func() served) (out served) {
+	defer func() {
+		if p := recover(); p != nil {
+			h, _, _ := wire.ParseFrameHeader(frame, len(frame))
+			n.log.Error("request handler panicked", "kind", h.Kind, "panic", p, "stack", string(debug.Stack()))
+			out = served{frame: wire.AppendErrorReply(nil, h, wire.StatusInternal, "the node failed to handle the request")}
+		}
+	}()
+	return fn()
+}
+
+// handle answers one request frame with one reply. It never panics:
 // a panic in a handler is logged and answered with StatusInternal.
-// ordered, when set, is called once the request's effects are ordered.
-func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte, ordered func()) (reply []byte) {
+func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte) (out served) {
 	f, err := parseFrame(frame)
 	if err != nil {
-		return errorReply(f.FrameHeader, err)
+		return served{frame: errorReply(f.FrameHeader, err)}
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			n.log.Error("request handler panicked", "kind", f.Kind, "panic", p, "stack", string(debug.Stack()))
-			reply = wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusInternal, "the node failed to handle the request")
+			out = served{frame: wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusInternal, "the node failed to handle the request")}
 		}
 	}()
 	if err := wire.CheckRequest(f.FrameHeader); err != nil {
-		return errorReply(f.FrameHeader, err)
+		return served{frame: errorReply(f.FrameHeader, err)}
 	}
 	if err := tok.valid(n.cfg.Now()); err != nil {
-		return errorReply(f.FrameHeader, err)
+		return served{frame: errorReply(f.FrameHeader, err)}
 	}
-	r := &request{n: n, tok: tok, frame: f, ordered: ordered}
+	r := &request{n: n, tok: tok, frame: f, deferring: true}
+	b := n.dispatch(ctx, r)
+	if r.out.finish != nil || r.out.parts != nil {
+		return r.out
+	}
+	return served{frame: b}
+}
+
+// dispatch runs the handler of r's kind and returns its reply frame (nil
+// when the handler left its reply in r.out).
+func (n *Node) dispatch(ctx context.Context, r *request) []byte {
+	f := r.frame
 	switch f.Kind {
 	case wire.KindAuthenticate:
 		return errorReply(f.FrameHeader, invalidArgument("the connection is already authenticated"))
@@ -310,6 +320,12 @@ func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte, order
 		return serve(ctx, r, &wire.ListGroupsRequest{}, func(ctx context.Context, m *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
 			return r.n.groups.serveList(ctx, r.allow, m)
 		})
+	case wire.KindDeleteGroup:
+		return serve(ctx, r, &wire.DeleteGroupRequest{}, func(ctx context.Context, m *wire.DeleteGroupRequest) (*wire.DeleteGroupReply, error) {
+			return r.n.groups.serveDelete(ctx, r.allow, m)
+		})
+	case wire.KindGetState, wire.KindCommitWithState:
+		return r.serveState(ctx)
 	case wire.KindAddUplink:
 		return serve(ctx, r, &wire.AddUplinkRequest{}, r.addUplink(r.n.uplinks))
 	case wire.KindListUplinks:
@@ -329,35 +345,108 @@ type request struct {
 	n     *Node
 	tok   *tokenRecord
 	frame wire.Frame
-	// ordered, when set, lets the stream's next request start.
-	ordered func()
+	// deferring lets a handler leave the wait for its durability to the
+	// stream's writer (request.durable).
+	deferring bool
+	wait      func(context.Context) error
+	ready     func() bool
+	// out is the reply when it is not one frame made at once: the parts
+	// of a poll reply, or a deferred wait.
+	out served
 }
 
-// markOrdered says the request's effects are ordered: the stream's next
-// request may start, and its effects land after this one's. A handler
-// calls it once its owners returned from ordering (successfully or not),
-// before it waits for durability.
-func (r *request) markOrdered() {
-	if r.ordered != nil {
-		r.ordered()
+// durable has the request's ordered effects made durable. A handler calls
+// it once its owners returned from ordering, with wait, which waits for
+// durability and may complete the reply in place, and ready, which says
+// whether wait would return at once. On a stream, the wait happens after
+// the handler returns, in the stream's writer, so the stream's next
+// request starts (and its effects land after this one's) while this one
+// waits; the reply is encoded once wait returned, or wait's error is
+// answered. Without ready (metadata syncs, which a probe must not
+// start), wait starts at once in its own goroutine, so that the waits of
+// consecutive requests overlap. Elsewhere durable waits and returns wait's
+// error.
+func (r *request) durable(ctx context.Context, wait func(context.Context) error, ready func() bool) error {
+	if !r.deferring {
+		return wait(ctx)
 	}
+	if ready != nil {
+		r.wait, r.ready = wait, ready
+		return nil
+	}
+	done := make(chan struct{})
+	var err error
+	kind := r.frame.Kind
+	r.n.work.Go(func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				r.n.log.Error("request handler panicked", "kind", kind, "panic", p, "stack", string(debug.Stack()))
+				err = fmt.Errorf("node: the request handler panicked: %v", p)
+			}
+		}()
+		err = wait(ctx)
+	})
+	r.wait = func(context.Context) error {
+		<-done
+		return err
+	}
+	r.ready = func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	return nil
 }
 
 // serve decodes the request into req, runs fn, and encodes its reply or
-// error.
+// error. A poll reply is left in r.out as parts that refer to the stored
+// batches; a reply whose durability fn deferred, as r.out.finish.
 func serve[Req, Rep wire.Message](ctx context.Context, r *request, req Req, fn func(context.Context, Req) (Rep, error)) []byte {
 	start := time.Now()
 	if err := wire.DecodeRequest(r.frame, req); err != nil {
 		return errorReply(r.frame.FrameHeader, err)
 	}
 	rep, err := fn(ctx, req)
+	if wait := r.wait; wait != nil {
+		r.wait = nil
+		if err == nil {
+			r.out = served{ready: r.ready, finish: func() served {
+				return encodeReply(r, start, req, rep, wait(ctx))
+			}}
+			return nil
+		}
+	}
+	out := encodeReply(r, start, req, rep, err)
+	if out.parts != nil {
+		r.out = out
+	}
+	return out.frame
+}
+
+// encodeReply observes a request that ended with rep or err, and encodes
+// its reply.
+func encodeReply[Req, Rep wire.Message](r *request, start time.Time, req Req, rep Rep, err error) served {
 	observeRequest(r.n.log, r.n.cfg.Metrics, r.frame.Kind, start, req, rep, err)
 	if err != nil {
 		s, _ := StatusOf(err)
 		if s == wire.StatusInternal {
 			r.n.log.Error("request failed", "kind", r.frame.Kind, "err", err)
 		}
-		return errorReply(r.frame.FrameHeader, err)
+		return served{frame: errorReply(r.frame.FrameHeader, err)}
+	}
+	if pr, ok := any(rep).(*wire.PollReply); ok && r.deferring {
+		// The stored batches are immutable: the stream writes them as
+		// they are, after the fields before them.
+		buf, parts, err := pr.AppendFrameParts(nil, r.frame.ID)
+		if err == nil {
+			return served{frame: buf, parts: parts}
+		}
+		r.n.log.Error("encoding a reply", "kind", r.frame.Kind, "err", err)
+		return served{frame: errorReply(r.frame.FrameHeader, err)}
 	}
 	var buf []byte
 	if h, ok := any(rep).(interface{ SizeHint() int }); ok {
@@ -368,9 +457,9 @@ func serve[Req, Rep wire.Message](ctx context.Context, r *request, req Req, fn f
 	out, err := wire.AppendReply(buf, r.frame.ID, rep)
 	if err != nil {
 		r.n.log.Error("encoding a reply", "kind", r.frame.Kind, "err", err)
-		return errorReply(r.frame.FrameHeader, err)
+		return served{frame: errorReply(r.frame.FrameHeader, err)}
 	}
-	return out
+	return served{frame: out}
 }
 
 // errorReply answers h with the status of err.

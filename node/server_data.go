@@ -39,9 +39,13 @@ func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Pr
 	// The batch is appended in the stream's order; the stream's next
 	// request starts while this one waits for durability.
 	res, d, err := o.OrderProduce(ctx, m.Batch)
-	r.markOrdered()
 	if err == nil {
-		err = d.Wait(ctx)
+		err = r.durable(ctx, func(ctx context.Context) error {
+			if err := d.Wait(ctx); err != nil {
+				return r.n.topicError(t, err)
+			}
+			return nil
+		}, func() bool { return durableNow(d) })
 	}
 	if err != nil {
 		return nil, r.n.topicError(t, err)
@@ -264,7 +268,7 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 	}
 
 	found := false
-	for j, res := range PollMany(pctx, polls, wait) {
+	for j, res := range pollKept(pctx, polls, wait) {
 		i := where[j]
 		p, out, t := &m.Partitions[i], &rep.Partitions[i], topics[i]
 		if res.Err != nil {
@@ -273,7 +277,7 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 			continue
 		}
 		found = found || len(res.Result.Batches) > 0
-		r.n.plugins.applyPolicy(ctx, polls[j].Owner, c, t.name, p.Partition, res.Result)
+		r.n.applyPolicy(ctx, polls[j].Owner, c, t.name, p.Partition, res.Result)
 		tok, _ := res.Result.Token.MarshalBinary()
 		st := res.Result.State
 		*out = wire.PollPartitionReply{
@@ -362,11 +366,28 @@ func (r *request) commit(ctx context.Context, m *wire.CommitRequest) (*wire.Comm
 		}
 		st.offset = o.Offset
 	}
-	r.markOrdered()
-	for i := range steps {
-		r.finishOffset(ctx, c, &steps[i], &rep.Partitions[i])
+	err = r.durable(ctx, func(ctx context.Context) error {
+		for i := range steps {
+			r.finishOffset(ctx, c, &steps[i], &rep.Partitions[i])
+		}
+		return nil
+	}, nil)
+	return rep, err
+}
+
+// durableNow reports whether d is durable already, without waiting. Only
+// a log is asked (a probe must not start a metadata sync): an effect with
+// metadata is reported as not durable yet.
+func durableNow(d Durable) bool {
+	if d.meta != nil {
+		return false
 	}
-	return rep, nil
+	if d.log == nil {
+		return true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return d.log.WaitDurable(ctx, d.off) == nil
 }
 
 // offsetStep is one partition of a commit or reset: its owner, what it
@@ -447,11 +468,13 @@ func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionReques
 			}
 		}
 	}
-	r.markOrdered()
-	for i := range steps {
-		r.finishOffset(ctx, c, &steps[i], &rep.Partitions[i])
-	}
-	return rep, nil
+	err = r.durable(ctx, func(ctx context.Context) error {
+		for i := range steps {
+			r.finishOffset(ctx, c, &steps[i], &rep.Partitions[i])
+		}
+		return nil
+	}, nil)
+	return rep, err
 }
 
 // resolvePosition turns a reset's position into an offset. The owner
@@ -486,6 +509,10 @@ func (r *request) getCommitted(ctx context.Context, m *wire.GetCommittedRequest)
 			return nil, err
 		}
 	}
+	// A named consumer asked for without a session, once a process has
+	// attached under the name, is looked at rather than acted as: its
+	// committed offsets are read as they are, without a token.
+	observer := c.Member == "" && c.Session == 0
 	rep := &wire.GetCommittedReply{Partitions: make([]wire.Committed, len(m.Partitions))}
 	for i := range m.Partitions {
 		tp, out := &m.Partitions[i], &rep.Partitions[i]
@@ -493,6 +520,9 @@ func (r *request) getCommitted(ctx context.Context, m *wire.GetCommittedRequest)
 		var p Progress
 		if err == nil {
 			p, err = o.Committed(ctx, c)
+			if observer && errors.Is(err, fence.ErrFencedSession) {
+				p, err = observeCommitted(t, tp.Partition, c.Name)
+			}
 		}
 		if err != nil {
 			if t != nil {
@@ -508,4 +538,16 @@ func (r *request) getCommitted(ctx context.Context, m *wire.GetCommittedRequest)
 		}
 	}
 	return rep, nil
+}
+
+// observeCommitted reads a named consumer's committed offset on a
+// partition without acting as the consumer: no session check, no token,
+// no progress created on the owner. The owner keeps a named consumer's
+// bookmark under "c/<name>".
+func observeCommitted(t *topic, p uint32, name string) (Progress, error) {
+	b, ok, err := t.logs[p].Bookmark("c/" + name)
+	if err != nil {
+		return Progress{}, err
+	}
+	return Progress{Committed: b, HasCommitted: ok}, nil
 }

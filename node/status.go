@@ -13,6 +13,8 @@ type Status struct {
 	Topics    []TopicStatus    `json:"topics"`
 	Consumers []ConsumerStatus `json:"consumers"`
 	Plugins   []PluginStatus   `json:"plugins"`
+	// Uplinks are the topics forwarded to Kafka, with their lag.
+	Uplinks []UplinkTopicStatus `json:"uplinks"`
 }
 
 // NodeInfo describes the process.

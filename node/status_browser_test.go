@@ -55,6 +55,11 @@ func TestStatusPageInABrowser(t *testing.T) {
 		t.Fatalf("commit: %+v", commit.Partitions[0])
 	}
 
+	// An uplink to a Kafka that is not there: its 7 records stay behind.
+	if err := tn.Node.uplinks.Add(context.Background(), UplinkSpec{Topic: "orders", Seeds: []string{"127.0.0.1:1"}, To: "central"}); err != nil {
+		t.Fatal(err)
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -79,6 +84,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 		"the consumer's lag":        `data-consumer="billing"[^>]*><td data-k="name">billing</td><td data-k="kind" class="l">consumer</td><td data-k="topic" class="l">orders</td><td data-k="lag"[^>]*>3</td>`,
 		"the position by partition": `0: 4 \(lag 3\)`,
 		"no connection-lost banner": `<div id="banner" role="alert"( class="")?>`,
+		"the uplink's lag":          `<tr data-uplink="orders" data-partition="0"><td data-k="name">orders/0</td><td data-k="to" class="l">central · block</td><td data-k="state" class="[^"]*">(connecting|backoff)</td><td data-k="position">\?</td><td data-k="high_watermark">7</td><td data-k="lag"[^>]*>7</td>`,
 	} {
 		if !regexp.MustCompile(re).MatchString(page) {
 			t.Errorf("the rendered page does not show %s (/%s/)", what, re)

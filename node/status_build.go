@@ -23,6 +23,7 @@ func (s *HTTPServer) status(depth snapshotDepth) Status {
 		Topics:    []TopicStatus{},
 		Consumers: []ConsumerStatus{},
 		Plugins:   []PluginStatus{},
+		Uplinks:   []UplinkTopicStatus{},
 		Node: NodeInfo{
 			Version:       s.cfg.Version,
 			GoVersion:     runtime.Version(),
@@ -56,6 +57,9 @@ func (s *HTTPServer) status(depth snapshotDepth) Status {
 		st.Consumers = addGroups(s.m.ref.groups, st.Consumers)
 		if p := s.m.ref.plugins; p != nil {
 			st.Plugins = append(st.Plugins, p.PluginStatuses()...)
+		}
+		if depth == everything {
+			st.Uplinks = uplinkStatuses(n.uplinks)
 		}
 	})
 	slices.SortFunc(st.Consumers, func(a, b ConsumerStatus) int {

@@ -102,7 +102,15 @@ func ParseUplinkOverflow(s string) (UplinkOverflow, error) {
 type UplinkSource interface {
 	Poll(ctx context.Context, req PollRequest) (PollResult, error)
 	State() PartitionState
+	// Lineage is how each history epoch of the partition began, ending
+	// with the current one: a position committed in an earlier history is
+	// resolved through it.
+	Lineage() []fence.HistoryTransition
 }
+
+// Lineage returns how each history epoch of the partition began, in
+// epoch order, ending with the current one.
+func (o *Owner) Lineage() []fence.HistoryTransition { return o.log.Lineage() }
 
 // UplinkConfig configures the forwarder of one partition.
 type UplinkConfig struct {
@@ -248,7 +256,9 @@ type UplinkStatus struct {
 	Known    bool
 	// HighWatermark is the partition's as last seen.
 	HighWatermark uint64
-	// LagRecords is HighWatermark - Position (offsets, so gaps count).
+	// LagRecords is HighWatermark - Position (offsets, so gaps count);
+	// until the position is known, HighWatermark - the log start: an
+	// upper bound. It is read from the partition at every Status call.
 	LagRecords uint64
 	// LagAge is how old the oldest record not yet forwarded is; 0 when
 	// caught up or unknown.
@@ -258,34 +268,95 @@ type UplinkStatus struct {
 	Forwarded, Transactions uint64
 	// Dropped counts records skipped because they were gone from the
 	// partition before they were forwarded (retention under drop-oldest,
-	// or a purge).
+	// a purge, or a lossy recovery after a power loss).
 	Dropped uint64
 	// Failures counts failed steps; LastError is the latest failure.
 	Failures  uint64
 	LastError string
+
+	// Overflow is the uplink's retention policy.
+	Overflow UplinkOverflow
+	// FailingSince is when the current run of failed steps began (Kafka
+	// unreachable, transactions refused); zero once Kafka answers again.
+	FailingSince time.Time
+	// Backoff is the wait in progress after the latest failure and RetryAt
+	// its end; zero unless State is UplinkBackoff.
+	Backoff time.Duration
+	RetryAt time.Time
+	// HeldBack is how many records retention, at its latest run, kept only
+	// because they were not forwarded yet (block): the partition is over
+	// its retention limits by that much. 0 when nothing was held back.
+	HeldBack uint64
+	// HeldBackAt is when the forwarder first saw the latest run that held
+	// records back (zero: none seen since it started).
+	HeldBackAt time.Time
 }
 
 // uplinkStats is the forwarder's status under a mutex.
 type uplinkStats struct {
-	mu      sync.Mutex
-	s       UplinkStatus
-	oldest  int64 // unix ms of the oldest record not yet forwarded, 0 unknown
-	nowFunc func() time.Time
+	mu       sync.Mutex
+	s        UplinkStatus
+	oldest   int64  // unix ms of the oldest record not yet forwarded, 0 unknown
+	logStart uint64 // the partition's, as last seen
+	nowFunc  func() time.Time
+	// source, when set, is read at every snapshot: the lag in records is
+	// never older than the status itself, even while Kafka is away.
+	source UplinkSource
+	// holds counts the retention runs held back, as last seen.
+	holds uint64
+}
+
+// retentionHolder is a source that reports what its retention floor held
+// back (*Owner).
+type retentionHolder interface {
+	RetentionHold() RetentionHold
 }
 
 func (u *uplinkStats) update(fn func(s *UplinkStatus)) {
 	u.mu.Lock()
 	fn(&u.s)
-	if u.s.HighWatermark > u.s.Position {
-		u.s.LagRecords = u.s.HighWatermark - u.s.Position
+	u.lagLocked()
+	u.mu.Unlock()
+}
+
+// lagLocked recomputes LagRecords. Until the position is known (the first
+// connection to Kafka), the lag counts from the log start: an upper bound.
+func (u *uplinkStats) lagLocked() {
+	from := max(u.s.Position, u.logStart)
+	if u.s.HighWatermark > from {
+		u.s.LagRecords = u.s.HighWatermark - from
 	} else {
 		u.s.LagRecords = 0
 		u.oldest = 0
+	}
+}
+
+// observe notes the partition's state.
+func (u *uplinkStats) observe(st PartitionState) {
+	u.mu.Lock()
+	u.s.HighWatermark, u.logStart = st.HighWatermark, st.LogStart
+	u.lagLocked()
+	u.mu.Unlock()
+}
+
+// setOldest notes the timestamp of the oldest record not yet forwarded;
+// 0 forgets it.
+func (u *uplinkStats) setOldest(ms int64, onlyIfUnknown bool) {
+	u.mu.Lock()
+	if !onlyIfUnknown || u.oldest == 0 {
+		u.oldest = ms
 	}
 	u.mu.Unlock()
 }
 
 func (u *uplinkStats) snapshot() UplinkStatus {
+	if u.source != nil {
+		st := u.source.State()
+		u.observe(st)
+		if h, ok := u.source.(retentionHolder); ok {
+			u.noteHold(h.RetentionHold(), st.LogStart)
+		}
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	s := u.s
@@ -293,4 +364,20 @@ func (u *uplinkStats) snapshot() UplinkStatus {
 		s.LagAge = max(0, u.nowFunc().Sub(time.UnixMilli(u.oldest)))
 	}
 	return s
+}
+
+// noteHold notes what the partition's retention floor held back at its
+// latest run: the records between the log start and where retention alone
+// would have started the log.
+func (u *uplinkStats) noteHold(h RetentionHold, logStart uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.s.HeldBack = 0
+	if h.Held && h.Wanted > logStart {
+		u.s.HeldBack = h.Wanted - logStart
+	}
+	if h.Times != u.holds {
+		u.holds = h.Times
+		u.s.HeldBackAt = u.nowFunc()
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -55,7 +56,9 @@ func NewForwarder(cfg UplinkConfig) (*Forwarder, error) {
 	}
 	f := &Forwarder{cfg: cfg, txnID: UplinkTransactionalID(cfg.NodeID, cfg.TopicID, cfg.Partition)}
 	f.stats.nowFunc = cfg.Now
+	f.stats.source = cfg.Source
 	f.stats.s.TransactionalID = f.txnID
+	f.stats.s.Overflow = cfg.Overflow
 	return f, nil
 }
 
@@ -102,11 +105,15 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		case errors.Is(err, ErrUplinkFenced):
 			return err
 		}
-		f.stats.update(func(s *UplinkStatus) { s.State = UplinkBackoff })
+		now := f.cfg.Now()
+		f.stats.update(func(s *UplinkStatus) { s.State, s.Backoff, s.RetryAt = UplinkBackoff, backoff, now.Add(backoff) })
 		f.cfg.Logger.Warn("uplink: step failed; backing off",
 			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "to", f.cfg.To,
 			"backoff", backoff, "err", err)
-		if werr := f.cfg.Wait(ctx, backoff); werr != nil {
+		f.refreshLag(ctx)
+		werr := f.cfg.Wait(ctx, backoff)
+		f.stats.update(func(s *UplinkStatus) { s.Backoff, s.RetryAt = 0, time.Time{} })
+		if werr != nil {
 			f.Close()
 			return werr
 		}
@@ -144,9 +151,61 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 			f.fenced = fmt.Errorf("%w (transactional id %s): %v", ErrUplinkFenced, f.txnID, err)
 			return 0, f.fenced
 		}
-		f.stats.update(func(s *UplinkStatus) { s.Failures++; s.LastError = err.Error() })
+		now := f.cfg.Now()
+		f.stats.update(func(s *UplinkStatus) {
+			s.Failures++
+			s.LastError = err.Error()
+			if s.FailingSince.IsZero() {
+				s.FailingSince = now
+			}
+		})
+	} else if err == nil {
+		f.stats.update(func(s *UplinkStatus) { s.FailingSince = time.Time{} })
 	}
 	return n, err
+}
+
+// refreshLag reads the lag from the partition alone: its state, and the
+// timestamp of the oldest record not yet forwarded. A forwarder that
+// cannot reach Kafka calls it between attempts, so that the lag's age
+// keeps growing visibly while nothing is forwarded.
+func (f *Forwarder) refreshLag(ctx context.Context) {
+	st := f.cfg.Source.State()
+	f.stats.observe(st)
+	f.peekOldest(ctx, max(f.position(), st.LogStart), st.HighWatermark)
+}
+
+// peekOldest notes the timestamp of the first record at or past from, if
+// it is below hw and not known yet: one local read of one batch.
+func (f *Forwarder) peekOldest(ctx context.Context, from, hw uint64) {
+	if from >= hw {
+		return
+	}
+	res, err := f.cfg.Source.Poll(ctx, PollRequest{From: FromOffset, Offset: from, MaxBytes: 1})
+	if err != nil || len(res.Batches) == 0 {
+		return
+	}
+	if ts, ok := firstTimestamp(res.Batches[0], from); ok {
+		f.stats.setOldest(ts, true)
+	}
+}
+
+// firstTimestamp returns the timestamp of the first record of batch at or
+// past offset from.
+func firstTimestamp(batch []byte, from uint64) (int64, bool) {
+	var it wire.RecordIterator
+	if err := it.Reset(batch, len(batch)); err != nil {
+		return 0, false
+	}
+	for {
+		r, ok := it.Next()
+		if !ok {
+			return 0, false
+		}
+		if r.Offset >= from {
+			return r.Timestamp, true
+		}
+	}
 }
 
 func isFenced(err error) bool {
@@ -166,6 +225,7 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 	}
 	st := f.cfg.Source.State()
 	f.reconcile(st)
+	f.stats.observe(st)
 
 	res, err := f.cfg.Source.Poll(ctx, PollRequest{
 		From: FromOffset, Offset: f.position(), MaxBytes: f.cfg.MaxTxnBytes, MaxWait: f.cfg.PollWait,
@@ -176,19 +236,22 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 		}
 		return 0, fmt.Errorf("node: uplink read: %w", err)
 	}
-	f.stats.update(func(s *UplinkStatus) { s.HighWatermark = res.State.HighWatermark })
+	f.stats.observe(res.State)
 	recs, err := f.records(res.Batches)
 	if err != nil {
 		return 0, err
 	}
 	if len(recs) == 0 {
+		// Nothing to forward below Next: offsets a recovery skipped, or
+		// records below the position. Move past them here; the next
+		// transaction commits a position beyond them.
+		if pos := f.position(); res.Next > pos {
+			f.setPosition(res.Next, res.State.History)
+			f.stats.update(func(s *UplinkStatus) { s.Position = res.Next })
+		}
 		return 0, nil
 	}
-	f.stats.mu.Lock()
-	if f.stats.oldest == 0 {
-		f.stats.oldest = recs[0].Timestamp.UnixMilli()
-	}
-	f.stats.mu.Unlock()
+	f.stats.setOldest(recs[0].Timestamp.UnixMilli(), true)
 
 	tctx, cancel := context.WithTimeout(ctx, f.cfg.StepTimeout)
 	err = f.transact(tctx, recs, res.Next, res.State.History)
@@ -197,9 +260,9 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	f.setPosition(res.Next, res.State.History)
-	f.stats.mu.Lock()
-	f.stats.oldest = 0
-	f.stats.mu.Unlock()
+	f.stats.setOldest(0, false)
+	// A backlog remains: its oldest record's age is the lag's age now.
+	f.peekOldest(ctx, res.Next, f.cfg.Source.State().HighWatermark)
 	f.stats.update(func(s *UplinkStatus) {
 		s.Position, s.Known, s.State = res.Next, true, UplinkForwarding
 		s.Forwarded += uint64(len(recs))
@@ -379,5 +442,4 @@ func (f *Forwarder) reconcile(st PartitionState) {
 			"forwarding resumes at the new high watermark",
 			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "position", pos, "high_watermark", st.HighWatermark)
 	}
-	f.stats.update(func(s *UplinkStatus) { s.HighWatermark = st.HighWatermark })
 }

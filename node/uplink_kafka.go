@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,9 +66,14 @@ func (f *Forwarder) connect(ctx context.Context) error {
 	if h == 0 {
 		h = st.History
 	}
+	if h != st.History {
+		pos = f.resolvePosition(st, pos, h)
+		h = st.History
+	}
 	f.setPosition(pos, h)
 	f.stats.update(func(s *UplinkStatus) {
 		s.Position, s.Known, s.State = pos, true, UplinkForwarding
+		s.FailingSince = time.Time{} // Kafka answers again
 	})
 	f.cfg.Logger.Info("uplink: connected",
 		"transactional_id", f.txnID, "topic", f.cfg.Topic, "partition", f.cfg.Partition,
@@ -241,4 +247,63 @@ func parseUplinkPositionMeta(meta string) (fence.HistoryEpoch, bool) {
 	}
 	h, err := strconv.ParseUint(v, 10, 64)
 	return fence.HistoryEpoch(h), err == nil
+}
+
+// resolvePosition carries a position committed in an earlier history of
+// the partition into the current one, through the transitions of its
+// lineage since:
+//
+//   - a purge moves a position below its start to the start: the records
+//     in between were purged before they were forwarded (dropped);
+//   - a lossy recovery (a power loss took records readers had seen) keeps
+//     a position at or below what survived, and moves one past it to where
+//     numbering resumed: records the forwarder had forwarded before the
+//     loss stay in Kafka, and records lost before they were forwarded are
+//     counted as dropped. Offsets are never reused, so what the new
+//     history appends is forwarded after them.
+func (f *Forwarder) resolvePosition(st PartitionState, pos uint64, h fence.HistoryEpoch) uint64 {
+	lineage := f.cfg.Source.Lineage()
+	if !slices.ContainsFunc(lineage, func(tr fence.HistoryTransition) bool { return tr.Epoch == h }) {
+		// A restored backup older than the position: reconcile keeps the
+		// position within the log.
+		f.cfg.Logger.Warn("uplink: the committed position's history is unknown to the partition; keeping its offset",
+			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "position", pos, "history", h, "current_history", st.History)
+		return pos
+	}
+	for _, tr := range lineage {
+		if tr.Epoch <= h {
+			continue
+		}
+		from := pos
+		switch tr.Kind {
+		case fence.TransitionPurge:
+			if pos >= tr.Start {
+				continue
+			}
+			pos = tr.Start
+			f.noteDropped(from, pos, "the partition was purged")
+		case fence.TransitionLossyRecovery:
+			switch {
+			case pos > tr.KeptEnd:
+				f.cfg.Logger.Warn("uplink: a recovery lost records that were already forwarded; Kafka keeps them",
+					"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", tr.KeptEnd, "to", pos, "resume", tr.Start)
+				if pos < tr.Start {
+					pos = tr.Start
+					f.noteDropped(from, pos, "a recovery lost them (lossy recovery)")
+				}
+			case tr.KeptEnd < tr.Start:
+				f.noteDropped(tr.KeptEnd, tr.Start, "a recovery lost them (lossy recovery)")
+			}
+		}
+	}
+	return pos
+}
+
+// noteDropped counts and logs the records [from, to) as gone before they
+// were forwarded.
+func (f *Forwarder) noteDropped(from, to uint64, why string) {
+	n := to - from
+	f.stats.update(func(s *UplinkStatus) { s.Dropped += n })
+	f.cfg.Logger.Warn("uplink: records gone before they were forwarded: "+why,
+		"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", from, "to", to, "dropped", n)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ledgemq/ledge/fence"
 )
@@ -154,6 +155,14 @@ func (u *Uplinks) RetentionFloor(id fence.TopicID, partition uint32) (uint64, bo
 		return 0, false
 	}
 	return r.fwds[partition].RetentionFloor()
+}
+
+// now reads the forwarders' clock.
+func (u *Uplinks) now() time.Time {
+	if u.cfg.Template.Now != nil {
+		return u.cfg.Template.Now()
+	}
+	return time.Now()
 }
 
 // Close stops every forwarder and waits for them.

@@ -132,7 +132,7 @@ func TestNodeIDIsStable(t *testing.T) {
 func TestUplinkSpecWireRoundTrip(t *testing.T) {
 	spec := UplinkSpec{Topic: "events", Seeds: []string{"k:9092"}, To: "central", Partitioning: UplinkByKey,
 		Overflow: UplinkDropOldest, TLS: &UplinkTLS{CAFile: "/ca"}, SASL: &UplinkSASL{Mechanism: "PLAIN", User: "u", PasswordFile: "/pw"}}
-	got := uplinkSpecFromWire(uplinkInfoToWire(UplinkInfo{Spec: spec}).Spec)
+	got := uplinkSpecFromWire(uplinkInfoToWire(UplinkInfo{Spec: spec}, time.Now()).Spec)
 	if !reflect.DeepEqual(got, spec) {
 		t.Fatalf("got %+v, want %+v", got, spec)
 	}

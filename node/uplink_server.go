@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -79,7 +80,7 @@ func (r *request) listUplinks(u *Uplinks) func(context.Context, *wire.ListUplink
 		rep := &wire.ListUplinksReply{}
 		for _, info := range u.List() {
 			if r.tok.sees(info.Spec.Topic) {
-				rep.Uplinks = append(rep.Uplinks, uplinkInfoToWire(info))
+				rep.Uplinks = append(rep.Uplinks, uplinkInfoToWire(info, u.now()))
 			}
 		}
 		return rep, nil
@@ -95,7 +96,7 @@ func (r *request) uplinkStatus(u *Uplinks) func(context.Context, *wire.UplinkSta
 		if err != nil {
 			return nil, uplinkRequestError(err)
 		}
-		return &wire.UplinkStatusReply{Uplink: uplinkInfoToWire(info)}, nil
+		return &wire.UplinkStatusReply{Uplink: uplinkInfoToWire(info, u.now())}, nil
 	}
 }
 
@@ -123,7 +124,7 @@ func uplinkSpecFromWire(s wire.UplinkSpec) UplinkSpec {
 	return out
 }
 
-func uplinkInfoToWire(info UplinkInfo) wire.UplinkInfo {
+func uplinkInfoToWire(info UplinkInfo, now time.Time) wire.UplinkInfo {
 	s := info.Spec
 	out := wire.UplinkInfo{Spec: wire.UplinkSpec{Topic: s.Topic, Seeds: s.Seeds, To: s.To,
 		Partitioning: uint8(s.Partitioning), Overflow: uint8(s.Overflow)}}
@@ -139,7 +140,17 @@ func uplinkInfoToWire(info UplinkInfo) wire.UplinkInfo {
 			Partition: uint32(i), State: uint8(p.State), Position: p.Position, HighWatermark: p.HighWatermark,
 			LagRecords: p.LagRecords, LagAgeNanos: uint64(max(p.LagAge, 0)), Forwarded: p.Forwarded,
 			Dropped: p.Dropped, Failures: p.Failures, TransactionalID: p.TransactionalID, LastError: p.LastError,
+			Transactions: p.Transactions, BackoffNanos: uint64(max(p.Backoff, 0)), HeldBack: p.HeldBack,
+			FailingNanos: uint64(failingFor(p, now)),
 		})
 	}
 	return out
+}
+
+// failingFor is how long the forwarder's attempts have been failing at now.
+func failingFor(p UplinkStatus, now time.Time) time.Duration {
+	if p.FailingSince.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(p.FailingSince))
 }

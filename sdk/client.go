@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +101,10 @@ func (c *Client) Close() error {
 }
 
 func (c *Client) nextID() uint32 { return c.ids.Add(1) }
+
+func (c *Client) requestTimeout() time.Duration { return c.cfg.requestTimeout }
+
+func (c *Client) logger() *slog.Logger { return c.cfg.logger }
 
 // session returns the live session, dialing a new one when there is none
 // or the last one died.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -17,7 +18,7 @@ import (
 // with the fence tokens of its polls. Poll is meant for one goroutine;
 // Commit, CommitPolled and Seek may be called from others.
 type Consumer struct {
-	c       *Client
+	b       consumerBackend
 	topic   string
 	topicID [16]byte
 	cfg     consumerConfig
@@ -50,6 +51,19 @@ type pollPartition struct {
 	token     []byte
 	from      uint64
 	next      uint64
+}
+
+// consumerBackend is what a consumer needs of a client (and what tests
+// fake).
+type consumerBackend interface {
+	streamOpener
+	call(ctx context.Context, req, reply wire.Message) error
+	committed(ctx context.Context, topic string, who wire.Consumer, partitions []int32) ([]committedWithToken, error)
+	nextID() uint32
+	requestTimeout() time.Duration
+	// streamTimedOut is told that a request on st got no reply in time.
+	streamTimedOut(st requestStream)
+	logger() *slog.Logger
 }
 
 type inflightPoll struct {
@@ -95,7 +109,7 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 			parts = append(parts, int32(i))
 		}
 	}
-	cons := &Consumer{c: c, topic: topic, topicID: d.ID, cfg: cfg, byPart: map[int32]*cursor{}}
+	cons := &Consumer{b: c, topic: topic, topicID: d.ID, cfg: cfg, byPart: map[int32]*cursor{}}
 	for _, p := range parts {
 		if p < 0 || int(p) >= d.Config.Partitions {
 			return nil, &Error{Op: "consume", Topic: topic, Partition: p, Status: wire.StatusUnknownPartition,
@@ -156,7 +170,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 			return nil, err
 		}
 	}
-	limit := time.NewTimer(c.cfg.maxWait + c.c.cfg.requestTimeout)
+	limit := time.NewTimer(c.cfg.maxWait + c.b.requestTimeout())
 	defer limit.Stop()
 	var res pollResult
 	select {
@@ -166,12 +180,12 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		return nil, context.Cause(ctx)
 	case <-limit.C:
 		if c.stream != nil {
-			c.c.streamTimedOut(c.stream)
+			c.b.streamTimedOut(c.stream)
 		}
 		c.abortStream()
 		res = <-inflight.done
 		if res.err != nil {
-			return nil, fmt.Errorf("sdk: poll %s: no reply within %v: %w", c.topic, c.cfg.maxWait+c.c.cfg.requestTimeout, res.err)
+			return nil, fmt.Errorf("sdk: poll %s: no reply within %v: %w", c.topic, c.cfg.maxWait+c.b.requestTimeout(), res.err)
 		}
 	}
 	if res.err != nil {
@@ -211,8 +225,11 @@ func (c *Consumer) noteFenced(err error) error {
 }
 
 func (c *Consumer) sendPoll(ctx context.Context) (*inflightPoll, error) {
+	if err := c.resolveNext(ctx); err != nil {
+		return nil, err
+	}
 	if c.stream == nil {
-		st, _, err := c.c.openStream(ctx, 1)
+		st, _, err := c.b.openStream(ctx, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +251,7 @@ func (c *Consumer) sendPoll(ctx context.Context) (*inflightPoll, error) {
 		})
 	}
 	c.mu.Unlock()
-	frame, err := wire.AppendRequest(nil, c.c.nextID(), req)
+	frame, err := wire.AppendRequest(nil, c.b.nextID(), req)
 	if err != nil {
 		return nil, nodeError("poll", c.topic, -1, err)
 	}
@@ -244,6 +261,75 @@ func (c *Consumer) sendPoll(ctx context.Context) (*inflightPoll, error) {
 		return nil, transportError("poll", err)
 	}
 	return inflight, nil
+}
+
+// resolveNext turns the cursors that continue from the committed
+// position (AtCommitted) into explicit offsets before they are polled.
+// The node's "next" also moves with what it delivers, so a poll from
+// "next" whose reply is lost would, polled again, skip what it delivered;
+// a poll from an explicit offset is answered the same way again. The
+// node's own answer says where "next" starts (the committed offset
+// resolved in the current history): a cursor takes it when the node
+// resumes at the committed offset itself, or when the reset policy is
+// ResetEarliest (the node's default, which the answer follows). In the
+// other cases (no committed offset, or one retention overtook, with
+// ResetLatest or ResetNone) the cursor stays on AtCommitted and the node
+// applies the policy.
+func (c *Consumer) resolveNext(ctx context.Context) error {
+	if c.cfg.name == "" {
+		return nil
+	}
+	c.mu.Lock()
+	var (
+		curs  []*cursor
+		parts []int32
+	)
+	for _, cur := range c.cursors {
+		if cur.pos.mode == wire.PositionNext {
+			curs = append(curs, cur)
+			parts = append(parts, cur.partition)
+		}
+	}
+	c.mu.Unlock()
+	if len(curs) == 0 {
+		return nil
+	}
+	cs, err := c.b.committed(ctx, c.topic, c.who, parts)
+	if err != nil {
+		return c.noteFenced(err)
+	}
+	var errs []error
+	c.mu.Lock()
+	for i, cur := range curs {
+		if i >= len(cs) || c.byPart[cur.partition] != cur || cur.pos.mode != wire.PositionNext {
+			continue
+		}
+		if cs[i].Err != nil {
+			errs = append(errs, cs[i].Err)
+			continue
+		}
+		if pos, ok := c.committedStart(cs[i]); ok {
+			cur.pos = pos
+		}
+	}
+	c.mu.Unlock()
+	for _, err := range errs {
+		c.noteFenced(err)
+	}
+	return errors.Join(errs...)
+}
+
+// committedStart is where a poll from "next" would start, as an explicit
+// position, when the node's answer says so unambiguously.
+func (c *Consumer) committedStart(x committedWithToken) (Position, bool) {
+	tok, err := fence.UnmarshalToken(x.token)
+	if err != nil || tok.IsZero() {
+		return Position{}, false
+	}
+	if c.cfg.reset == ResetEarliest || (x.Committed && x.History == uint64(tok.History) && x.Offset == tok.Next) {
+		return AtOffset(tok.Next), true
+	}
+	return Position{}, false
 }
 
 // abortStream drops the poll stream; the next poll opens another.
@@ -296,7 +382,7 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 			if c.cfg.name != "" {
 				cur.pos = AtCommitted()
 			}
-			c.c.cfg.logger.Info("partition history changed; resuming", "topic", c.topic, "partition", cur.partition, "from", cur.pos)
+			c.b.logger().Info("partition history changed; resuming", "topic", c.topic, "partition", cur.partition, "from", cur.pos)
 		case p.Status.RetryClass() == wire.ClassRetry:
 			// Busy or shutting down: the next poll tries again.
 		case errors.Is(err, ErrFencedSession):

@@ -68,7 +68,7 @@ func (c *Consumer) commit(ctx context.Context, offsets []wire.CommitOffset) erro
 		return nil
 	}
 	var reply wire.CommitReply
-	if err := c.c.call(ctx, &wire.CommitRequest{Consumer: c.who, Offsets: offsets}, &reply); err != nil {
+	if err := c.b.call(ctx, &wire.CommitRequest{Consumer: c.who, Offsets: offsets}, &reply); err != nil {
 		return c.noteFenced(withTopic(err, c.topic))
 	}
 	var errs []error
@@ -98,7 +98,7 @@ func (c *Consumer) ResetPosition(ctx context.Context, partition int32, pos Posit
 		return 0, err
 	}
 	// The token proves which session and history the reset was made in.
-	cs, err := c.c.committed(ctx, c.topic, c.who, []int32{partition})
+	cs, err := c.b.committed(ctx, c.topic, c.who, []int32{partition})
 	if err != nil {
 		return 0, c.noteFenced(err)
 	}
@@ -112,7 +112,7 @@ func (c *Consumer) ResetPosition(ctx context.Context, partition int32, pos Posit
 		Topic: c.topic, Partition: uint32(partition), Position: pos.wire(0), Token: cs[0].token,
 	}}}
 	var reply wire.ResetPositionReply
-	if err := c.c.call(ctx, req, &reply); err != nil {
+	if err := c.b.call(ctx, req, &reply); err != nil {
 		return 0, c.noteFenced(withTopic(err, c.topic))
 	}
 	if len(reply.Partitions) != 1 {
@@ -139,7 +139,7 @@ func (c *Consumer) Committed(ctx context.Context) ([]CommittedOffset, error) {
 		parts[i] = cur.partition
 	}
 	c.mu.Unlock()
-	cs, err := c.c.committed(ctx, c.topic, c.who, parts)
+	cs, err := c.b.committed(ctx, c.topic, c.who, parts)
 	if err != nil {
 		return nil, c.noteFenced(err)
 	}

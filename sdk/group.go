@@ -80,6 +80,9 @@ type heldPartition struct {
 	// blocked: the node refused the member's work on it as fenced. It is
 	// neither read nor committed until the node assigns it again.
 	blocked bool
+	// stateful: its state was loaded (LoadState); its offset moves only
+	// with its state (CommitState), never by an automatic commit.
+	stateful bool
 }
 
 // groupBackend is what a GroupConsumer needs of a client (and what tests

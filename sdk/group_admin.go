@@ -75,6 +75,10 @@ type GroupDescription struct {
 	GroupSummary
 	Members []GroupMember
 	Offsets []GroupOffset
+	// Policy is the commit policy plugin attached to the group
+	// (SetGroupCommitPolicy), "" for none; PolicyParams its parameters.
+	Policy       string
+	PolicyParams map[string]string
 }
 
 // ListGroups lists the node's consumer groups by name.
@@ -130,6 +134,15 @@ func describedGroup(r *wire.DescribeGroupReply) GroupDescription {
 		}
 		d.Members = append(d.Members, gm)
 	}
+	if r.Policy.Name != "" {
+		d.Policy = r.Policy.Name
+		for _, p := range r.Policy.Params {
+			if d.PolicyParams == nil {
+				d.PolicyParams = map[string]string{}
+			}
+			d.PolicyParams[p.Key] = p.Value
+		}
+	}
 	for _, o := range r.Offsets {
 		if len(r.Members) == 0 && !seen[o.Topic] {
 			seen[o.Topic] = true
@@ -146,4 +159,29 @@ func describedGroup(r *wire.DescribeGroupReply) GroupDescription {
 		d.Offsets = append(d.Offsets, g)
 	}
 	return d
+}
+
+// SetGroupCommitPolicy attaches the commit policy plugin policy, with its
+// parameters, to the consumer group called group: from then on each poll
+// of every member runs the policy on what the poll delivered, and the
+// node commits what it proposes with that poll's token — applied only
+// while the member still holds the partition under the same assignment,
+// so a proposal from a fenced member, or one whose partition moved, is
+// dropped. The policy is kept with the group across node restarts; a
+// group that does not exist yet is created, empty. An empty policy
+// detaches it. A group's policy is separate from a named consumer's
+// (SetCommitPolicy) of the same name. Needs the admin scope.
+func (c *Client) SetGroupCommitPolicy(ctx context.Context, group, policy string, params map[string]string) error {
+	req := &wire.SetPolicyRequest{Target: wire.PolicyGroup, Name: group, Policy: filterToWire(policy, params)}
+	return c.call(ctx, req, &wire.SetPolicyReply{})
+}
+
+// DeleteGroup deletes the consumer group called group: its committed
+// offsets on every partition, its commit policy and the group itself; a
+// group created later under the name starts from scratch. A group with
+// members is refused with StatusInvalidArgument (close its consumers, or
+// let their sessions expire, and delete again), as is a group the node
+// does not know. Needs the admin scope.
+func (c *Client) DeleteGroup(ctx context.Context, group string) error {
+	return c.call(ctx, &wire.DeleteGroupRequest{Group: group}, &wire.DeleteGroupReply{})
 }

@@ -32,6 +32,8 @@ type fakeGroupNode struct {
 	delivered map[TopicPartition]uint64 // the owners' delivered positions
 	events    []string
 	joins     int
+	// states are the group's state stores (group_state_test.go).
+	states map[TopicPartition]map[string]string
 }
 
 func newFakeGroupNode() *fakeGroupNode {
@@ -154,6 +156,8 @@ func (n *fakeGroupNode) call(_ context.Context, req, reply wire.Message) error {
 			}
 			r.Partitions = append(r.Partitions, res)
 		}
+	case *wire.GetStateRequest, *wire.CommitWithStateRequest:
+		return n.stateCall(req, reply)
 	default:
 		return errors.New("fake: unexpected request")
 	}

@@ -392,7 +392,7 @@ func (g *GroupConsumer) commitPending(ctx context.Context, only []TopicPartition
 	sortTPs(tps)
 	for _, tp := range tps {
 		hp := g.parts[tp]
-		if hp.pending == nil || hp.blocked || only != nil && !slices.Contains(only, tp) {
+		if hp.pending == nil || hp.blocked || hp.stateful || only != nil && !slices.Contains(only, tp) {
 			continue
 		}
 		if hp.pending.next > hp.pending.from {

@@ -57,11 +57,22 @@ type UplinkPartition struct {
 	LagRecords uint64
 	LagAge     time.Duration
 	// Forwarded counts records committed to Kafka since the forwarder
-	// started; Dropped records gone before they were forwarded (purge, or
-	// retention under drop-oldest); Failures failed attempts.
+	// started; Dropped records gone before they were forwarded (a purge,
+	// retention under drop-oldest, or a power loss that took records not
+	// yet synced); Failures failed attempts.
 	Forwarded, Dropped, Failures uint64
 	TransactionalID              string
 	LastError                    string
+	// Transactions counts the Kafka transactions committed.
+	Transactions uint64
+	// Failing is how long attempts have been failing (Kafka unreachable,
+	// transactions refused; 0 while forwarding works); Backoff the wait in
+	// progress before the next attempt.
+	Failing, Backoff time.Duration
+	// HeldBack is the records retention kept at its latest run only
+	// because they were not forwarded yet (overflow "block"): the topic is
+	// over its retention limits by that much.
+	HeldBack uint64
 }
 
 // AddUplink adds (or replaces) the uplink of topic. It needs the admin
@@ -154,6 +165,8 @@ func uplinkFromWire(u wire.UplinkInfo) Uplink {
 			Partition: p.Partition, State: state, Position: p.Position, HighWatermark: p.HighWatermark,
 			LagRecords: p.LagRecords, LagAge: time.Duration(p.LagAgeNanos), Forwarded: p.Forwarded,
 			Dropped: p.Dropped, Failures: p.Failures, TransactionalID: p.TransactionalID, LastError: p.LastError,
+			Transactions: p.Transactions, Failing: time.Duration(p.FailingNanos), Backoff: time.Duration(p.BackoffNanos),
+			HeldBack: p.HeldBack,
 		})
 	}
 	return out

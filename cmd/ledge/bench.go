@@ -212,6 +212,12 @@ type benchResult struct {
 	P999ms    float64 `json:"p999_ms"`
 	MaxMs     float64 `json:"max_ms"`
 	Errors    int64   `json:"errors"`
+	// CPUSeconds is the CPU time (user and system) of this process during
+	// the measured run: the client, and the node when it runs in this
+	// process. CPUSecondsPerGB relates it to the payload bytes moved; a
+	// loaded machine slows a run down but barely changes this figure.
+	CPUSeconds      float64 `json:"cpu_seconds,omitempty"`
+	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb,omitempty"`
 	// Ceiling is the raw quic-go stream measured in the same run.
 	Ceiling *ceilingJSON `json:"ceiling,omitempty"`
 }
@@ -241,6 +247,34 @@ func (r *benchResult) fill(h *hdrhistogram.Histogram, elapsed time.Duration) {
 	r.P99ms = ms(h.ValueAtQuantile(99))
 	r.P999ms = ms(h.ValueAtQuantile(99.9))
 	r.MaxMs = ms(h.Max())
+}
+
+// cpuMeter measures this process's CPU time over a run.
+type cpuMeter struct {
+	start time.Duration
+	ok    bool
+}
+
+func startCPU() cpuMeter {
+	d, ok := processCPU()
+	return cpuMeter{start: d, ok: ok}
+}
+
+// used returns the CPU seconds used since startCPU (0 when unknown).
+func (m cpuMeter) used() float64 {
+	d, ok := processCPU()
+	if !m.ok || !ok {
+		return 0
+	}
+	return (d - m.start).Seconds()
+}
+
+// setCPU records the CPU seconds of the run; call it after r.Bytes is set.
+func (r *benchResult) setCPU(seconds float64) {
+	r.CPUSeconds = seconds
+	if seconds > 0 && r.Bytes > 0 {
+		r.CPUSecondsPerGB = seconds / (float64(r.Bytes) / 1e9)
+	}
 }
 
 // rawCeiling measures the raw quic-go stream for d (nothing when d is 0).
@@ -299,6 +333,10 @@ func (r *benchResult) print(w io.Writer, asJSON bool) error {
 		r.LatencyOf, r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
 	if r.Errors > 0 {
 		fmt.Fprintf(w, "  %d errors\n", r.Errors)
+	}
+	if r.CPUSeconds > 0 {
+		fmt.Fprintf(w, "  CPU: %.2f s in this process (client and in-process node), %.2f s per GB of payload\n",
+			r.CPUSeconds, r.CPUSecondsPerGB)
 	}
 	if c := r.Ceiling; c != nil {
 		fmt.Fprintf(w, "  raw quic-go ceiling (1 stream, %d B writes, loopback, mean of before and after): %.0f msgs/s, %.1f MB/s\n",

@@ -78,6 +78,7 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 		return err
 	}
 	prog := newProgress(stderr)
+	cpu := startCPU()
 	start := time.Now()
 	deadline := start.Add(f.duration)
 	var sent int64
@@ -111,6 +112,7 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 	}
 	flushErr := p.Flush(context.WithoutCancel(ctx))
 	elapsed := time.Since(start)
+	cpuUsed := cpu.used()
 	stopProfile()
 	prog.done()
 	_ = p.Close(context.WithoutCancel(ctx))
@@ -124,6 +126,7 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 		Errors: failures.Load()}
 	r.fill(h, elapsed)
 	mu.Unlock()
+	r.setCPU(cpuUsed)
 	ceilAfter, err := rawCeiling(ctx, f.ceiling)
 	if err != nil {
 		return err
@@ -202,6 +205,7 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 		return err
 	}
 	prog = newProgress(stderr)
+	cpu := startCPU()
 	start := time.Now()
 	for read < count {
 		t0 := time.Now()
@@ -220,10 +224,11 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 		prog.tick("read", read, bytes)
 	}
 	elapsed := time.Since(start)
-	stopProfile()
-	prog.done()
 	r := &benchResult{Mode: "consume", Target: env.where, Params: benchParams(f, env.topic),
 		Messages: read, Bytes: bytes, LatencyOf: "poll round trip"}
+	r.setCPU(cpu.used())
+	stopProfile()
+	prog.done()
 	r.fill(h, elapsed)
 	ceilAfter, err := rawCeiling(ctx, f.ceiling)
 	if err != nil {

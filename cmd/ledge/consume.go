@@ -27,6 +27,7 @@ type consumeFlags struct {
 	commit     bool
 	consumer   string
 	group      string
+	atMostOnce bool
 	format     string
 	partitions []int
 	maxWait    time.Duration
@@ -53,6 +54,12 @@ position), an offset (42), a time (2026-01-02T15:04:05Z) or a time ago
 process consuming under the name. With --commit it commits what it
 printed, with the fence token of the poll that returned it.
 
+--group NAME reads as a member of a consumer group, which shares the
+topic's partitions among its members. Delivery is at least once (what was
+printed is committed by the next poll or on exit); with --at-most-once the
+node commits what each poll returns before the reply leaves, so nothing
+is printed twice, and what a crash interrupts is skipped.
+
 --filter NAME runs a filter plugin on the node: only the records it keeps
 are sent (the position still moves past the others). --commit-policy NAME
 attaches a commit policy plugin to --consumer. --param k=v gives either its
@@ -66,7 +73,9 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
   ledge consume orders --consumer billing --commit --count 100 --format json
   ledge consume sensors --from -1h --partition 0
   ledge consume readings --filter site --param field=site --param equals=lyon
-  ledge consume frames --consumer decoder --commit-policy checkpoint`,
+  ledge consume frames --consumer decoder --commit-policy checkpoint
+  ledge consume orders --group billing --follow
+  ledge consume orders --group audit --at-most-once --count 10`,
 		Args: cobra.ExactArgs(1),
 	}
 	cf := addClientFlags(cmd)
@@ -77,7 +86,8 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
 	fs.IntVarP(&f.count, "count", "n", 0, "stop after this many records (0: no limit)")
 	fs.BoolVar(&f.commit, "commit", false, "commit what was printed (needs --consumer)")
 	fs.StringVar(&f.consumer, "consumer", "", "consume as this named consumer")
-	fs.StringVar(&f.group, "group", "", "consume as a member of this consumer group (at least once; see ledge group)")
+	fs.StringVar(&f.group, "group", "", "consume as a member of this consumer group (at least once, or --at-most-once; see ledge group)")
+	fs.BoolVar(&f.atMostOnce, "at-most-once", false, "with --group: the node commits each poll before it answers (a crash loses what was not printed; with --count, what a poll returned past the count is skipped)")
 	fs.StringVar(&f.format, "format", "raw", "output format: raw or json")
 	fs.IntSliceVarP(&f.partitions, "partition", "p", nil, "read only this partition (repeatable; default all)")
 	fs.DurationVar(&f.maxWait, "max-wait", 5*time.Second, "with --follow, how long each long poll waits for records")
@@ -117,6 +127,9 @@ func parseFrom(s string, now time.Time) (sdk.Position, error) {
 func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFlags) error {
 	if f.group != "" {
 		return runGroupConsume(cmd, cf, topic, f.group, f)
+	}
+	if f.atMostOnce {
+		return errors.New("--at-most-once needs --group GROUP (a named consumer commits with --commit)")
 	}
 	if f.format != "raw" && f.format != "json" {
 		return fmt.Errorf("--format %q: want raw or json", f.format)

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/spf13/cobra"
 )
@@ -21,17 +24,22 @@ import (
 func newGroupCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "group",
-		Short: "List and describe consumer groups",
+		Short: "List, describe and administer consumer groups",
 		Long: `Inspect the consumer groups of a node: their members, the partitions each
-holds with its assignment epoch, and the group's committed offsets and lag.
+holds with its assignment epoch, the group's commit policy, and its
+committed offsets and lag. Attach a commit policy plugin to a group, or
+delete a group that has no members.
 
 Consume as a member of a group with: ledge consume TOPIC --group GROUP.`,
 		Example: `  ledge group list
   ledge group describe billing
-  ledge group describe billing --json`,
+  ledge group describe billing --json
+  ledge group set-policy billing checkpoint --param header=checkpoint
+  ledge group delete billing`,
 	}
 	cf := addClientFlags(cmd)
-	cmd.AddCommand(newGroupListCommand(cf), newGroupDescribeCommand(cf))
+	cmd.AddCommand(newGroupListCommand(cf), newGroupDescribeCommand(cf), newGroupSetPolicyCommand(cf),
+		newGroupDeleteCommand(cf))
 	return cmd
 }
 
@@ -162,9 +170,11 @@ func tpStrings(tps []sdk.TopicPartition) []string {
 func groupDescriptionJSON(d sdk.GroupDescription) any {
 	out := struct {
 		groupJSON
-		MemberList []groupMemberJSON `json:"member_list"`
-		Offsets    []groupOffsetJSON `json:"offsets"`
-	}{groupJSON: groupToJSON(d.GroupSummary)}
+		Policy       string            `json:"policy,omitempty"`
+		PolicyParams map[string]string `json:"policy_params,omitempty"`
+		MemberList   []groupMemberJSON `json:"member_list"`
+		Offsets      []groupOffsetJSON `json:"offsets"`
+	}{groupJSON: groupToJSON(d.GroupSummary), Policy: d.Policy, PolicyParams: d.PolicyParams}
 	for _, m := range d.Members {
 		mj := groupMemberJSON{ID: m.ID, Epoch: m.Epoch, Topics: m.Topics, Revoking: tpStrings(m.Revoking), Pending: tpStrings(m.Pending)}
 		for _, a := range m.Assigned {
@@ -188,6 +198,9 @@ func groupDescriptionJSON(d sdk.GroupDescription) any {
 
 func printGroup(w io.Writer, d sdk.GroupDescription) {
 	fmt.Fprintf(w, "group %s: %s, epoch %d, %s assignor, %d members\n", d.Name, d.State, d.Epoch, d.Assignor, len(d.Members))
+	if d.Policy != "" {
+		fmt.Fprintf(w, "commit policy: %s%s\n", d.Policy, paramsString(d.PolicyParams))
+	}
 	if len(d.Members) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -226,6 +239,102 @@ func printGroup(w io.Writer, d sdk.GroupDescription) {
 	_ = tw.Flush()
 }
 
+// paramsString prints plugin parameters as " (k=v, ...)", keys sorted.
+func paramsString(params map[string]string) string {
+	if len(params) == 0 {
+		return ""
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		kv = append(kv, k+"="+params[k])
+	}
+	return " (" + strings.Join(kv, ", ") + ")"
+}
+
+func newGroupSetPolicyCommand(cf *clientFlags) *cobra.Command {
+	var (
+		params []string
+		clear  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "set-policy GROUP [POLICY]",
+		Short: "Attach a commit policy plugin to a group (or detach it with --clear)",
+		Long: `Attach the commit policy plugin POLICY (see ledge plugin add --kind
+commit-policy) to the consumer group GROUP, with its parameters: from then
+on every poll of each member runs the policy on what it delivered, and the
+node commits what the policy proposes with that poll's fence token. A
+proposal from a member that was fenced, or whose partition moved, is
+dropped. The policy is kept with the group across node restarts; ledge
+group describe shows it. A group that does not exist yet is created,
+empty. --clear detaches the group's policy. Needs an admin token.`,
+		Example: `  ledge group set-policy billing checkpoint
+  ledge group set-policy billing checkpoint --param header=checkpoint
+  ledge group set-policy billing --clear`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			policy := ""
+			if len(args) == 2 {
+				policy = args[1]
+			}
+			switch {
+			case clear && (policy != "" || len(params) > 0):
+				return errors.New("--clear takes no POLICY and no --param")
+			case !clear && policy == "":
+				return errors.New("name the commit policy to attach, or --clear to detach the group's")
+			}
+			pp, err := plugins.ParseParams(params)
+			if err != nil {
+				return fmt.Errorf("--param: %w", err)
+			}
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.SetGroupCommitPolicy(ctx, args[0], policy, pp); err != nil {
+				return err
+			}
+			if clear {
+				fmt.Fprintf(cmd.OutOrStdout(), "group %s: commit policy detached\n", args[0])
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "group %s: commit policy %s%s\n", args[0], policy, paramsString(pp))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&params, "param", nil, "a policy parameter key=value (repeatable)")
+	cmd.Flags().BoolVar(&clear, "clear", false, "detach the group's commit policy")
+	return cmd
+}
+
+func newGroupDeleteCommand(cf *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete GROUP",
+		Short: "Delete a consumer group without members, with its committed offsets",
+		Long: `Delete the consumer group GROUP: its committed offsets on every partition,
+its commit policy and the group itself. A group created later under the
+name starts from scratch. A group that still has members is refused:
+stop its consumers (or let their sessions expire) and delete again. Needs
+an admin token.`,
+		Example: "  ledge group delete billing",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.DeleteGroup(ctx, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "group %s deleted\n", args[0])
+			return nil
+		},
+	}
+}
+
 func dashIfEmpty(s []string) string {
 	if len(s) == 0 {
 		return "-"
@@ -236,7 +345,8 @@ func dashIfEmpty(s []string) string {
 // runGroupConsume is `ledge consume TOPIC --group GROUP`: it reads as a
 // member of the group, at least once — what it printed is committed with
 // the token of the poll that returned it, by the next poll or on exit —
-// and takes part in rebalances while it runs.
+// or with --at-most-once, the node commits what each poll returns before
+// the reply leaves; it takes part in rebalances while it runs.
 func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f *consumeFlags) error {
 	switch {
 	case f.format != "raw" && f.format != "json":
@@ -245,6 +355,12 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 		return errors.New("--group cannot be combined with --consumer, --from or --partition: the group assigns the partitions and resumes from its committed offsets")
 	case f.count < 0:
 		return errors.New("--count must not be negative")
+	case f.filter != "" || f.policy != "" || len(f.params) > 0:
+		return errors.New("--filter, --commit-policy and --param do not apply to --group: attach a commit policy to the group with ledge group set-policy")
+	}
+	delivery := sdk.AtLeastOnce
+	if f.atMostOnce {
+		delivery = sdk.AtMostOnce
 	}
 	// Without --follow a poll still waits a little: the member may have to
 	// wait for its partitions to be released by others.
@@ -265,7 +381,7 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 			fmt.Fprintf(stderr, "ledge: group %s: %s %s\n", group, what, strings.Join(tpStrings(tps), " "))
 		}
 	}
-	g, err := c.NewGroupConsumer(ctx, group, []string{topic}, sdk.WithGroupMaxWait(wait),
+	g, err := c.NewGroupConsumer(ctx, group, []string{topic}, sdk.WithGroupMaxWait(wait), sdk.WithDelivery(delivery),
 		sdk.OnAssigned(report("assigned")), sdk.OnRevoked(report("revoked")), sdk.OnLost(report("lost")))
 	if err != nil {
 		return err
@@ -280,7 +396,11 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 		if pollErr != nil && ctx.Err() != nil {
 			return nil // interrupted
 		}
-		if f.count > 0 && printed+len(recs) > f.count {
+		if f.count > 0 && printed+len(recs) > f.count && f.atMostOnce {
+			// The node committed the whole poll before it answered: what
+			// is past --count is not printed, and not read again.
+			recs = recs[:f.count-printed]
+		} else if f.count > 0 && printed+len(recs) > f.count {
 			rest := recs[f.count-printed:]
 			recs = recs[:f.count-printed]
 			if err := g.Commit(context.WithoutCancel(ctx), recs...); err != nil {

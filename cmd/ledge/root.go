@@ -37,6 +37,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newBenchCommand())
 	root.AddCommand(newGroupCommand())
 	root.AddCommand(newUplinkCommand())
+	root.AddCommand(newStateCommand())
 	return root
 }
 

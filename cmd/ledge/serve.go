@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -69,6 +70,15 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		logger.Info("writing a CPU profile until the node stops", "file", cfg.CPUProfile)
+	}
+
 	ncfg := cfg.Node()
 	ncfg.Logger, ncfg.Version = logger, ver
 	// The HTTP listener starts first: /healthz answers and /readyz says
@@ -76,7 +86,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 	var ops *node.HTTPServer
 	if cfg.HTTP.Enabled {
 		var err error
-		ops, err = node.StartHTTP(node.HTTPConfig{Listen: cfg.HTTP.Listen, Logger: logger, Version: ver})
+		ops, err = node.StartHTTP(node.HTTPConfig{Listen: cfg.HTTP.Listen, Logger: logger, Version: ver, Pprof: cfg.HTTP.Pprof})
 		if err != nil {
 			return err
 		}
@@ -125,9 +135,29 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 		default:
 		}
 		fmt.Fprintf(stderr, "ledge: second %s: exiting at once\n", s)
+		if cfg.CPUProfile != "" {
+			pprof.StopCPUProfile() // what was profiled so far is kept
+		}
 		os.Exit(1)
 	}
 	return nil
+}
+
+// startCPUProfile writes a CPU profile to path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func printWelcome(w io.Writer, n *node.Node, ver string) {

@@ -173,6 +173,10 @@ func printStatus(w io.Writer, st node.Status) error {
 		}
 	}
 
+	if err := printStatusUplinks(w, st.Uplinks); err != nil {
+		return err
+	}
+
 	fmt.Fprintln(w)
 	if len(st.Plugins) == 0 {
 		fmt.Fprintln(w, "no plugins")

@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/spf13/cobra"
 )
@@ -126,15 +128,15 @@ func newUplinkListCommand(cf *clientFlags) *cobra.Command {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(ups)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOPIC\tKAFKA TOPIC\tPARTITIONING\tOVERFLOW\tLAG\tOLDEST\tDROPPED\tSTATE")
+			fmt.Fprintln(tw, "TOPIC\tKAFKA TOPIC\tPARTITIONING\tOVERFLOW\tLAG\tOLDEST\tDROPPED\tHELD BACK\tSTATE")
 			for _, u := range ups {
-				var lag, dropped uint64
+				var lag, dropped, held uint64
 				var age time.Duration
 				for _, p := range u.Partitions {
-					lag, dropped, age = lag+p.LagRecords, dropped+p.Dropped, max(age, p.LagAge)
+					lag, dropped, held, age = lag+p.LagRecords, dropped+p.Dropped, held+p.HeldBack, max(age, p.LagAge)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", u.Topic, u.Config.To, u.Config.Partitioning,
-					u.Config.Overflow, lag, age.Round(time.Second), dropped, uplinkStateSummary(u))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\n", u.Topic, u.Config.To, u.Config.Partitioning,
+					u.Config.Overflow, lag, age.Round(time.Second), dropped, held, uplinkStateSummary(u))
 			}
 			return tw.Flush()
 		},
@@ -177,20 +179,78 @@ func newUplinkStatusCommand(cf *clientFlags) *cobra.Command {
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(u)
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "uplink %s -> %s (%s) partitioning %s, overflow %s\n",
-				u.Topic, u.Config.To, strings.Join(u.Config.Seeds, ","), u.Config.Partitioning, u.Config.Overflow)
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PARTITION\tSTATE\tPOSITION\tHIGH WATERMARK\tLAG\tOLDEST\tFORWARDED\tDROPPED\tFAILURES\tLAST ERROR")
-			for _, p := range u.Partitions {
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", p.Partition, p.State, p.Position,
-					p.HighWatermark, p.LagRecords, p.LagAge.Round(time.Second), p.Forwarded, p.Dropped, p.Failures, p.LastError)
-			}
-			return tw.Flush()
+			return printUplinkStatus(cmd.OutOrStdout(), u)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printUplinkStatus prints an uplink's partitions, then what needs an
+// operator's eye: failing forwarders, records retention held back (block)
+// and records dropped before they were forwarded (drop-oldest, purge).
+func printUplinkStatus(out io.Writer, u sdk.Uplink) error {
+	fmt.Fprintf(out, "uplink %s -> %s (%s) partitioning %s, overflow %s\n",
+		u.Topic, u.Config.To, strings.Join(u.Config.Seeds, ","), u.Config.Partitioning, u.Config.Overflow)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tSTATE\tPOSITION\tHIGH WATERMARK\tLAG\tOLDEST\tFORWARDED\tDROPPED\tHELD BACK\tFAILURES")
+	for _, p := range u.Partitions {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\n", p.Partition, p.State, p.Position,
+			p.HighWatermark, p.LagRecords, p.LagAge.Round(time.Second), p.Forwarded, p.Dropped, p.HeldBack, p.Failures)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range u.Partitions {
+		if p.Failing > 0 || p.State == "backoff" || p.State == "fenced" {
+			line := fmt.Sprintf("partition %d: %s", p.Partition, p.State)
+			if p.Failing > 0 {
+				line += fmt.Sprintf(", failing for %s", p.Failing.Round(time.Second))
+			}
+			if p.Backoff > 0 {
+				line += fmt.Sprintf(", next attempt in %s", p.Backoff.Round(time.Millisecond))
+			}
+			if p.LastError != "" {
+				line += ": " + p.LastError
+			}
+			fmt.Fprintln(out, line)
+		}
+		if p.HeldBack > 0 {
+			fmt.Fprintf(out, "partition %d: retention held back %d records not yet forwarded (overflow block): "+
+				"the partition is over its retention limits until Kafka takes them\n", p.Partition, p.HeldBack)
+		}
+		if p.Dropped > 0 {
+			fmt.Fprintf(out, "partition %d: %d records were deleted before they were forwarded "+
+				"(retention under overflow drop-oldest, or a purge); see the node's log\n", p.Partition, p.Dropped)
+		}
+	}
+	return nil
+}
+
+// printStatusUplinks is the uplinks' part of `ledge status`: one line per
+// forwarded partition, nothing when the node has no uplink.
+func printStatusUplinks(w io.Writer, ups []node.UplinkTopicStatus) error {
+	if len(ups) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "UPLINK\tTO\tOVERFLOW\tSTATE\tLAG\tOLDEST\tFORWARDED\tDROPPED\tHELD BACK\tFAILING FOR")
+	for _, u := range ups {
+		for _, p := range u.Partitions {
+			failing := "-"
+			if p.FailingSeconds > 0 {
+				failing = humanDuration(p.FailingSeconds)
+			}
+			oldest := "-"
+			if p.LagAgeSeconds > 0 {
+				oldest = humanDuration(p.LagAgeSeconds)
+			}
+			fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%s\n", u.Topic, p.Partition, u.To, u.Overflow,
+				p.State, p.LagRecords, oldest, p.Forwarded, p.Dropped, p.HeldBack, failing)
+		}
+	}
+	return tw.Flush()
 }
 
 func newUplinkRemoveCommand(cf *clientFlags) *cobra.Command {

@@ -30,6 +30,9 @@ type Config struct {
 	// RetentionInterval is how often retention runs; 0 turns the
 	// background loop off.
 	RetentionInterval time.Duration
+	// CPUProfile, when set, is the file a CPU profile of the whole run is
+	// written to (from start to stop).
+	CPUProfile string
 
 	HTTP  HTTP
 	Log   Log
@@ -47,6 +50,8 @@ type Config struct {
 type HTTP struct {
 	Enabled bool
 	Listen  string // TCP host:port
+	// Pprof serves Go's profiler under /debug/pprof/.
+	Pprof bool
 }
 
 // Log configures the node's log.
@@ -154,9 +159,17 @@ func Keys() []Key {
 			"how long a graceful stop waits for requests in flight before canceling them", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
 		durationKey("retention_interval", node.DefaultRetentionInterval, time.Second, 24*time.Hour, true,
 			"how often retention by age and size runs; 0 turns it off", func(c *Config) *time.Duration { return &c.RetentionInterval }),
+		stringKey("cpuprofile", "", "write a CPU profile of the node, from start to stop, to this file (empty: none)", "a file path without control characters, or empty",
+			func(s string) error {
+				if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+					return fmt.Errorf("a file path without control characters, or empty")
+				}
+				return nil
+			}, func(c *Config) *string { return &c.CPUProfile }),
 
 		boolKey("http.enabled", true, "serve metrics, health checks and the status page over HTTP", func(c *Config) *bool { return &c.HTTP.Enabled }),
 		addressKey("http.listen", node.DefaultHTTPListen, "TCP address of the HTTP listener (/metrics, /healthz, /readyz, /, /api/status)", func(c *Config) *string { return &c.HTTP.Listen }),
+		boolKey("http.pprof", false, "also serve Go's profiler under /debug/pprof/ on the HTTP listener (it exposes the node's internals: trusted networks only)", func(c *Config) *bool { return &c.HTTP.Pprof }),
 
 		choiceKey("log.format", string(logging.FormatAuto), logging.Formats(), "log format: text on a terminal and JSON otherwise (auto), or always one of them", func(c *Config) *string { return &c.Log.Format }),
 		choiceKey("log.level", "info", logging.Levels(), "least severe level logged", func(c *Config) *string { return &c.Log.Level }),

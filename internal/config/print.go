@@ -74,8 +74,11 @@ func MarkdownTable() string {
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, k := range Keys() {
 		def := k.Default
-		if k.Kind == KindList && def == "" {
+		switch {
+		case k.Kind == KindList && def == "":
 			def = "[]"
+		case def == "":
+			def = `""`
 		}
 		unit := k.Unit
 		if unit == "" {

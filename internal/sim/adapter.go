@@ -38,14 +38,25 @@ func (l *ownerLog) SetBookmark(consumer string, b node.Bookmark) (node.Ticket, e
 	return t, err
 }
 
+// SetBookmarkState writes the bookmark and the state changes as the node
+// does (one batch) and reports the bookmark as SetBookmark does.
+func (l *ownerLog) SetBookmarkState(consumer string, b node.Bookmark, changes []node.StateChange) (node.Ticket, error) {
+	st := l.p.State()
+	t, err := l.EngineLog.SetBookmarkState(consumer, b, changes)
+	if l.obs != nil {
+		l.obs.bookmarkWritten(consumer, b, st, err)
+	}
+	return t, err
+}
+
 // newOwner builds the owner of partition i of t, as the node does.
-func newOwner(t *engine.Topic, i int, meta node.Metadata, obs bookmarkObserver) (*node.Owner, *ownerLog, error) {
+func newOwner(t *engine.Topic, i int, meta node.Metadata, members node.Members, obs bookmarkObserver) (*node.Owner, *ownerLog, error) {
 	p, err := t.Partition(i)
 	if err != nil {
 		return nil, nil, err
 	}
 	l := &ownerLog{EngineLog: node.NewEngineLog(p), p: p, obs: obs}
-	o, err := node.NewOwner(node.OwnerConfig{Topic: t.ID(), Partition: uint32(i), Log: l, Meta: meta})
+	o, err := node.NewOwner(node.OwnerConfig{Topic: t.ID(), Partition: uint32(i), Log: l, Meta: meta, Members: members})
 	if err != nil {
 		return nil, nil, fmt.Errorf("sim: owner of %s/%d: %w", t.Name(), i, err)
 	}

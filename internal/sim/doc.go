@@ -6,13 +6,16 @@
 //
 // It is a test harness, not a model checker and not API: the schedules
 // are random, the checks are the invariants of docs/FENCING.md's storage
-// guarantees (G21–G27), and a failing seed replays exactly.
+// guarantees (G21–G27), group guarantees (G31–G38) and state guarantee
+// (G39), and a failing seed replays exactly.
 //
 // # What runs
 //
 // A World is one node: an engine.Engine on a Disk, a node.Owner per
-// partition (wired as the node wires them), and the registries of
-// consumer sessions and producers. Ops act on it one at a time: appends,
+// partition (wired as the node wires them), the registries of consumer
+// sessions and producers, and the node's consumer-group coordinator
+// (node.Groups), opened from the metadata store before the owners and
+// driving them through node.NewGroupTopics, as the node does. Ops act on it one at a time: appends,
 // polls (named consumers with each commit mode, and anonymous ones),
 // manual commits, purges (some racing an append), retention, time
 // passing, topic deletion and re-creation, work sent to deleted topics,
@@ -58,17 +61,31 @@
 // against what must have survived, the disk against the obligations that
 // must be finished, and the bookmarks against those written.
 //
-// # Extending it
+// # Groups and state
 //
-// Op and Generator are the extension points: the consumer-group and
-// state-store simulations add their ops (join, leave, heartbeat loss,
-// state commits) to Config.Generators and their invariants to
-// Config.Checks, and get the disk, the faults, the restarts and the
-// replay for free.
+// Op and Generator are the extension points, Config.Checks the
+// invariants run after every step. The consumer-group simulation
+// (groups.go, group_*.go) adds GroupGenerators and GroupChecks: three
+// members of one group join, leave, heartbeat (prompt, slow, lost), pause
+// past their session timeout, poll "next" with each commit mode (some
+// racing a change of their membership while the read is in flight),
+// commit promptly, on revocation and late, and reset, while the storage
+// ops go on, restarts included. The model learns what the coordinator
+// tells the members, every assignment it installs on an owner (observed
+// on the way) and every group bookmark the owners write, and checks the
+// fence: only the holder's current assignment is applied, offsets never
+// go back, hand-over waits for the holder, at most one member holds an
+// accepted token, and epochs never repeat, not even across a power loss.
+// With Config.StateStore (state.go), the members count records per key
+// in the partitions' fenced state stores instead, and the model checks
+// that the store always holds the exact fold of the records its offset
+// covers, each counted once.
 //
 // Run a seed with its trace:
 //
 //	go test ./internal/sim -run Sim -seed N -v [-states]
+//	go test ./internal/sim -run 'SimGroups$|SimState$' -seed N -v
 //
-// and many: go test ./internal/sim -run 'Sim$' -seeds 5000.
+// and many: go test ./internal/sim -run 'Sim$' -seeds 5000 (-seeds sets
+// the group and state runs' count too; -group.seeds those alone).
 package sim

@@ -56,6 +56,9 @@ type partModel struct {
 	purgesInDoubt []fence.HistoryTransition
 
 	consumers map[string]*consumerModel
+	// states are the states committed with the group's bookmarks (the
+	// state-store simulation).
+	states map[node.Bookmark]*stateWrite
 }
 
 // consumerModel is a named consumer's progress as the model knows it.
@@ -88,6 +91,7 @@ func newTopicModel(w *World, name string, id fence.TopicID, cfg engine.TopicConf
 			failedAppends: map[uint64]bool{},
 			lineage:       []fence.HistoryTransition{{Epoch: 1, Start: 0, Kind: fence.TransitionCreate}},
 			consumers:     map[string]*consumerModel{},
+			states:        map[node.Bookmark]*stateWrite{},
 		})
 	}
 	return tm
@@ -137,6 +141,9 @@ func (m *partModel) bookmarkWritten(key string, b node.Bookmark, st engine.Parti
 	}
 	if c.key != "" && c.key != key {
 		w.violate("%s: consumer %s wrote bookmark key %q, earlier %q", m, c.name, key, c.key)
+	}
+	if key == groupConsumerKey {
+		m.groupBookmarkWritten(b, st)
 	}
 	c.key = key
 	c.later = append(c.later, b)

@@ -283,7 +283,7 @@ func (o retentionOp) String() string { return fmt.Sprintf("retention %s", o.p) }
 
 func (o retentionOp) Run(w *World) (string, error) {
 	before := o.p.Engine.State().LogStart
-	if err := o.p.Owner.EnforceRetention(time.Now()); err != nil {
+	if _, err := o.p.Owner.EnforceRetention(time.Now()); err != nil {
 		w.noteErr(err)
 		return "error: " + errClass(err), nil
 	}

@@ -21,13 +21,18 @@ type Config struct {
 	// DefaultGenerators). Simulations of groups and state stores append
 	// theirs.
 	Generators []Generator
-	// Checks run after every restart, after the built-in ones.
+	// Checks run after every step (restarts included), after the
+	// built-in ones; they report with World.Violate.
 	Checks []func(w *World)
 	// Logf, if set, receives the trace as it is made.
 	Logf func(format string, args ...any)
 	// States adds the state of every live partition to the trace after
 	// each step.
 	States bool
+	// StateStore makes the group's members keep per-key counts in the
+	// partitions' state stores, committed with their offsets
+	// (GroupGenerators).
+	StateStore bool
 }
 
 // Result is what a run did.
@@ -137,6 +142,9 @@ func (w *World) Do(op Op) (string, error) {
 	if len(w.violations) == 0 {
 		for _, p := range w.Live() {
 			w.checkState(p, nil)
+		}
+		for _, check := range w.cfg.Checks {
+			check(w)
 		}
 	}
 	if len(w.violations) > 0 {

@@ -47,6 +47,11 @@ type World struct {
 
 	counters *counters
 
+	// groups is the running process's group coordinator; gm the model of
+	// the group the members share.
+	groups *node.Groups
+	gm     *groupModel
+
 	metaFailed bool
 	step       int
 	violations []string
@@ -67,6 +72,7 @@ type Partition struct {
 	Index  int
 	Engine *engine.Partition
 	Owner  *node.Owner
+	log    *ownerLog
 	m      *partModel
 }
 
@@ -81,6 +87,9 @@ type Violation struct {
 func (v *Violation) Error() string {
 	return fmt.Sprintf("step %d: %s", v.Step, strings.Join(v.What, "; "))
 }
+
+// Violate records a broken invariant; the run stops after the op.
+func (w *World) Violate(format string, args ...any) { w.violate(format, args...) }
 
 // violate records a broken invariant; the run stops after the op.
 func (w *World) violate(format string, args ...any) {
@@ -108,7 +117,9 @@ func newWorld(seed uint64, cfg Config) *World {
 
 		creating: map[string]bool{},
 		counters: newCounters(),
+		gm:       newGroupModel(),
 	}
+	w.gm.state = cfg.StateStore
 	w.opts = engine.Options{
 		Dir:             "data",
 		TailCacheBytes:  []int{-1, 4 << 10, 1 << 20}[w.Rng.IntN(3)],
@@ -151,6 +162,11 @@ func (w *World) open() error {
 	if err := w.openRegistries(); err != nil {
 		return err
 	}
+	// The coordinator exists before the owners: each owner asks it who
+	// holds its partition.
+	if err := w.openGroups(); err != nil {
+		return err
+	}
 	for _, t := range e.Topics() {
 		tm := w.models[t.ID()]
 		if tm == nil && w.creating[t.Name()] {
@@ -173,11 +189,11 @@ func (w *World) open() error {
 func (w *World) attach(t *engine.Topic, tm *topicModel) (*Topic, error) {
 	top := &Topic{Name: t.Name(), ID: t.ID(), m: tm}
 	for i := 0; i < t.Partitions(); i++ {
-		o, l, err := newOwner(t, i, w.meta, tm.parts[i])
+		o, l, err := newOwner(t, i, w.meta, w.groups, tm.parts[i])
 		if err != nil {
 			return nil, err
 		}
-		top.Parts = append(top.Parts, &Partition{Topic: top, Index: i, Engine: l.p, Owner: o, m: tm.parts[i]})
+		top.Parts = append(top.Parts, &Partition{Topic: top, Index: i, Engine: l.p, Owner: o, log: l, m: tm.parts[i]})
 	}
 	w.topics[t.Name()] = top
 	return top, nil
@@ -353,6 +369,7 @@ func (w *World) Restart(kind RestartKind, unsyncedPct, garbagePct int) (string, 
 		}
 	}
 	w.zombies = nil
+	w.gm.restarted()
 	if err := w.open(); err != nil {
 		w.violate("open after a %s restart: %v", kind, err)
 		return "", err

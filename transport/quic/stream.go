@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -231,6 +232,66 @@ func (s *Stream) writeLocked(frame []byte) error {
 	s.mu.Unlock()
 	_, err := s.bw.Write(frame)
 	return mapError(err)
+}
+
+// directWriteSize is the size from which WriteFrameParts hands a part to
+// the QUIC stream as it is rather than copying it into the buffer.
+const directWriteSize = 16 << 10
+
+// WriteFrameParts buffers one frame given as parts that, back to back, are
+// the whole frame (the first holding at least its header), like
+// WriteFrame. Large parts are not copied into the buffer: what is buffered
+// is sent and the part is written to the stream as it is (QUIC copies it
+// into packets), so a reply of stored batches goes out without being
+// joined first. The parts must not change until the call returns.
+func (s *Stream) WriteFrameParts(parts [][]byte) error {
+	if err := checkFrameParts(s.c.l.cfg.Framing, parts); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.wclosed {
+		return ErrClosed
+	}
+	s.mu.Lock()
+	if s.readEOF {
+		s.wroteAfterEOF = true
+	}
+	s.mu.Unlock()
+	for _, p := range parts {
+		if len(p) < directWriteSize || len(p) < s.bw.Available() {
+			if _, err := s.bw.Write(p); err != nil {
+				return mapError(err)
+			}
+			continue
+		}
+		if err := s.bw.Flush(); err != nil {
+			return mapError(err)
+		}
+		if _, err := s.qs.Write(p); err != nil {
+			return mapError(err)
+		}
+	}
+	return nil
+}
+
+// checkFrameParts verifies that parts, back to back, are exactly one frame.
+func checkFrameParts(f Framing, parts [][]byte) error {
+	if len(parts) == 0 || len(parts[0]) < f.HeaderLen {
+		return fmt.Errorf("%w: the first part of a frame must hold its header", ErrProtocol)
+	}
+	n, err := f.FrameLen(parts[0][:f.HeaderLen])
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	if n != total {
+		return fmt.Errorf("%w: header says %d bytes, parts have %d", ErrProtocol, n, total)
+	}
+	return nil
 }
 
 // Flush sends the buffered frames.

@@ -125,9 +125,8 @@ func TestCheckRequest(t *testing.T) {
 		{wire.FrameHeader{Version: 0, Kind: wire.KindPoll}, wire.StatusUnsupportedVersion},
 		{wire.FrameHeader{Version: 1, Kind: 0}, wire.StatusUnknownKind},
 		{wire.FrameHeader{Version: 1, Kind: 0x7777}, wire.StatusUnknownKind},
-		{wire.FrameHeader{Version: 1, Kind: wire.KindGetState}, wire.StatusUnknownKind},
-		{wire.FrameHeader{Version: 1, Kind: wire.KindCommitWithState}, wire.StatusUnknownKind},
-		{wire.FrameHeader{Version: 1, Kind: wire.KindCommitWithState}, wire.StatusUnknownKind},
+		{wire.FrameHeader{Version: 1, Kind: 0x0052}, wire.StatusUnknownKind},
+		{wire.FrameHeader{Version: 1, Kind: 0xFF00}, wire.StatusUnknownKind},
 		{wire.FrameHeader{Version: 1, Flags: wire.FlagReply, Kind: wire.KindPoll}, wire.StatusMalformedRequest},
 		{wire.FrameHeader{Version: 1, Flags: 0x80, Kind: wire.KindPoll}, wire.StatusMalformedRequest},
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Consumer groups (kinds 0x0040–0x0044). A member joins a group naming the
+// Consumer groups (kinds 0x0040–0x0045). A member joins a group naming the
 // topics it subscribes to; the node computes the group's target assignment
 // and hands each member its share through heartbeats. A member confirms
 // that it gave up a revoked partition by leaving it out of the partitions

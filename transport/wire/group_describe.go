@@ -137,7 +137,7 @@ func (m *DescribeGroupRequest) Decode(b []byte) error {
 // is described as empty, with no members and no offsets.
 //
 //	group str16 | state u8 | assignor u8 | reserved(2) | group epoch u64 |
-//	members list<GroupMember> | offsets list<GroupOffset>
+//	members list<GroupMember> | offsets list<GroupOffset> | policy (as a poll's filter)
 type DescribeGroupReply struct {
 	Group    string
 	State    GroupState
@@ -149,6 +149,9 @@ type DescribeGroupReply struct {
 	// Offsets cover every partition of the group's topics, by topic and
 	// partition.
 	Offsets []GroupOffset
+	// Policy is the commit policy attached to the group (SetPolicyRequest
+	// with PolicyGroup) and its parameters; Name is empty when none is.
+	Policy Filter
 }
 
 // Kind implements Message.
@@ -170,6 +173,7 @@ func (m *DescribeGroupReply) Encode(dst []byte) ([]byte, error) {
 	for i := range m.Offsets {
 		m.Offsets[i].put(&w)
 	}
+	m.Policy.put(&w)
 	return w.result()
 }
 
@@ -189,6 +193,7 @@ func (m *DescribeGroupReply) Decode(b []byte) error {
 	for i := range m.Offsets {
 		m.Offsets[i].get(&r)
 	}
+	m.Policy.get(&r)
 	return r.finish()
 }
 
@@ -265,5 +270,49 @@ func (m *ListGroupsReply) Decode(b []byte) error {
 		g.Members = r.u32("members")
 		g.Topics = getNames(&r, g.Topics, "topics")
 	}
+	return r.finish()
+}
+
+// DeleteGroupRequest deletes a consumer group: its committed offsets on
+// every partition, its commit policy and its record. A group with members
+// is refused with StatusInvalidArgument (its members must leave first),
+// and so is a group the node does not know. Needs the admin scope.
+//
+//	group str16
+type DeleteGroupRequest struct {
+	Group string
+}
+
+// Kind implements Message.
+func (*DeleteGroupRequest) Kind() Kind { return KindDeleteGroup }
+
+// Encode implements Message.
+func (m *DeleteGroupRequest) Encode(dst []byte) ([]byte, error) {
+	w := newFieldWriter(dst, "delete-group")
+	w.str16(m.Group, MaxNameLen, "group")
+	return w.result()
+}
+
+// Decode implements Message.
+func (m *DeleteGroupRequest) Decode(b []byte) error {
+	r := newFieldReader(b, "delete-group")
+	r.str16(&m.Group, MaxNameLen, "group")
+	return r.finish()
+}
+
+// DeleteGroupReply is empty: the deletion is durable.
+//
+//	(empty)
+type DeleteGroupReply struct{}
+
+// Kind implements Message.
+func (*DeleteGroupReply) Kind() Kind { return KindDeleteGroup }
+
+// Encode implements Message.
+func (*DeleteGroupReply) Encode(dst []byte) ([]byte, error) { return dst, nil }
+
+// Decode implements Message.
+func (*DeleteGroupReply) Decode(b []byte) error {
+	r := newFieldReader(b, "delete-group reply")
 	return r.finish()
 }

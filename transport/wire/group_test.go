@@ -106,9 +106,14 @@ func groupMessageCases() []messageCase {
 				GroupEpoch: rapid.Uint64().Draw(t, "group epoch"),
 				Members:    genSlice(t, 3, "members", genGroupMember),
 				Offsets:    genSlice(t, 3, "offsets", genGroupOffset),
+				Policy:     genPolicy(t),
 			}
 		}), zeroOf[wire.DescribeGroupReply]()},
 		{"ListGroupsRequest", rapid.Just[wire.Message](&wire.ListGroupsRequest{}), zeroOf[wire.ListGroupsRequest]()},
+		{"DeleteGroupRequest", custom(func(t *rapid.T) *wire.DeleteGroupRequest {
+			return &wire.DeleteGroupRequest{Group: genName(t, "group")}
+		}), zeroOf[wire.DeleteGroupRequest]()},
+		{"DeleteGroupReply", rapid.Just[wire.Message](&wire.DeleteGroupReply{}), zeroOf[wire.DeleteGroupReply]()},
 		{"ListGroupsReply", custom(func(t *rapid.T) *wire.ListGroupsReply {
 			return &wire.ListGroupsReply{Groups: genSlice(t, 3, "groups", func(t *rapid.T) wire.GroupSummary {
 				return wire.GroupSummary{
@@ -134,6 +139,7 @@ func TestGroupMessageKinds(t *testing.T) {
 	want := map[string]wire.Kind{
 		"JoinGroup": wire.KindJoinGroup, "Heartbeat": wire.KindHeartbeat, "LeaveGroup": wire.KindLeaveGroup,
 		"DescribeGroup": wire.KindDescribeGroup, "ListGroups": wire.KindListGroups,
+		"DeleteGroup": wire.KindDeleteGroup,
 	}
 	seen := map[wire.Kind]int{}
 	for _, c := range groupMessageCases() {
@@ -170,6 +176,8 @@ func TestGroupEncodeRefusesWhatCannotDecode(t *testing.T) {
 			wire.StatusInvalidArgument},
 		{"unknown assignor in a listing", &wire.ListGroupsReply{Groups: []wire.GroupSummary{{Assignor: 3}}},
 			wire.StatusInvalidArgument},
+		{"long policy name", &wire.DescribeGroupReply{Policy: wire.Filter{Name: long}}, wire.StatusInvalidArgument},
+		{"long group to delete", &wire.DeleteGroupRequest{Group: long}, wire.StatusInvalidArgument},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -206,3 +214,4 @@ func FuzzDecodeDescribeGroupRequest(f *testing.F) { fuzzDecoder(f, "DescribeGrou
 func FuzzDecodeDescribeGroupReply(f *testing.F)   { fuzzDecoder(f, "DescribeGroupReply") }
 func FuzzDecodeListGroupsRequest(f *testing.F)    { fuzzDecoder(f, "ListGroupsRequest") }
 func FuzzDecodeListGroupsReply(f *testing.F)      { fuzzDecoder(f, "ListGroupsReply") }
+func FuzzDecodeDeleteGroupRequest(f *testing.F)   { fuzzDecoder(f, "DeleteGroupRequest") }

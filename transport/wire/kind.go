@@ -43,13 +43,13 @@ const (
 	KindLeaveGroup    Kind = 0x0042 // leave a consumer group
 	KindDescribeGroup Kind = 0x0043 // members, assignments with epochs, offsets
 	KindListGroups    Kind = 0x0044 // list consumer groups
+	KindDeleteGroup   Kind = 0x0045 // delete an empty consumer group and its offsets
 )
 
-// Reserved kinds: named so that no later request takes their numbers.
+// Fenced state (docs/PROTOCOL.md §17).
 const (
-	KindGetState        Kind = 0x0050 // reserved: read a partition's state snapshot and its offset
-	KindCommitWithState Kind = 0x0051 // reserved: commit an offset and state changes atomically
-
+	KindGetState        Kind = 0x0050 // read a partition's state store and the offset it corresponds to
+	KindCommitWithState Kind = 0x0051 // commit an offset and state changes atomically
 )
 
 // Plugins (docs/PROTOCOL.md §11.1).
@@ -107,6 +107,8 @@ func (k Kind) String() string {
 		return "describe-group"
 	case KindListGroups:
 		return "list-groups"
+	case KindDeleteGroup:
+		return "delete-group"
 	case KindGetState:
 		return "get-state"
 	case KindCommitWithState:
@@ -141,6 +143,7 @@ func (k Kind) Defined() bool {
 		KindAttachConsumer, KindPoll, KindCommit, KindResetPosition, KindGetCommitted,
 		KindCreateToken, KindListTokens, KindRevokeToken,
 		KindJoinGroup, KindHeartbeat, KindLeaveGroup, KindDescribeGroup, KindListGroups,
+		KindGetState, KindCommitWithState, KindDeleteGroup,
 		KindAddPlugin, KindListPlugins, KindRemovePlugin, KindSetPolicy,
 		KindAddUplink, KindListUplinks, KindUplinkStatus, KindRemoveUplink:
 		return true

@@ -154,6 +154,7 @@ func zeroOf[T any, M interface {
 func messageCases() []messageCase {
 	cases := append(coreMessageCases(), groupMessageCases()...)
 	cases = append(cases, pluginMessageCases()...)
+	cases = append(cases, stateMessageCases()...)
 	return append(cases, uplinkMessageCases()...)
 }
 

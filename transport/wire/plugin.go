@@ -272,8 +272,10 @@ type PolicyTarget uint8
 const (
 	// PolicyConsumer: a named consumer, on every partition it polls.
 	PolicyConsumer PolicyTarget = 0
-	// PolicyGroup: a consumer group. Reserved: a node answers it with
-	// StatusInvalidArgument until groups carry policies.
+	// PolicyGroup: a consumer group, on every poll of each of its
+	// members. The policy is kept with the group (DescribeGroupReply
+	// shows it); setting one on a group that does not exist yet creates
+	// it, empty.
 	PolicyGroup     PolicyTarget = 1
 	policyTargetMax              = PolicyGroup
 )
@@ -291,9 +293,10 @@ func (t PolicyTarget) String() string {
 
 // SetPolicyRequest attaches the commit policy Policy.Name, with its
 // parameters, to a named consumer or a group; an empty Policy.Name
-// detaches it. Each poll of the consumer then runs the policy on what it
-// delivered, and its proposal becomes a commit carrying the poll's token,
-// applied only if the token is still current.
+// detaches it. Each poll of the consumer (or of a member of the group)
+// then runs the policy on what it delivered, and its proposal becomes a
+// commit carrying the poll's token, applied only if the token is still
+// current.
 //
 //	target u8 (0 consumer, 1 group) | name str16 | policy (as a poll's filter)
 type SetPolicyRequest struct {

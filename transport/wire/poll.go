@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -254,6 +255,57 @@ func (m *PollReply) SizeHint() int {
 // Encode implements Message. It copies the batches into dst; with dst of
 // enough capacity it does not allocate.
 func (m *PollReply) Encode(dst []byte) ([]byte, error) {
+	return m.encode(dst, nil)
+}
+
+// AppendFrameParts appends m as the reply frame to request id, like
+// AppendReply, except that the elements of BatchParts are not copied: the
+// frame is returned as parts — pieces of the returned buffer and the
+// BatchParts themselves — which, written back to back, are the bytes
+// AppendReply would append. A node writes stored batches to the network
+// without joining them first.
+func (m *PollReply) AppendFrameParts(dst []byte, id uint32) (buf []byte, parts [][]byte, err error) {
+	dst, start := StartFrame(dst, FrameHeader{Version: ProtocolVersion, Flags: FlagReply, Kind: KindPoll, ID: id})
+	dst = append(dst, 0, 0, 0, 0) // StatusOK, empty message
+	type cut struct {
+		at   int
+		part []byte
+	}
+	var cuts []cut
+	external := 0
+	b, err := m.encode(dst, func(at int, part []byte) {
+		cuts = append(cuts, cut{at, part})
+		external += len(part)
+	})
+	if err != nil {
+		return dst[:start], nil, err
+	}
+	n := len(b) - start - 4 + external
+	if n < headerAfterLength || uint64(n) > math.MaxUint32 {
+		return dst[:start], nil, errorf(StatusMessageTooLarge, fmt.Sprintf("frame of %d bytes", n))
+	}
+	binary.LittleEndian.PutUint32(b[start:], uint32(n))
+	parts = make([][]byte, 0, 2*len(cuts)+1)
+	from := start
+	for _, c := range cuts {
+		if c.at > from {
+			parts = append(parts, b[from:c.at:c.at])
+			from = c.at
+		}
+		if len(c.part) > 0 {
+			parts = append(parts, c.part)
+		}
+	}
+	if from < len(b) {
+		parts = append(parts, b[from:])
+	}
+	return b, parts, nil
+}
+
+// encode appends the body; with external set, the elements of BatchParts
+// are handed to it with the length of the encoding at their place instead
+// of being copied.
+func (m *PollReply) encode(dst []byte, external func(at int, part []byte)) ([]byte, error) {
 	w := newFieldWriter(dst, "poll reply")
 	w.count(len(m.Partitions), "partitions")
 	for i := range m.Partitions {
@@ -277,7 +329,11 @@ func (m *PollReply) Encode(dst []byte) ([]byte, error) {
 		w.u32(uint32(n))
 		w.fixed(p.Batches)
 		for _, part := range p.BatchParts {
-			w.fixed(part)
+			if external != nil {
+				external(len(w.b), part)
+			} else {
+				w.fixed(part)
+			}
 		}
 	}
 	return w.result()

@@ -78,7 +78,8 @@ func (s *UplinkSpec) get(r *fieldReader) {
 //
 //	partition u32 | state u8 (0 connecting, 1 forwarding, 2 backoff, 3 fenced, 4 stopped) |
 //	position u64 | high watermark u64 | lag records u64 | lag age ns u64 |
-//	forwarded u64 | dropped u64 | failures u64 | transactional id str16 | last error text
+//	forwarded u64 | dropped u64 | failures u64 | transactional id str16 | last error text |
+//	transactions u64 | backoff ns u64 | failing ns u64 | held back u64
 type UplinkPartitionStatus struct {
 	Partition       uint32
 	State           uint8
@@ -91,9 +92,18 @@ type UplinkPartitionStatus struct {
 	Failures        uint64
 	TransactionalID string
 	LastError       string
+	// Transactions counts the Kafka transactions committed.
+	Transactions uint64
+	// BackoffNanos is the wait in progress after a failure; FailingNanos
+	// how long attempts have been failing (0 while forwarding works).
+	BackoffNanos uint64
+	FailingNanos uint64
+	// HeldBack is the records retention kept at its latest run only
+	// because they were not forwarded (overflow block).
+	HeldBack uint64
 }
 
-const uplinkPartitionStatusMin = 4 + 1 + 8*7 + 2 + 2
+const uplinkPartitionStatusMin = 4 + 1 + 8*7 + 2 + 2 + 8*4
 
 func (s *UplinkPartitionStatus) put(w *fieldWriter) {
 	w.u32(s.Partition)
@@ -103,6 +113,9 @@ func (s *UplinkPartitionStatus) put(w *fieldWriter) {
 	}
 	w.str16(s.TransactionalID, MaxTextLen, "transactional id")
 	w.text(s.LastError)
+	for _, v := range [...]uint64{s.Transactions, s.BackoffNanos, s.FailingNanos, s.HeldBack} {
+		w.u64(v)
+	}
 }
 
 func (s *UplinkPartitionStatus) get(r *fieldReader) {
@@ -113,6 +126,9 @@ func (s *UplinkPartitionStatus) get(r *fieldReader) {
 	}
 	r.str16(&s.TransactionalID, MaxTextLen, "transactional id")
 	r.str16(&s.LastError, MaxTextLen, "last error")
+	for _, v := range [...]*uint64{&s.Transactions, &s.BackoffNanos, &s.FailingNanos, &s.HeldBack} {
+		*v = r.u64("uplink counter")
+	}
 }
 
 // UplinkInfo is an uplink and its partitions.

@@ -28,7 +28,9 @@ func genUplinkInfo(t *rapid.T) wire.UplinkInfo {
 				LagRecords: rapid.Uint64().Draw(t, "lag"), LagAgeNanos: rapid.Uint64().Draw(t, "age"),
 				Forwarded: rapid.Uint64().Draw(t, "forwarded"), Dropped: rapid.Uint64().Draw(t, "dropped"),
 				Failures: rapid.Uint64().Draw(t, "failures"), TransactionalID: genName(t, "txn id"),
-				LastError: genText(t, "last error"),
+				LastError: genText(t, "last error"), Transactions: rapid.Uint64().Draw(t, "transactions"),
+				BackoffNanos: rapid.Uint64().Draw(t, "backoff"), FailingNanos: rapid.Uint64().Draw(t, "failing"),
+				HeldBack: rapid.Uint64().Draw(t, "held back"),
 			}
 		}),
 	}

@@ -62,8 +62,8 @@ func run() error {
 	replayBytes := flag.Int64("replay-bytes", 0, "bytes to replay (default 1 GiB, quick 32 MiB)")
 	ledgeBin := flag.String("ledge-bin", "", "use this ledge binary instead of building ../cmd/ledge")
 	natsdBin := flag.String("natsd-bin", "", "use this natsd binary instead of building ./cmd/natsd")
-	profileDir := flag.String("profile-ledge", "", "run the Ledge node under bench/cmd/ledgeprof and write a CPU profile per run into this directory")
-	ledgeprofBin := flag.String("ledgeprof-bin", "", "with --profile-ledge: use this ledgeprof binary instead of building ./cmd/ledgeprof")
+	profileDir := flag.String("profile-ledge", "", "write a CPU profile of the Ledge node per run into this directory (ledge serve --cpuprofile)")
+	ledgeprofBin := flag.String("ledgeprof-bin", "", "with --profile-ledge: run the node under this bench/cmd/ledgeprof binary (for a --ledge-bin older than serve --cpuprofile)")
 	loadProfile := flag.String("profile-loadgen", "", "write a CPU profile of the load generator (the SDK or nats.go client side) per run, over its measured phase, into this directory")
 	loopback := flag.Bool("loopback", true, "run the loopback comparison (--loopback=false --wan runs the WAN-like part alone)")
 	render := flag.String("render", "", "only rewrite the markdown and charts of --out from this results.json (no run)")
@@ -141,13 +141,12 @@ func run() error {
 		}
 	}
 	if *profileDir != "" {
+		// ledge serve --cpuprofile profiles the node; ledgeprof only for
+		// a ledge binary older than that flag.
 		if *ledgeprofBin != "" {
-			bins.LedgeProf, err = filepath.Abs(*ledgeprofBin)
-		} else {
-			bins.LedgeProf, err = server.BuildLedgeProf(ctx, benchRoot, filepath.Join(*workDir, "bin"))
-		}
-		if err != nil {
-			return err
+			if bins.LedgeProf, err = filepath.Abs(*ledgeprofBin); err != nil {
+				return err
+			}
 		}
 		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
 			return err

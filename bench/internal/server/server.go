@@ -49,20 +49,9 @@ type Binaries struct {
 	// RawSink is bench/cmd/rawsink, the far end of the WAN ceilings.
 	RawSink string
 	// LedgeProf, when set, runs the Ledge node with profiling
-	// (bench/cmd/ledgeprof) in place of `ledge serve`.
+	// (bench/cmd/ledgeprof) in place of `ledge serve --cpuprofile`, for a
+	// ledge binary older than that flag.
 	LedgeProf string
-}
-
-// BuildLedgeProf compiles bench/cmd/ledgeprof into dir.
-func BuildLedgeProf(ctx context.Context, benchRoot, dir string) (string, error) {
-	out := filepath.Join(dir, "ledgeprof")
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "ledgeprof", "-o", out, "./cmd/ledgeprof")
-	cmd.Dir = benchRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("server: go build ./cmd/ledgeprof: %w\n%s", err, b)
-	}
-	return out, nil
 }
 
 // Build compiles cmd/ledge of the parent module (repoRoot) and cmd/natsd
@@ -140,8 +129,11 @@ func Start(ctx context.Context, bins Binaries, spec Spec) (*Proc, error) {
 	case Ledge:
 		dd := filepath.Join(spec.DataDir, "ledge-data")
 		args = []string{bins.Ledge, "serve", "--data-dir", dd, "--listen", spec.Host + ":0"}
-		if bins.LedgeProf != "" && spec.Profile != "" {
+		switch {
+		case spec.Profile != "" && bins.LedgeProf != "":
 			args = []string{bins.LedgeProf, "--data-dir", dd, "--listen", spec.Host + ":0", "--cpuprofile", spec.Profile}
+		case spec.Profile != "":
+			args = append(args, "--cpuprofile", spec.Profile)
 		}
 		if spec.Host != "127.0.0.1" {
 			args = append(args, "--cert-addrs", spec.Host)

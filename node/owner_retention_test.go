@@ -1,0 +1,211 @@
+package node
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ledgemq/ledge/engine"
+)
+
+// testFloor is a retention floor a test moves (an uplink's position).
+type testFloor struct {
+	mu  sync.Mutex
+	off uint64
+	set bool
+}
+
+func (f *testFloor) move(off uint64, set bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.off, f.set = off, set
+}
+
+func (f *testFloor) get() (uint64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.off, f.set
+}
+
+// covers: issue 11 (retention never deletes records that have not been
+// forwarded; the choice is visible when it bites)
+//
+// TestOwnerRetentionFloor: the owner asks its floor at every enforcement;
+// retention holds back while the floor is below what it would delete,
+// follows the floor as it rises, and runs as configured once there is no
+// floor. RetentionHold says what was held back and counts it.
+func TestOwnerRetentionFloor(t *testing.T) {
+	l := newMemLog(newMemMeta(), "p0")
+	for i := 0; i < 10; i++ {
+		if _, _, err := l.Append(testBatch(t, "a", "b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var floor testFloor
+	floor.move(0, true) // an uplink that has not forwarded anything
+	o, err := NewOwner(OwnerConfig{Log: l, Meta: newMemMeta(), RetentionFloor: floor.get})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.retentionWant = 16 // retention wants 8 of the 10 batches gone
+	l.mu.Unlock()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+	res, err := o.EnforceRetention(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LogStart != 0 || !res.HeldBack() || res.Wanted != 16 || res.Floor != 0 {
+		t.Fatalf("floor 0: %+v", res)
+	}
+	if h := o.RetentionHold(); !h.Held || h.Times != 1 || h.Wanted != 16 || h.HeldBytes == 0 {
+		t.Fatalf("hold at floor 0: %+v", h)
+	}
+
+	floor.move(7, true) // forwarded up to offset 6: batches ending below 7 may go
+	res, err = o.EnforceRetention(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LogStart != 6 || !res.HeldBack() {
+		t.Fatalf("floor 7: %+v", res)
+	}
+	if st := o.State(); st.LogStart != 6 {
+		t.Fatalf("log start %d at floor 7", st.LogStart)
+	}
+	if h := o.RetentionHold(); !h.Held || h.Times != 2 || h.Floor != 7 {
+		t.Fatalf("hold at floor 7: %+v", h)
+	}
+
+	floor.move(20, true) // everything forwarded
+	res, err = o.EnforceRetention(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LogStart != 16 || res.HeldBack() {
+		t.Fatalf("floor 20: %+v", res)
+	}
+	if h := o.RetentionHold(); h.Held || h.Times != 2 || h.HeldBytes != 0 {
+		t.Fatalf("hold after the floor rose: %+v", h)
+	}
+
+	// No floor (overflow drop-oldest, or the uplink removed).
+	l.mu.Lock()
+	l.retentionWant = 20
+	l.mu.Unlock()
+	floor.move(0, false)
+	if res, err = o.EnforceRetention(now); err != nil || res.LogStart != 20 || res.HeldBack() || res.Floor != NoRetentionFloor {
+		t.Fatalf("no floor: %+v, %v", res, err)
+	}
+}
+
+// TestOwnerRetentionFloorEngine: the same on the storage engine, through
+// the node's adapter: retention by size keeps every segment holding an
+// offset at or above the floor, and catches up when the floor rises.
+func TestOwnerRetentionFloorEngine(t *testing.T) {
+	e, err := engine.Open(engine.Options{FS: vfs.NewMem(), Dir: "data", ReservedBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	top, err := e.CreateTopic("t", engine.TopicConfig{SegmentBytes: 4096, MaxBatchBytes: 1024, RetentionBytes: 8192})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := top.Partition(0)
+	log := NewEngineLog(p)
+	value := strings.Repeat("v", 100)
+	for i := 0; i < 100; i++ {
+		_, last, err := log.Append(testBatch(t, value, value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := log.WaitDurable(context.Background(), last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hw := log.State().HighWatermark
+	var floor testFloor
+	floor.move(0, true)
+	o, err := NewOwner(OwnerConfig{Topic: top.ID(), Log: log, Meta: newMemMeta(), RetentionFloor: floor.get})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	res, err := o.EnforceRetention(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LogStart != 0 || !res.HeldBack() || res.HeldBytes == 0 {
+		t.Fatalf("floor 0: %+v", res)
+	}
+	wanted := res.Wanted
+
+	floor.move(wanted/2, true)
+	if res, err = o.EnforceRetention(now); err != nil {
+		t.Fatal(err)
+	}
+	if res.LogStart == 0 || res.LogStart > wanted/2 || res.Wanted != wanted || !res.HeldBack() {
+		t.Fatalf("floor %d: %+v (retention alone: %d)", wanted/2, res, wanted)
+	}
+
+	floor.move(hw, true)
+	if res, err = o.EnforceRetention(now); err != nil {
+		t.Fatal(err)
+	}
+	if res.LogStart != wanted || res.HeldBack() {
+		t.Fatalf("floor at the high watermark: %+v, want start %d", res, wanted)
+	}
+	if h := o.RetentionHold(); h.Held || h.Times != 2 {
+		t.Fatalf("hold: %+v", h)
+	}
+}
+
+// TestNodeRetentionHoldIsLogged: the node says once when a floor starts
+// holding retention back and once when it stops, not at every
+// enforcement.
+func TestNodeRetentionHoldIsLogged(t *testing.T) {
+	l := newMemLog(newMemMeta(), "p0")
+	for i := 0; i < 4; i++ {
+		if _, _, err := l.Append(testBatch(t, "a", "b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.retentionWant = 8
+	var floor testFloor
+	floor.move(0, true)
+	o, err := NewOwner(OwnerConfig{Log: l, Meta: newMemMeta(), RetentionFloor: floor.get})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	gone, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := &Node{
+		cfg:    Config{Now: func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }},
+		log:    slog.New(slog.NewTextHandler(&out, nil)),
+		topics: map[string]*topic{"t": {name: "t", owners: []*Owner{o}, logs: []PartitionLog{l}, gone: gone, delete: cancel}},
+	}
+	n.EnforceRetention()
+	n.EnforceRetention()
+	if got := strings.Count(out.String(), "retention held back"); got != 1 {
+		t.Fatalf("%d lines say retention is held back, want 1:\n%s", got, out.String())
+	}
+	if h := o.RetentionHold(); !h.Held || h.Times != 2 {
+		t.Fatalf("hold %+v", h)
+	}
+	floor.move(8, true)
+	n.EnforceRetention()
+	n.EnforceRetention()
+	if got := strings.Count(out.String(), "no longer held back"); got != 1 {
+		t.Fatalf("%d lines say retention resumed, want 1:\n%s", got, out.String())
+	}
+	if st := o.State(); st.LogStart != 8 {
+		t.Fatalf("log start %d after the floor rose, want 8", st.LogStart)
+	}
+}

@@ -1,0 +1,146 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ledgemq/ledge/engine"
+	"github.com/ledgemq/ledge/fence"
+)
+
+// engineStateOwner builds an owner of the engine backend's partition, with
+// sessions and producers of its metadata.
+func engineStateOwner(t *testing.T, b *engineBackend) *Owner {
+	t.Helper()
+	m := b.meta()
+	sess, err := OpenSessions(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prods, err := OpenProducers(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := NewOwner(OwnerConfig{Topic: b.topic(), Log: b.log(), Meta: m, Sessions: sess, Producers: prods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// On the storage engine, an acknowledged state commit survives a power
+// loss together with its offset; a consumer that loads after the restart
+// resumes exactly there, and deleting the group's progress is durable too.
+//
+// covers: G55 G54
+func TestStateSurvivesRestartOnEngine(t *testing.T) {
+	ctx := context.Background()
+	b := newEngineBackend(t).(*engineBackend)
+	defer func() { b.close() }()
+	o := engineStateOwner(t, b)
+	if _, err := o.Produce(ctx, testBatch(t, "x", "y", "x")); err != nil {
+		t.Fatal(err)
+	}
+	a := Consumer{Name: "a"}
+	res, err := o.Poll(ctx, PollRequest{Consumer: a, From: FromNext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.CommitState(ctx, CommitRequest{Consumer: a, Token: res.Token, Offset: 3}, []StateChange{sput("x", "2"), sput("y", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	b.restart(t)
+	o = engineStateOwner(t, b)
+	if got := loadText(t, o, a); got != "3@1 x=2 y=1" {
+		t.Fatalf("after a power loss: %s", got)
+	}
+	s, _ := o.LoadState(ctx, a, nil)
+	if s.Next != 3 {
+		t.Fatalf("resumes at %d, want 3", s.Next)
+	}
+	// In pages: the engine seeks past the previous page's last key.
+	q := StateQuery{MaxBytes: 2}
+	var pages []string
+	for {
+		s, err := o.LoadStateQuery(ctx, a, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, stateText(s))
+		if !s.More {
+			break
+		}
+		q.After = s.Entries[len(s.Entries)-1].Key
+	}
+	if fmt.Sprint(pages) != "[3@1 x=2 3@1 y=1]" {
+		t.Fatalf("pages %q", pages)
+	}
+
+	// A group's state, then its deletion: gone after a power loss too.
+	o.Assign("g", "m", 1)
+	g := Consumer{Name: "g", Member: "m", MemberEpoch: 1}
+	o.members = staticMembers{"g/m": 1}
+	gr, err := o.Poll(ctx, PollRequest{Consumer: g, From: FromFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.CommitState(ctx, CommitRequest{Consumer: g, Token: gr.Token, Offset: 3}, []StateChange{sput("k", "v")}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := o.DeleteConsumer(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.restart(t)
+	o = engineStateOwner(t, b)
+	if s, err := o.InspectState(ctx, "g", StateQuery{}); err != nil || stateText(s) != "none" {
+		t.Fatalf("deleted group after a power loss: %s, %v", stateText(s), err)
+	}
+	if got := loadText(t, o, a); got != "3@1 x=2 y=1" {
+		t.Fatalf("the named consumer's state after the group's deletion: %s", got)
+	}
+}
+
+// staticMembers knows fixed members at fixed epochs ("group/member").
+type staticMembers map[string]uint64
+
+func (m staticMembers) Member(group, member string) (bool, fence.MemberEpoch) {
+	e, ok := m[group+"/"+member]
+	return ok, fence.MemberEpoch(e)
+}
+
+// Once the topic is deleted, state commits and loads fail with the
+// topic's deletion, and the engine removed the state with the topic.
+//
+// covers: G54
+func TestStateOfDeletedTopicOnEngine(t *testing.T) {
+	ctx := context.Background()
+	b := newEngineBackend(t).(*engineBackend)
+	defer func() { b.close() }()
+	o := engineStateOwner(t, b)
+	if _, err := o.Produce(ctx, testBatch(t, "x")); err != nil {
+		t.Fatal(err)
+	}
+	a := Consumer{Name: "a"}
+	res, err := o.Poll(ctx, PollRequest{Consumer: a, From: FromNext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.CommitState(ctx, CommitRequest{Consumer: a, Token: res.Token, Offset: 1}, []StateChange{sput("x", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.e.DeleteTopic(engineTopic); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.CommitState(ctx, CommitRequest{Consumer: a, Token: res.Token, Offset: 1}, []StateChange{sput("x", "2")}); !errors.Is(err, engine.ErrTopicDeleted) {
+		t.Fatalf("state commit after the deletion: %v", err)
+	}
+	if _, err := o.LoadState(ctx, a, nil); !errors.Is(err, engine.ErrTopicDeleted) {
+		t.Fatalf("state load after the deletion: %v", err)
+	}
+}
