@@ -171,6 +171,10 @@ func describedGroup(r *wire.DescribeGroupReply) GroupDescription {
 // group that does not exist yet is created, empty. An empty policy
 // detaches it. A group's policy is separate from a named consumer's
 // (SetCommitPolicy) of the same name. Needs the admin scope.
+//
+// Offsets never move backwards, so the policy decides only for members
+// that leave committing to it: those created with
+// WithDelivery(CommitByPolicy).
 func (c *Client) SetGroupCommitPolicy(ctx context.Context, group, policy string, params map[string]string) error {
 	req := &wire.SetPolicyRequest{Target: wire.PolicyGroup, Name: group, Policy: filterToWire(policy, params)}
 	return c.call(ctx, req, &wire.SetPolicyReply{})

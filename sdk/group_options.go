@@ -26,12 +26,27 @@ const (
 	// whose member was fenced while it ran returns nothing and commits
 	// nothing.
 	AtMostOnce
+	// CommitByPolicy: the consumer commits nothing by itself — not at the
+	// next Poll, not on revocation, not on Close. The group's commit
+	// policy (ledge group set-policy, Client.SetGroupCommitPolicy) decides
+	// the committed offset on the node: its proposal for each poll is
+	// applied by the partition's owner under that poll's token, so a
+	// fenced member's proposal changes nothing. Commit with records still
+	// works; CommitState is refused (the policy would move the offset
+	// apart from the state). Without a policy on the group nothing is committed
+	// unless the application calls Commit. What is delivered but not yet
+	// committed by the policy is processed again by the next holder of
+	// the partition, as with AtLeastOnce.
+	CommitByPolicy
 )
 
 // String returns the mode's name.
 func (d Delivery) String() string {
-	if d == AtMostOnce {
+	switch d {
+	case AtMostOnce:
 		return "at-most-once"
+	case CommitByPolicy:
+		return "commit-by-policy"
 	}
 	return "at-least-once"
 }

@@ -186,8 +186,8 @@ func (g *GroupConsumer) CommitState(ctx context.Context, last *Record, changes [
 	if g.isClosed() {
 		return ErrClosed
 	}
-	if g.cfg.delivery == AtMostOnce {
-		return errors.New("sdk: commit state: an AtMostOnce member's offsets move at delivery, apart from its state; use AtLeastOnce")
+	if g.cfg.delivery != AtLeastOnce {
+		return fmt.Errorf("sdk: commit state: a %s member's offsets move apart from its state (at delivery, or by the group's policy); use AtLeastOnce", g.cfg.delivery)
 	}
 	if last == nil || last.poll == nil {
 		return errors.New("sdk: commit state: the record was not returned by a Poll")

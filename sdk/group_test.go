@@ -233,6 +233,39 @@ func TestGroupConsumerAtMostOnce(t *testing.T) {
 	})
 }
 
+// Commit by policy: the consumer commits nothing of its own — not at the
+// next poll, not on revocation or Close — and refuses to commit state;
+// the group's policy on the node decides, and an explicit Commit of
+// records still works.
+func TestGroupConsumerCommitByPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newFakeGroupNode()
+		n.assign(p0)
+		n.produce(p0, "a", "b")
+		g := newTestGroupConsumer(t, n, WithDelivery(CommitByPolicy))
+		first, err := g.Poll(context.Background())
+		if err != nil || len(first) != 2 {
+			t.Fatalf("poll: %d records, %v", len(first), err)
+		}
+		n.produce(p0, "c")
+		if got := poll(t, g); !slices.Equal(got, []string{"c"}) {
+			t.Fatalf("second poll: %q", got)
+		}
+		expectEvents(t, n, "join m1", "assigned t/0")
+		if err := g.CommitState(context.Background(), first[1], nil); err == nil {
+			t.Fatal("CommitState accepted under CommitByPolicy")
+		}
+		if err := g.Commit(context.Background(), first...); err != nil {
+			t.Fatal(err)
+		}
+		expectEvents(t, n, "commit t/0@2")
+		if err := g.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		expectEvents(t, n, "revoked t/0", "leave")
+	})
+}
+
 // Close commits what is pending, revokes every partition and leaves.
 func TestGroupConsumerClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -28,6 +28,7 @@ type consumeFlags struct {
 	consumer   string
 	group      string
 	atMostOnce bool
+	byPolicy   bool
 	format     string
 	partitions []int
 	maxWait    time.Duration
@@ -87,6 +88,7 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
 	fs.BoolVar(&f.commit, "commit", false, "commit what was printed (needs --consumer)")
 	fs.StringVar(&f.consumer, "consumer", "", "consume as this named consumer")
 	fs.StringVar(&f.group, "group", "", "consume as a member of this consumer group (at least once, or --at-most-once; see ledge group)")
+	fs.BoolVar(&f.byPolicy, "commit-by-policy", false, "with --group: commit nothing from this consumer; the group's commit policy (ledge group set-policy) decides the committed offset on the node")
 	fs.BoolVar(&f.atMostOnce, "at-most-once", false, "with --group: the node commits each poll before it answers (a crash loses what was not printed; with --count, what a poll returned past the count is skipped)")
 	fs.StringVar(&f.format, "format", "raw", "output format: raw or json")
 	fs.IntSliceVarP(&f.partitions, "partition", "p", nil, "read only this partition (repeatable; default all)")
@@ -130,6 +132,9 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 	}
 	if f.atMostOnce {
 		return errors.New("--at-most-once needs --group GROUP (a named consumer commits with --commit)")
+	}
+	if f.byPolicy {
+		return errors.New("--commit-by-policy needs --group GROUP (a named consumer's policy is attached with --commit-policy)")
 	}
 	if f.format != "raw" && f.format != "json" {
 		return fmt.Errorf("--format %q: want raw or json", f.format)

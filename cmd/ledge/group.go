@@ -359,8 +359,13 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 		return errors.New("--filter, --commit-policy and --param do not apply to --group: attach a commit policy to the group with ledge group set-policy")
 	}
 	delivery := sdk.AtLeastOnce
-	if f.atMostOnce {
+	switch {
+	case f.atMostOnce && f.byPolicy:
+		return errors.New("--at-most-once and --commit-by-policy exclude each other: the node commits at delivery, or the group's policy decides")
+	case f.atMostOnce:
 		delivery = sdk.AtMostOnce
+	case f.byPolicy:
+		delivery = sdk.CommitByPolicy
 	}
 	// Without --follow a poll still waits a little: the member may have to
 	// wait for its partitions to be released by others.
@@ -403,8 +408,10 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 		} else if f.count > 0 && printed+len(recs) > f.count {
 			rest := recs[f.count-printed:]
 			recs = recs[:f.count-printed]
-			if err := g.Commit(context.WithoutCancel(ctx), recs...); err != nil {
-				return fmt.Errorf("commit: %w", err)
+			if !f.byPolicy {
+				if err := g.Commit(context.WithoutCancel(ctx), recs...); err != nil {
+					return fmt.Errorf("commit: %w", err)
+				}
 			}
 			g.Unpoll(rest...)
 		}

@@ -62,6 +62,9 @@ func TestGroupsThroughCLI(t *testing.T) {
 	}{
 		{"amo", []string{"--at-most-once"}, ""},
 		{"alo", nil, "y\nz\n"},
+		// Commit by policy, with no policy on the group: nothing was
+		// committed, the next run prints everything again.
+		{"bypolicy", []string{"--commit-by-policy"}, "x\ny\nz\n"},
 	} {
 		args := append([]string{"consume", "one", "--group", c.group, "--count", "1"}, c.flags...)
 		if out := n.mustRun(t, "", args...); out != "x\n" {
@@ -74,6 +77,11 @@ func TestGroupsThroughCLI(t *testing.T) {
 	_, errOut, err := n.run(t, "", "consume", "orders", "--at-most-once")
 	if err == nil || !strings.Contains(errOut, "--at-most-once needs --group") {
 		t.Fatalf("--at-most-once without --group: err %v, stderr %q", err, errOut)
+	}
+
+	_, errOut, err = n.run(t, "", "consume", "orders", "--group", "g", "--at-most-once", "--commit-by-policy")
+	if err == nil || !strings.Contains(errOut, "exclude each other") {
+		t.Fatalf("--at-most-once with --commit-by-policy: err %v, stderr %q", err, errOut)
 	}
 
 	// Policies: an unknown plugin is refused; --clear detaches.
