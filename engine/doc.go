@@ -167,14 +167,20 @@
 // about 50% to about 70% of a raw sequential write on this 2-core machine).
 // Batches of 32 KiB or more are not copied at all: a write per batch is
 // what a raw writer of such batches makes, and the copy cost memory
-// bandwidth and held the partition lock (measured on a loaded 2-core
-// machine, batches of 100 KiB under policy none: from a median of 0.48 to
-// 0.70 of a raw sequential write; the flusher's writes then take about 1.25
-// times the raw writes' CPU for the same bytes, the engine's batches being
-// spread over many buffers where the raw writer repeats one). Waiters are
-// told of writes about once per 512 KiB rather than after every write
-// (every batch, for large ones), so an appender waiting for room wakes
-// once per several batches.
+// bandwidth and held the partition lock. Waiters are told of writes about
+// once per 512 KiB rather than after every write (every batch, for large
+// ones), so an appender waiting for room wakes once per several batches.
+// Measured on this 2-core machine under heavy load from other work,
+// batches of 100 KiB under policy none (BenchmarkAppendNone, alternating
+// with the raw writer in 8 MiB rounds), five alternating runs each: a
+// median of 0.45 of a raw sequential write before, 0.61 after; under
+// lighter load, three runs each, 0.53 before and 0.70 after (0.79 against
+// a raw writer of the engine's own buffers). What remains is not the flusher's CPU (in a profile its writes cost no more
+// CPU than the raw writes of the same bytes) but waiting: the fsync that
+// seals each 64 MiB segment (with segments too large to be sealed during
+// the run, alternating runs gave a median of 0.67 against 0.60; the raw
+// writer never writes back within the run), and the flusher's writes
+// reading 64 distinct buffers where the raw writer repeats one.
 // Sealed segments are fsynced by the syncer, not the flusher: a 64 MiB
 // fdatasync stalled appends for ~60 ms.
 //
