@@ -11,7 +11,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 )
 
-var groupSeedsFlag = flag.Int("group.seeds", 0, "number of seeds of TestSimGroups (default 60; 15 with -short; -seeds sets both)")
+var groupSeedsFlag = flag.Int("group.seeds", 0, "number of seeds of TestSimGroups and TestSimState (default 50 and 30; 15 and 10 with -short); -seeds sets them too")
 
 // groupConfig is the configuration of the group simulation: the storage
 // ops with fewer armed faults (each fault soon brings a restart, and the
@@ -106,7 +106,7 @@ func TestSimGroups(t *testing.T) {
 	case testing.Short():
 		n = 15
 	default:
-		n = 60
+		n = 50
 	}
 	for seed := range uint64(n) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -118,11 +118,13 @@ func TestSimGroups(t *testing.T) {
 	}
 }
 
-// TestSimGroupsReplaysExactly: a group seed replays step by step.
+// TestSimGroupsReplaysExactly: a seed of the group simulation, and of
+// its state-store variant, replays step by step.
 func TestSimGroupsReplaysExactly(t *testing.T) {
-	for _, seed := range []uint64{5, 11} {
-		a := runGroupSeed(t, seed, nil)
-		b := runGroupSeed(t, seed, nil)
+	for i, seed := range []uint64{5, 11} {
+		state := i == 1
+		a := runGroupSeedWith(t, seed, nil, state)
+		b := runGroupSeedWith(t, seed, nil, state)
 		if !slices.Equal(a.Trace, b.Trace) {
 			for i := range min(len(a.Trace), len(b.Trace)) {
 				if a.Trace[i] != b.Trace[i] {
@@ -172,7 +174,7 @@ func TestSimState(t *testing.T) {
 	case testing.Short():
 		n = 10
 	default:
-		n = 40
+		n = 30
 	}
 	for seed := range uint64(n) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -236,5 +238,70 @@ func TestGroupTokenStaleAfterPowerLoss(t *testing.T) {
 		w.gm.late = []lateCommit{old}
 		step(lateCommitOp{}, "refused: fence:")
 		step(groupPollOp{member: "m0", k: a0, maxBytes: 1 << 20}, "3 records from 5, next 8")
+	})
+}
+
+// The stale state write of a fenced member, told step by step: A reads
+// and counts four records but stalls before committing; its session runs
+// out and B takes the partition, loads the (empty) state, counts all ten
+// records and commits its state with offset 10. A's commit of its state
+// at 4 arrives late: refused, and the store keeps B's. The node loses
+// power; C joins, loads B's state with offset 10, counts the records
+// appended since (numbered after a gap: the restart) and commits; after
+// every step the store holds the exact fold of the
+// records its offset covers, each counted once.
+//
+// covers: G39
+func TestStateStaleWriteAfterHandOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(1, Config{Settle: synctest.Wait, Checks: GroupChecks(), StateStore: true})
+		if err := w.open(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			w.shutdown()
+			synctest.Wait()
+		}()
+		step := func(op Op, want string) string {
+			w.step++
+			out, err := w.Do(op)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", op, err, strings.Join(w.trace, "\n"))
+			}
+			if !strings.Contains(out, want) {
+				t.Fatalf("%s: %q, want %q\n%s", op, out, want, strings.Join(w.trace, "\n"))
+			}
+			return out
+		}
+		cfg := engine.TopicConfig{Partitions: 1, Durability: engine.DurabilityAlways, SyncInterval: sim50ms, SegmentBytes: 4096, MaxBatchBytes: 1024}
+		step(createWithOp{name: "a", cfg: cfg}, "")
+		step(createWithOp{name: "b", cfg: cfg}, "")
+		p := w.TopicNamed("a").Parts[0]
+		a0 := keyOf(p)
+		for range 5 {
+			step(produceOp{p: p, n: 2}, "acknowledged")
+		}
+		step(joinOp{member: "m0"}, "owns [a/0@1 b/0@1]")
+		step(groupPollOp{member: "m0", k: a0, maxBytes: 1}, "loaded 0 keys at 0; 2 records from 0, next 2")
+		step(groupPollOp{member: "m0", k: a0, maxBytes: 1}, "2 records from 2, next 4")
+		tok, off, sc, _ := w.pendingCommit(w.member("m0"), a0)
+		stale := lateCommit{member: "m0", part: a0, tok: tok, offset: off, state: sc}
+		step(pauseOp{member: "m0"}, "paused")
+		step(joinOp{member: "m1"}, "joined")
+		step(roundOp{beats: 6}, "m1 e")
+		if g := w.gm.installed[a0]; g.member != "m1" {
+			t.Fatalf("a/0 is held by %v, want m1\n%s", g, strings.Join(w.trace, "\n"))
+		}
+		step(groupPollOp{member: "m1", k: a0, maxBytes: 1 << 20}, "loaded 0 keys at 0; 10 records from 0, next 10")
+		step(groupCommitOp{member: "m1", k: a0}, "commit 10 ok")
+		w.gm.late = []lateCommit{stale}
+		step(lateCommitOp{}, "commit 4 refused: fence: unknown member")
+
+		step(restartOp{kind: RestartPowerLoss, pct: 0}, "power-loss")
+		step(joinOp{member: "m2"}, "owns [a/0@")
+		step(produceOp{p: w.TopicNamed("a").Parts[0], n: 4}, "acknowledged")
+		step(groupPollOp{member: "m2", k: a0, maxBytes: 1 << 20}, "loaded 4 keys at 10; 4 records from 10, next ")
+		step(groupCommitOp{member: "m2", k: a0}, " ok")
+		step(restartOp{kind: RestartPowerLoss, pct: 0}, "power-loss")
 	})
 }

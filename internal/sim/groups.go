@@ -213,6 +213,7 @@ func (a assigner) DeleteConsumer(ctx context.Context, group string) (node.Durabl
 		if c := a.p.m.consumers[groupConsumer]; c != nil {
 			c.durable, c.later = nil, nil
 		}
+		clear(a.p.m.states) // a group created again starts afresh
 	}
 	return d, err
 }

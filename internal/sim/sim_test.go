@@ -10,7 +10,7 @@ import (
 
 var (
 	seedFlag   = flag.Int64("seed", -1, "run only this seed, with its whole trace (replays a failure exactly)")
-	seedsFlag  = flag.Int("seeds", 0, "number of seeds to run (default 300; 40 with -short)")
+	seedsFlag  = flag.Int("seeds", 0, "number of seeds to run (default 200; 40 with -short)")
 	stepsFlag  = flag.Int("steps", 0, "ops per seed (default 150)")
 	statesFlag = flag.Bool("states", false, "with -seed: trace every partition's state after each step")
 )
@@ -65,7 +65,7 @@ func TestSim(t *testing.T) {
 	}
 	n := *seedsFlag
 	if n == 0 {
-		n = 300
+		n = 200
 		if testing.Short() {
 			n = 40
 		}
