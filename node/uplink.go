@@ -268,7 +268,7 @@ type UplinkStatus struct {
 	Forwarded, Transactions uint64
 	// Dropped counts records skipped because they were gone from the
 	// partition before they were forwarded (retention under drop-oldest,
-	// a purge, or a lossy recovery after a power loss).
+	// or a purge).
 	Dropped uint64
 	// Failures counts failed steps; LastError is the latest failure.
 	Failures  uint64

@@ -35,7 +35,8 @@ type uplinkNode struct {
 
 	backedOff chan struct{}
 	resume    chan struct{}
-	target    atomic.Uint64 // caughtUp is signalled when a poll asks for this offset
+	targetMu  sync.Mutex
+	target    uint64 // caughtUp is signalled when a poll asks for this offset
 	caughtUp  chan struct{}
 }
 
@@ -80,7 +81,9 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) 
 		id, srcs, err := n.uplinkPartitions(name)
 		for i, s := range srcs {
 			srcs[i] = heldHook{pollHook: pollHook{UplinkSource: s, before: func(req PollRequest) {
-				if req.MaxBytes != 1 && req.Offset >= u.target.Load() {
+				u.targetMu.Lock()
+				defer u.targetMu.Unlock()
+				if req.MaxBytes != 1 && req.Offset >= u.target {
 					select {
 					case u.caughtUp <- struct{}{}:
 					default:
@@ -108,7 +111,7 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) 
 			}
 		},
 	}})
-	u.target.Store(^uint64(0))
+	u.setTarget(^uint64(0))
 	spec := UplinkSpec{Topic: "events", Seeds: u.kafka.kafka.ListenAddrs(), To: uplinkKafkaTopic, Overflow: overflow}
 	if err := n.uplinks.Add(context.Background(), spec); err != nil {
 		t.Fatal(err)
@@ -143,13 +146,25 @@ func (u *uplinkNode) produce(batches int) {
 // high watermark.
 func (u *uplinkNode) waitCaughtUp() {
 	u.t.Helper()
-	u.target.Store(u.owner.State().HighWatermark)
+	u.setTarget(u.owner.State().HighWatermark)
 	select {
 	case <-u.caughtUp:
 	case <-safetyContext(u.t).Done():
 		u.t.Fatalf("the uplink did not catch up: %+v", u.tn.Node.uplinks.List())
 	}
-	u.target.Store(^uint64(0))
+	u.setTarget(^uint64(0))
+}
+
+// setTarget sets the offset whose poll signals caughtUp, and forgets a
+// signal of an earlier target.
+func (u *uplinkNode) setTarget(off uint64) {
+	u.targetMu.Lock()
+	defer u.targetMu.Unlock()
+	u.target = off
+	select {
+	case <-u.caughtUp:
+	default:
+	}
 }
 
 func (u *uplinkNode) status() UplinkPartitionStatus {

@@ -258,8 +258,8 @@ func parseUplinkPositionMeta(meta string) (fence.HistoryEpoch, bool) {
 //   - a lossy recovery (a power loss took records readers had seen) keeps
 //     a position at or below what survived, and moves one past it to where
 //     numbering resumed: records the forwarder had forwarded before the
-//     loss stay in Kafka, and records lost before they were forwarded are
-//     counted as dropped. Offsets are never reused, so what the new
+//     loss stay in Kafka, and the range of records lost before they were
+//     forwarded is logged. Offsets are never reused, so what the new
 //     history appends is forwarded after them.
 func (f *Forwarder) resolvePosition(st PartitionState, pos uint64, h fence.HistoryEpoch) uint64 {
 	lineage := f.cfg.Source.Lineage()
@@ -283,16 +283,21 @@ func (f *Forwarder) resolvePosition(st PartitionState, pos uint64, h fence.Histo
 			pos = tr.Start
 			f.noteDropped(from, pos, "the partition was purged")
 		case fence.TransitionLossyRecovery:
-			switch {
-			case pos > tr.KeptEnd:
+			// The offsets [KeptEnd, Start) were handed out or reserved
+			// before the loss: how many records they held is unknown, so
+			// the loss is logged, not counted.
+			if pos > tr.KeptEnd {
 				f.cfg.Logger.Warn("uplink: a recovery lost records that were already forwarded; Kafka keeps them",
 					"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", tr.KeptEnd, "to", pos, "resume", tr.Start)
-				if pos < tr.Start {
-					pos = tr.Start
-					f.noteDropped(from, pos, "a recovery lost them (lossy recovery)")
-				}
-			case tr.KeptEnd < tr.Start:
-				f.noteDropped(tr.KeptEnd, tr.Start, "a recovery lost them (lossy recovery)")
+				from = max(pos, tr.KeptEnd)
+				pos = max(pos, tr.Start)
+			} else {
+				from = tr.KeptEnd
+			}
+			if from < tr.Start {
+				f.cfg.Logger.Warn("uplink: a recovery lost records before they were forwarded (lossy recovery): "+
+					"whatever the offsets held never reaches Kafka",
+					"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", from, "to", tr.Start)
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +24,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var uplinkPowerSeeds = flag.Int("uplink-power-seeds", 6, "seeds of TestUplinkPowerLoss (each a random schedule of produces, forwarding steps and power losses)")
+var (
+	uplinkPowerSeeds = flag.Int("uplink-power-seeds", 6, "seeds of TestUplinkPowerLoss (each a random schedule of produces, forwarding steps and power losses)")
+	uplinkPowerSeed  = flag.Int("uplink-power-seed", -1, "run TestUplinkPowerLoss for this seed only, with its trace")
+)
 
 const powerKafkaTopic = "central"
 
@@ -50,6 +55,8 @@ type powerWorld struct {
 	// is where the power fails.
 	dead, killAtCommit atomic.Bool
 	losses             int
+	logger             *slog.Logger
+	trace              traceBuf // what happened, shown when the seed fails
 }
 
 func newPowerWorld(t *testing.T, seed uint64) *powerWorld {
@@ -58,7 +65,14 @@ func newPowerWorld(t *testing.T, seed uint64) *powerWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	w := &powerWorld{t: t, rng: rand.New(rand.NewPCG(seed, 0x0b)), disk: sim.NewDisk(), kafka: c, sent: map[string]bool{}}
+	w := &powerWorld{t: t, rng: rand.New(rand.NewPCG(seed, 0x0b)), disk: sim.NewDisk(), kafka: c, sent: map[string]bool{},
+		logger: slog.New(slog.DiscardHandler)}
+	w.logger = slog.New(slog.NewTextHandler(&w.trace, nil))
+	t.Cleanup(func() {
+		if t.Failed() || *uplinkPowerSeed >= 0 {
+			t.Logf("trace:\n%s", w.trace.String())
+		}
+	})
 	w.cfg = engine.TopicConfig{Partitions: 1, Durability: engine.DurabilityAlways, SegmentBytes: 4 << 10}
 	if w.rng.IntN(2) == 0 {
 		// Acknowledged before durable: a power loss may take records the
@@ -116,7 +130,7 @@ func (w *powerWorld) open(create bool) {
 		},
 		MaxTxnBytes: 1 << 10, PollWait: time.Millisecond, StepTimeout: 5 * time.Second,
 		Wait:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: w.logger,
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -146,9 +160,11 @@ func (w *powerWorld) batch(k int) ([]byte, []string) {
 func (w *powerWorld) produce(k int) {
 	w.t.Helper()
 	b, vals := w.batch(k)
-	if _, err := w.owner.Produce(context.Background(), b); err != nil {
+	res, err := w.owner.Produce(context.Background(), b)
+	if err != nil {
 		w.t.Fatalf("produce: %v", err)
 	}
+	w.trace.printf("produce %s..%s at %d..%d, acknowledged", vals[0], vals[len(vals)-1], res.Base, res.Last)
 	if w.cfg.Durability == engine.DurabilityAlways {
 		w.acked = append(w.acked, vals...)
 	}
@@ -158,16 +174,19 @@ func (w *powerWorld) produce(k int) {
 // power may fail before they are.
 func (w *powerWorld) produceUnacked(k int) {
 	w.t.Helper()
-	b, _ := w.batch(k)
-	if _, _, err := w.owner.OrderProduce(context.Background(), b); err != nil {
+	b, vals := w.batch(k)
+	res, _, err := w.owner.OrderProduce(context.Background(), b)
+	if err != nil {
 		w.t.Fatalf("produce: %v", err)
 	}
+	w.trace.printf("produce %s..%s at %d..%d, not waiting", vals[0], vals[len(vals)-1], res.Base, res.Last)
 }
 
 // step runs one forwarding step; failures are the outage's or the power
 // loss's, and the next step retries.
 func (w *powerWorld) step() error {
-	_, err := w.fwd.Step(context.Background())
+	n, err := w.fwd.Step(context.Background())
+	w.trace.printf("step: %d records, err %v; position %d, partition %+v", n, err, w.fwd.Status().Position, w.owner.State())
 	return err
 }
 
@@ -185,6 +204,7 @@ func (w *powerWorld) powerLoss() {
 	w.losses++
 	w.dead.Store(false)
 	w.open(false)
+	w.trace.printf("power loss %d: partition %+v, lineage %+v", w.losses, w.owner.State(), w.owner.Lineage())
 }
 
 // drain forwards until the forwarder's position reaches the high
@@ -221,6 +241,7 @@ func (w *powerWorld) ledgeValues() []string {
 			for r, ok := it.Next(); ok; r, ok = it.Next() {
 				if r.Offset >= from {
 					out = append(out, string(r.Value))
+					w.trace.printf("ledge %d %s", r.Offset, r.Value)
 				}
 			}
 		}
@@ -260,6 +281,7 @@ func (w *powerWorld) kafkaValues() []string {
 				done = true
 			} else if !done {
 				out = append(out, string(r.Value))
+				w.trace.printf("kafka %s %s", r.Headers[len(r.Headers)-1].Value, r.Value)
 			}
 		})
 		if done {
@@ -284,6 +306,9 @@ func (w *powerWorld) kafkaValues() []string {
 // covers: G46
 func TestUplinkPowerLoss(t *testing.T) {
 	for seed := range uint64(*uplinkPowerSeeds) {
+		if *uplinkPowerSeed >= 0 && seed != uint64(*uplinkPowerSeed) {
+			continue
+		}
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			w := newPowerWorld(t, seed)
 			midTxn := 0
@@ -310,6 +335,9 @@ func TestUplinkPowerLoss(t *testing.T) {
 					w.powerLoss()
 				}
 			}
+			// A last acknowledged batch: under the always policy readers see
+			// durable records only, and everything before it is durable now.
+			w.produce(1)
 			w.drain()
 			ledge, kafka := w.ledgeValues(), w.kafkaValues()
 			checkPowerLoss(t, w, ledge, kafka)
@@ -335,7 +363,7 @@ func checkPowerLoss(t *testing.T, w *powerWorld, ledge, kafka []string) {
 	for _, v := range ledge {
 		i, ok := at[v]
 		if !ok {
-			t.Fatalf("%s is in the partition but not in Kafka", v)
+			t.Fatalf("%s is in the partition but not in Kafka (partition %+v, lineage %+v)", v, w.owner.State(), w.owner.Lineage())
 		}
 		if i < last {
 			t.Fatalf("%s is in Kafka out of the partition's order", v)
@@ -347,4 +375,28 @@ func checkPowerLoss(t *testing.T, w *powerWorld, ledge, kafka []string) {
 			t.Fatalf("%s was acknowledged durable and is gone from the partition", v)
 		}
 	}
+}
+
+// traceBuf collects a seed's trace.
+type traceBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (t *traceBuf) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.Write(p)
+}
+
+func (t *traceBuf) printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(&t.b, format+"\n", args...)
+}
+
+func (t *traceBuf) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.String()
 }

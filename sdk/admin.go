@@ -234,10 +234,10 @@ type CommittedOffset struct {
 }
 
 // Committed returns the committed positions of the named consumer on
-// partitions of a topic (all of them when none are named). It asks as the
-// consumer without a session, which a node refuses with ErrFencedSession
-// once a process has attached under the name: a consumer reads its own
-// with Consumer.Committed.
+// partitions of a topic (all of them when none are named). It looks
+// without acting as the consumer (no session), so it works while a
+// process is attached under the name; a consumer reads its own with
+// Consumer.Committed.
 func (c *Client) Committed(ctx context.Context, topic, consumer string, partitions ...int32) ([]CommittedOffset, error) {
 	cs, err := c.committed(ctx, topic, wire.Consumer{Kind: wire.ConsumerNamed, Name: consumer}, partitions)
 	if err != nil {

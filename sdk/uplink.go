@@ -58,8 +58,7 @@ type UplinkPartition struct {
 	LagAge     time.Duration
 	// Forwarded counts records committed to Kafka since the forwarder
 	// started; Dropped records gone before they were forwarded (a purge,
-	// retention under drop-oldest, or a power loss that took records not
-	// yet synced); Failures failed attempts.
+	// or retention under drop-oldest); Failures failed attempts.
 	Forwarded, Dropped, Failures uint64
 	TransactionalID              string
 	LastError                    string

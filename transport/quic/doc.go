@@ -16,6 +16,8 @@
 // with [Stream.ReadFrame] and answered in request order with
 // [Stream.Reply], with [Stream.WriteReply] (replies to a burst of requests
 // leave in one write), or with WriteFrame, Flush and [Request.Release].
+// [Stream.WriteFrameParts] writes a frame given in pieces, handing large
+// ones (a poll reply's stored batches) to QUIC without joining them first.
 // [Listener.CloseToken] closes every connection of a revoked token.
 // [Listener.Shutdown] stops accepting, lets requests already read be
 // answered and waits for clients to read the replies, then closes.

@@ -67,6 +67,7 @@ func LengthPrefixedBody(frame []byte) []byte {
 // frameReader reads frames from a stream, bounding each before it is
 // allocated. It is not safe for concurrent use.
 type frameReader struct {
+	r       io.Reader // what br reads from
 	br      *bufio.Reader
 	framing Framing
 	max     int
@@ -75,6 +76,7 @@ type frameReader struct {
 
 func newFrameReader(r io.Reader, f Framing, max int) *frameReader {
 	return &frameReader{
+		r:       r,
 		br:      bufio.NewReaderSize(r, defaultStreamBufferSize),
 		framing: f,
 		max:     max,
@@ -86,7 +88,16 @@ func newFrameReader(r io.Reader, f Framing, max int) *frameReader {
 // length, checked against the limit. io.EOF means the stream ended cleanly
 // between frames.
 func (fr *frameReader) readHeader() (int, error) {
-	if _, err := io.ReadFull(fr.br, fr.header); err != nil {
+	// With nothing buffered the header is read from the stream itself:
+	// filling the buffer would take in the start of a large body, only to
+	// copy it again into the frame. A body at least as large as the
+	// buffer is then read straight into the frame; a smaller one fills
+	// the buffer, which takes in the frames after it too.
+	src := io.Reader(fr.br)
+	if fr.br.Buffered() == 0 {
+		src = fr.r
+	}
+	if _, err := io.ReadFull(src, fr.header); err != nil {
 		if err == io.ErrUnexpectedEOF {
 			return 0, fmt.Errorf("%w: stream ended inside a frame header", ErrProtocol)
 		}

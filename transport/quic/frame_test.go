@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/iotest"
 )
 
 func TestFramings(t *testing.T) {
@@ -117,5 +118,40 @@ func TestBudget(t *testing.T) {
 	}
 	if b.inUse() != 9 || b.waits.Load() != 4 {
 		t.Errorf("in use %d, waits %d", b.inUse(), b.waits.Load())
+	}
+}
+
+// TestFramesThroughShortReads: frames large and small, back to back, read
+// from a stream that returns a few bytes at a time, come out whole and in
+// order (a header read past the buffer, a body read past it or through
+// it).
+func TestFramesThroughShortReads(t *testing.T) {
+	bodies := [][]byte{bytes.Repeat([]byte("x"), 70_000), []byte("a"), nil, bytes.Repeat([]byte("y"), 200_000), []byte("bc")}
+	var all []byte
+	for _, b := range bodies {
+		all = append(all, frame(string(b))...)
+	}
+	for name, r := range map[string]io.Reader{
+		"half":     iotest.HalfReader(bytes.NewReader(all)),
+		"one byte": iotest.OneByteReader(bytes.NewReader(all)),
+		"whole":    bytes.NewReader(all),
+	} {
+		fr := newFrameReader(r, WireFraming(), 1<<20)
+		for i, b := range bodies {
+			n, err := fr.readHeader()
+			if err != nil {
+				t.Fatalf("%s: frame %d: %v", name, i, err)
+			}
+			got, err := fr.readBody(n)
+			if err != nil {
+				t.Fatalf("%s: frame %d: %v", name, i, err)
+			}
+			if !bytes.Equal(got, frame(string(b))) {
+				t.Fatalf("%s: frame %d (a %d-byte body) differs", name, i, len(b))
+			}
+		}
+		if _, err := fr.readHeader(); err != io.EOF {
+			t.Errorf("%s: after the last frame: %v, want io.EOF", name, err)
+		}
 	}
 }
