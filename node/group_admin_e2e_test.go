@@ -1,12 +1,10 @@
 package node_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -17,19 +15,8 @@ import (
 // offsets, so that a member of a group created again under the name reads
 // from the start.
 func TestE2EGroupAdministrationThroughTheSDK(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	n, err := node.Open(ctx, node.Config{DataDir: dir, Listen: "127.0.0.1:0", RetentionInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
-	c, err := sdk.Dial(ctx, n.Addr(), sdk.WithDataDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, dial := servedNode(t)
+	c := dial()
 	if _, err := c.CreateTopic(ctx, "orders", sdk.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}

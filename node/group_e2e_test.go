@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 )
 
@@ -21,22 +19,7 @@ import (
 //
 
 func TestGroupEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	n, err := node.Open(ctx, node.Config{DataDir: dir, Listen: "127.0.0.1:0", RetentionInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
-	dial := func() *sdk.Client {
-		c, err := sdk.Dial(ctx, n.Addr(), sdk.WithDataDir(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	ctx, dial := servedNode(t)
 	admin := dial()
 	if _, err := admin.CreateTopic(ctx, "orders", sdk.TopicConfig{Partitions: 4}); err != nil {
 		t.Fatal(err)

@@ -1,12 +1,9 @@
 package node_test
 
 import (
-	"context"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 )
 
@@ -15,19 +12,8 @@ import (
 // name, and a consumer attached later resumes at them (its first position
 // comes from the node, as an explicit offset).
 func TestE2EClientCommittedWhileAttached(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	n, err := node.Open(ctx, node.Config{DataDir: dir, Listen: "127.0.0.1:0", RetentionInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
-	c, err := sdk.Dial(ctx, n.Addr(), sdk.WithDataDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, dial := servedNode(t)
+	c := dial()
 	if _, err := c.CreateTopic(ctx, "t", sdk.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 )
 
@@ -98,22 +97,7 @@ func (c *stateCounter) step(ctx context.Context) error {
 //
 // covers: G51 G52
 func TestE2EStateCountsOnceAcrossRebalances(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	n, err := node.Open(ctx, node.Config{DataDir: dir, Listen: "127.0.0.1:0", RetentionInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close(context.Background())
-	dial := func() *sdk.Client {
-		c, err := sdk.Dial(ctx, n.Addr(), sdk.WithDataDir(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	ctx, dial := servedNode(t)
 	admin := dial()
 	if _, err := admin.CreateTopic(ctx, "events", sdk.TopicConfig{Partitions: 2}); err != nil {
 		t.Fatal(err)
