@@ -66,29 +66,26 @@ func newGroupListCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			groups, err := c.ListGroups(ctx)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				out := make([]groupJSON, len(groups))
-				for i, g := range groups {
-					out[i] = groupToJSON(g)
+			return cf.with(ctx, func(c *sdk.Client) error {
+				groups, err := c.ListGroups(ctx)
+				if err != nil {
+					return err
 				}
-				return writeJSON(w, out)
-			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "GROUP\tSTATE\tMEMBERS\tEPOCH\tASSIGNOR\tTOPICS")
-			for _, g := range groups {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", g.Name, g.State, g.Members, g.Epoch, g.Assignor, strings.Join(g.Topics, ","))
-			}
-			return tw.Flush()
+				w := cmd.OutOrStdout()
+				if asJSON {
+					out := make([]groupJSON, len(groups))
+					for i, g := range groups {
+						out[i] = groupToJSON(g)
+					}
+					return writeJSON(w, out)
+				}
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "GROUP\tSTATE\tMEMBERS\tEPOCH\tASSIGNOR\tTOPICS")
+				for _, g := range groups {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", g.Name, g.State, g.Members, g.Epoch, g.Assignor, strings.Join(g.Topics, ","))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -136,21 +133,18 @@ end of the partition that is.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			d, err := c.DescribeGroup(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, groupDescriptionJSON(d))
-			}
-			printGroup(w, d)
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				d, err := c.DescribeGroup(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, groupDescriptionJSON(d))
+				}
+				printGroup(w, d)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -287,20 +281,17 @@ empty. --clear detaches the group's policy. Needs an admin token.`,
 				return fmt.Errorf("--param: %w", err)
 			}
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.SetGroupCommitPolicy(ctx, args[0], policy, pp); err != nil {
-				return err
-			}
-			if clear {
-				fmt.Fprintf(cmd.OutOrStdout(), "group %s: commit policy detached\n", args[0])
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "group %s: commit policy %s%s\n", args[0], policy, paramsString(pp))
-			}
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				if err := c.SetGroupCommitPolicy(ctx, args[0], policy, pp); err != nil {
+					return err
+				}
+				if clear {
+					fmt.Fprintf(cmd.OutOrStdout(), "group %s: commit policy detached\n", args[0])
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "group %s: commit policy %s%s\n", args[0], policy, paramsString(pp))
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&params, "param", nil, "a policy parameter key=value (repeatable)")
@@ -321,16 +312,13 @@ an admin token.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.DeleteGroup(ctx, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "group %s deleted\n", args[0])
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				if err := c.DeleteGroup(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "group %s deleted\n", args[0])
+				return nil
+			})
 		},
 	}
 }

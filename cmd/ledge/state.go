@@ -74,19 +74,16 @@ Keys and values that are not printable text are shown quoted.`,
 				key = []byte(args[3])
 			}
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.InspectState(ctx, args[0], args[1], int32(part), key)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), stateToJSON(args[0], s))
-			}
-			return printState(cmd.OutOrStdout(), args[0], s)
+			return cf.with(ctx, func(c *sdk.Client) error {
+				s, err := c.InspectState(ctx, args[0], args[1], int32(part), key)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), stateToJSON(args[0], s))
+				}
+				return printState(cmd.OutOrStdout(), args[0], s)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -62,16 +62,13 @@ dropped. Paths of TLS and SASL files are on the node.`,
 				cfg.SASL = &sdk.UplinkSASL{Mechanism: saslMech, User: saslUser, PasswordFile: saslPasswordFile}
 			}
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.AddUplink(ctx, args[0], cfg); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "uplink %s -> %s on %s added\n", args[0], cfg.To, strings.Join(cfg.Seeds, ","))
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				if err := c.AddUplink(ctx, args[0], cfg); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "uplink %s -> %s on %s added\n", args[0], cfg.To, strings.Join(cfg.Seeds, ","))
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -115,30 +112,27 @@ func newUplinkListCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ups, err := c.ListUplinks(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(ups)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOPIC\tKAFKA TOPIC\tPARTITIONING\tOVERFLOW\tLAG\tOLDEST\tDROPPED\tHELD BACK\tSTATE")
-			for _, u := range ups {
-				var lag, dropped, held uint64
-				var age time.Duration
-				for _, p := range u.Partitions {
-					lag, dropped, held, age = lag+p.LagRecords, dropped+p.Dropped, held+p.HeldBack, max(age, p.LagAge)
+			return cf.with(ctx, func(c *sdk.Client) error {
+				ups, err := c.ListUplinks(ctx)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\n", u.Topic, u.Config.To, u.Config.Partitioning,
-					u.Config.Overflow, lag, age.Round(time.Second), dropped, held, uplinkStateSummary(u))
-			}
-			return tw.Flush()
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(ups)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TOPIC\tKAFKA TOPIC\tPARTITIONING\tOVERFLOW\tLAG\tOLDEST\tDROPPED\tHELD BACK\tSTATE")
+				for _, u := range ups {
+					var lag, dropped, held uint64
+					var age time.Duration
+					for _, p := range u.Partitions {
+						lag, dropped, held, age = lag+p.LagRecords, dropped+p.Dropped, held+p.HeldBack, max(age, p.LagAge)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\n", u.Topic, u.Config.To, u.Config.Partitioning,
+						u.Config.Overflow, lag, age.Round(time.Second), dropped, held, uplinkStateSummary(u))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -167,19 +161,16 @@ func newUplinkStatusCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			u, err := c.UplinkStatus(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(u)
-			}
-			return printUplinkStatus(cmd.OutOrStdout(), u)
+			return cf.with(ctx, func(c *sdk.Client) error {
+				u, err := c.UplinkStatus(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(u)
+				}
+				return printUplinkStatus(cmd.OutOrStdout(), u)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -261,16 +252,13 @@ func newUplinkRemoveCommand(cf *clientFlags) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.RemoveUplink(ctx, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed the uplink of %s\n", args[0])
-			return nil
+			return cf.with(ctx, func(c *sdk.Client) error {
+				if err := c.RemoveUplink(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed the uplink of %s\n", args[0])
+				return nil
+			})
 		},
 	}
 }
