@@ -488,7 +488,7 @@ func environment(repoRoot, workDir string, bins server.Binaries, l sysstat.Layou
 	e := report.Env{
 		CPU: sysstat.CPUModel(), CPUs: runtime.NumCPU(), Kernel: sysstat.Kernel(), Go: runtime.Version(),
 		Layout: l.String(), ServerProcs: l.ServerProcs(), LoadProcs: len(l.Load),
-		FileSystem: fsType(workDir) + " at " + workDir, LoadAvgStart: sysstat.LoadAverage(),
+		FileSystem: fsType(workDir), LoadAvgStart: sysstat.LoadAverage(),
 	}
 	if b, err := exec.Command("git", "-C", repoRoot, "rev-parse", "--short", "HEAD").Output(); err == nil {
 		e.Commit = strings.TrimSpace(string(b))

@@ -92,7 +92,7 @@ func run(c config) error {
 		return err
 	}
 	defer b.close()
-	res := result{Config: c.describe(), Machine: machine(c.workdir), Started: time.Now().UTC()}
+	res := result{Config: c.describe(), Machine: machine(), Started: time.Now().UTC()}
 
 	fmt.Printf("phase 1: local produce alone for %s\n", c.local)
 	if res.Local, err = b.local(c.local); err != nil {

@@ -28,13 +28,12 @@ type result struct {
 }
 
 // machine describes where the run ran.
-func machine(workdir string) map[string]string {
+func machine() map[string]string {
 	m := map[string]string{
 		"go":         runtime.Version(),
 		"platform":   runtime.GOOS + "/" + runtime.GOARCH,
 		"cpus":       fmt.Sprint(runtime.NumCPU()),
 		"gomaxprocs": fmt.Sprint(runtime.GOMAXPROCS(0)),
-		"workdir":    workdir,
 	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -118,10 +117,10 @@ func (r result) markdown() []byte {
 	fmt.Fprintf(&b, "# Kafka uplink: forwarding throughput and lag over time\n\n")
 	fmt.Fprintf(&b, "Run %s with `cd bench && go run ./cmd/uplinklag` on %s (%s CPUs, GOMAXPROCS %s), %s, %s.\n",
 		r.Started.Format(time.RFC3339), m["cpu"], m["cpus"], m["gomaxprocs"], m["platform"], m["go"])
-	fmt.Fprintf(&b, "One process: the storage engine on a real disk (`%s`, durability %s, append-time timestamps), a partition owner, "+
+	fmt.Fprintf(&b, "One process: the storage engine on a real disk (durability %s, append-time timestamps), a partition owner, "+
 		"the uplink's transactional forwarder (`node.Forwarder` with its defaults: no linger, franz-go's "+
 		"batching and compression, up to 4 MiB of Ledge records per Kafka transaction) and franz-go's in-process Kafka (`kfake`, one broker). Records are 1 KiB, produced "+
-		"in batches of %d by one producer calling the owner directly (no QUIC).\n\n", m["workdir"], r.Config["durability"], perBatch)
+		"in batches of %d by one producer calling the owner directly (no QUIC).\n\n", r.Config["durability"], perBatch)
 
 	fmt.Fprintf(&b, "## Throughput (same run)\n\n")
 	fmt.Fprintf(&b, "| phase | seconds | produce records/s | produce MB/s | forward records/s | forward MB/s |\n|---|---|---|---|---|---|\n")
