@@ -92,6 +92,12 @@ func newPowerWorld(t *testing.T, seed uint64) *powerWorld {
 		return nil, nil, false
 	})
 	w.open(true)
+	// The last process of the seed stops; without this every seed's
+	// engine, forwarder and disk would stay alive to the end of the run.
+	t.Cleanup(func() {
+		w.fwd.Close()
+		_ = w.eng.Close()
+	})
 	return w
 }
 
