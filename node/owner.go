@@ -225,10 +225,17 @@ func (o *Owner) committedFloor(p fence.Partition, pr *progress) (uint64, error) 
 	return res.Offset, nil
 }
 
-// setCommitted orders the write of pr's bookmark and returns what makes it
-// durable. Called with o.mu held.
-func (o *Owner) setCommitted(pr *progress, b Bookmark) (Durable, error) {
-	t, err := o.log.SetBookmark(pr.key, b)
+// setCommitted orders the write of pr's bookmark, with the state changes
+// in the same write if there are any, and returns what makes it durable.
+// Called with o.mu held.
+func (o *Owner) setCommitted(pr *progress, b Bookmark, changes ...StateChange) (Durable, error) {
+	var t Ticket
+	var err error
+	if len(changes) > 0 {
+		t, err = o.log.SetBookmarkState(pr.key, b, changes)
+	} else {
+		t, err = o.log.SetBookmark(pr.key, b)
+	}
 	if err != nil {
 		return Durable{}, err
 	}

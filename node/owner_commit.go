@@ -56,9 +56,9 @@ func (o *Owner) OrderReset(ctx context.Context, req CommitRequest) (Durable, err
 }
 
 // orderCommit checks a commit (or a reset) and orders its write. With
-// state (OrderCommitState), the bookmark and the state changes are one
+// state changes (OrderCommitState), the bookmark and the changes are one
 // write; a rejected commit writes neither.
-func (o *Owner) orderCommit(ctx context.Context, req CommitRequest, reset bool, state *[]StateChange) (Durable, error) {
+func (o *Owner) orderCommit(ctx context.Context, req CommitRequest, reset bool, changes []StateChange) (Durable, error) {
 	if err := ctx.Err(); err != nil {
 		return Durable{}, err
 	}
@@ -87,13 +87,7 @@ func (o *Owner) orderCommit(ctx context.Context, req CommitRequest, reset bool, 
 	if err != nil {
 		return Durable{}, err
 	}
-	b := Bookmark{Offset: req.Offset, History: p.History}
-	var d Durable
-	if state != nil {
-		d, err = o.setCommittedState(pr, b, *state)
-	} else {
-		d, err = o.setCommitted(pr, b)
-	}
+	d, err := o.setCommitted(pr, Bookmark{Offset: req.Offset, History: p.History}, changes...)
 	if err != nil {
 		return Durable{}, err
 	}

@@ -125,7 +125,7 @@ func (o *Owner) OrderCommitState(ctx context.Context, req CommitRequest, changes
 	if req.Consumer.kind() == fence.HolderAnonymous {
 		return Durable{}, ErrNoConsumer
 	}
-	return o.orderCommit(ctx, req, false, &changes)
+	return o.orderCommit(ctx, req, false, changes)
 }
 
 // checkStateChanges enforces the limits of one commit.
@@ -152,17 +152,6 @@ func checkStateChanges(changes []StateChange) error {
 		return fmt.Errorf("%w: %d bytes of keys and values in one commit, at most %d", ErrStateLimit, total, MaxStateCommitBytes)
 	}
 	return nil
-}
-
-// setCommittedState orders the write of pr's bookmark with the state
-// changes and returns what makes it durable. Called with o.mu held.
-func (o *Owner) setCommittedState(pr *progress, b Bookmark, changes []StateChange) (Durable, error) {
-	t, err := o.log.SetBookmarkState(pr.key, b, changes)
-	if err != nil {
-		return Durable{}, err
-	}
-	pr.committed, pr.hasCommitted, pr.loaded = b, true, true
-	return Durable{meta: o.meta, ticket: t}, nil
 }
 
 // LoadState returns the consumer's state — the one key, or every key when

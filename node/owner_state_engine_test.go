@@ -61,20 +61,7 @@ func TestStateSurvivesRestartOnEngine(t *testing.T) {
 		t.Fatalf("resumes at %d, want 3", s.Next)
 	}
 	// In pages: the engine seeks past the previous page's last key.
-	q := StateQuery{MaxBytes: 2}
-	var pages []string
-	for {
-		s, err := o.LoadStateQuery(ctx, a, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages = append(pages, stateText(s))
-		if !s.More {
-			break
-		}
-		q.After = s.Entries[len(s.Entries)-1].Key
-	}
-	if fmt.Sprint(pages) != "[3@1 x=2 3@1 y=1]" {
+	if pages := statePages(t, o, a, StateQuery{MaxBytes: 2}); fmt.Sprint(pages) != "[3@1 x=2 3@1 y=1]" {
 		t.Fatalf("pages %q", pages)
 	}
 

@@ -35,6 +35,24 @@ func sput(k, v string) StateChange { return StateChange{Key: []byte(k), Value: [
 func sdel(k string) StateChange    { return StateChange{Key: []byte(k), Delete: true} }
 
 // stateText renders a snapshot: "offset@history k=v ...".
+// statePages loads c's state page by page from q, each page after the
+// previous page's last key, and returns each page as stateText prints it.
+func statePages(t *testing.T, o *Owner, c Consumer, q StateQuery) []string {
+	t.Helper()
+	var pages []string
+	for {
+		s, err := o.LoadStateQuery(context.Background(), c, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, stateText(s))
+		if !s.More {
+			return pages
+		}
+		q.After = s.Entries[len(s.Entries)-1].Key
+	}
+}
+
 func stateText(s StateSnapshot) string {
 	var b strings.Builder
 	if s.HasCommitted {
@@ -232,20 +250,7 @@ func TestLoadState(t *testing.T) {
 	if s, err := o.LoadStateQuery(ctx, a, StateQuery{Prefix: []byte("k")}); err != nil || stateText(s) != "2@1 k1=1 k2=22 k3=333" {
 		t.Fatalf("prefix: %s, %v", stateText(s), err)
 	}
-	var pages []string
-	q := StateQuery{MaxBytes: 7}
-	for {
-		s, err := o.LoadStateQuery(ctx, a, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages = append(pages, stateText(s))
-		if !s.More {
-			break
-		}
-		q.After = s.Entries[len(s.Entries)-1].Key
-	}
-	if fmt.Sprint(pages) != "[2@1 k1=1 k2=22 2@1 k3=333]" {
+	if pages := statePages(t, o, a, StateQuery{MaxBytes: 7}); fmt.Sprint(pages) != "[2@1 k1=1 k2=22 2@1 k3=333]" {
 		t.Fatalf("pages %q", pages)
 	}
 	if _, err := o.LoadState(ctx, Consumer{}, nil); !errors.Is(err, ErrNoConsumer) {

@@ -38,10 +38,6 @@ func groupConfig(logf func(string, ...any)) Config {
 	}
 }
 
-func runGroupSeed(t *testing.T, seed uint64, logf func(string, ...any)) Result {
-	return runGroupSeedWith(t, seed, logf, false)
-}
-
 func runGroupSeedWith(t *testing.T, seed uint64, logf func(string, ...any), state bool) Result {
 	var r Result
 	synctest.Test(t, func(t *testing.T) {
@@ -90,9 +86,14 @@ func runGroupSeedWith(t *testing.T, seed uint64, logf func(string, ...any), stat
 // Replay a failure with go test ./internal/sim -run SimGroups -seed N -v.
 //
 // covers: G31 G32 G33 G34 G35 G36 G37 G38
-func TestSimGroups(t *testing.T) {
+func TestSimGroups(t *testing.T) { runGroupSeeds(t, false, 15, 50) }
+
+// runGroupSeeds runs the group simulation (with the state store if state)
+// for -seed alone, or for -group.seeds, -seeds, or the default count
+// (short under -short).
+func runGroupSeeds(t *testing.T, state bool, short, def int) {
 	if *seedFlag >= 0 {
-		r := runGroupSeed(t, uint64(*seedFlag), t.Logf)
+		r := runGroupSeedWith(t, uint64(*seedFlag), t.Logf, state)
 		if r.Err != nil {
 			t.Fatal(r.Report(80))
 		}
@@ -104,14 +105,14 @@ func TestSimGroups(t *testing.T) {
 	case *seedsFlag > 0:
 		n = *seedsFlag
 	case testing.Short():
-		n = 15
+		n = short
 	default:
-		n = 50
+		n = def
 	}
 	for seed := range uint64(n) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			if r := runGroupSeed(t, seed, nil); r.Err != nil {
+			if r := runGroupSeedWith(t, seed, nil, state); r.Err != nil {
 				t.Fatal(r.Report(80))
 			}
 		})
@@ -158,33 +159,7 @@ func TestSimGroupsReplaysExactly(t *testing.T) {
 // Replay a failure with go test ./internal/sim -run SimState -seed N -v.
 //
 // covers: G39
-func TestSimState(t *testing.T) {
-	if *seedFlag >= 0 {
-		r := runGroupSeedWith(t, uint64(*seedFlag), t.Logf, true)
-		if r.Err != nil {
-			t.Fatal(r.Report(80))
-		}
-		return
-	}
-	n := *groupSeedsFlag
-	switch {
-	case n > 0:
-	case *seedsFlag > 0:
-		n = *seedsFlag
-	case testing.Short():
-		n = 10
-	default:
-		n = 30
-	}
-	for seed := range uint64(n) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Parallel()
-			if r := runGroupSeedWith(t, seed, nil, true); r.Err != nil {
-				t.Fatal(r.Report(80))
-			}
-		})
-	}
-}
+func TestSimState(t *testing.T) { runGroupSeeds(t, true, 10, 30) }
 
 // A member commits, polls again and keeps its token; the node loses power.
 // The member learns it is unknown, joins again above every epoch handed
