@@ -60,6 +60,9 @@ func (t nodeGroupTopics) GroupOffset(topic string, partition uint32, group strin
 // a group's committed offset (the owner's progress key of a group).
 func groupBookmarkKey(group string) string { return "g/" + group }
 
+// consumerBookmarkKey is the key of a named consumer's bookmark.
+func consumerBookmarkKey(name string) string { return "c/" + name }
+
 // groupOffsetOf reads a group's committed offset on a partition and
 // resolves it in the partition's current history.
 func groupOffsetOf(id fence.TopicID, partition uint32, log PartitionLog, group string) wire.GroupOffset {

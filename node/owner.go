@@ -174,18 +174,18 @@ func (o *Owner) checkRequester(c Consumer, h fence.Holder) error {
 // held.
 func (o *Owner) progressOf(c Consumer) *progress {
 	var m map[string]*progress
-	var prefix string
+	var key func(name string) string
 	switch c.kind() {
 	case fence.HolderConsumer:
-		m, prefix = o.consumers, "c/"
+		m, key = o.consumers, consumerBookmarkKey
 	case fence.HolderMember:
-		m, prefix = o.groups, "g/"
+		m, key = o.groups, groupBookmarkKey
 	default:
 		return nil
 	}
 	pr, ok := m[c.Name]
 	if !ok {
-		pr = &progress{key: prefix + c.Name}
+		pr = &progress{key: key(c.Name)}
 		m[c.Name] = pr
 	}
 	return pr

@@ -143,3 +143,26 @@ func (o *Owner) Committed(ctx context.Context, c Consumer) (Progress, error) {
 		Next: next, Token: fence.Issue(p, h, next), State: p,
 	}, nil
 }
+
+// ObserveCommitted returns the named consumer's committed offset as it is,
+// for a reader that does not act as the consumer: no session is checked,
+// no token issued and no progress created. It is read in one owner step,
+// so it includes every commit the owner ordered.
+func (o *Owner) ObserveCommitted(ctx context.Context, name string) (Progress, error) {
+	if err := ctx.Err(); err != nil {
+		return Progress{}, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.refuseClosed(); err != nil {
+		return Progress{}, err
+	}
+	pr, ok := o.consumers[name]
+	if !ok {
+		pr = &progress{key: consumerBookmarkKey(name)}
+	}
+	if err := o.loadCommitted(pr); err != nil {
+		return Progress{}, err
+	}
+	return Progress{Committed: pr.committed, HasCommitted: pr.hasCommitted}, nil
+}

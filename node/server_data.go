@@ -521,7 +521,7 @@ func (r *request) getCommitted(ctx context.Context, m *wire.GetCommittedRequest)
 		if err == nil {
 			p, err = o.Committed(ctx, c)
 			if observer && errors.Is(err, fence.ErrFencedSession) {
-				p, err = observeCommitted(t, tp.Partition, c.Name)
+				p, err = o.ObserveCommitted(ctx, c.Name)
 			}
 		}
 		if err != nil {
@@ -538,16 +538,4 @@ func (r *request) getCommitted(ctx context.Context, m *wire.GetCommittedRequest)
 		}
 	}
 	return rep, nil
-}
-
-// observeCommitted reads a named consumer's committed offset on a
-// partition without acting as the consumer: no session check, no token,
-// no progress created on the owner. The owner keeps a named consumer's
-// bookmark under "c/<name>".
-func observeCommitted(t *topic, p uint32, name string) (Progress, error) {
-	b, ok, err := t.logs[p].Bookmark("c/" + name)
-	if err != nil {
-		return Progress{}, err
-	}
-	return Progress{Committed: b, HasCommitted: ok}, nil
 }
