@@ -170,28 +170,7 @@ func TestSimState(t *testing.T) { runGroupSeeds(t, true, 10, 30) }
 // covers: G36 G38
 func TestGroupTokenStaleAfterPowerLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(1, Config{Settle: synctest.Wait, Checks: GroupChecks()})
-		if err := w.open(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			w.shutdown()
-			synctest.Wait()
-		}()
-		step := func(op Op, want string) string {
-			w.step++
-			out, err := w.Do(op)
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", op, err, strings.Join(w.trace, "\n"))
-			}
-			if !strings.Contains(out, want) {
-				t.Fatalf("%s: %q, want %q", op, out, want)
-			}
-			return out
-		}
-		cfg := engine.TopicConfig{Partitions: 1, Durability: engine.DurabilityAlways, SyncInterval: sim50ms, SegmentBytes: 4096, MaxBatchBytes: 1024}
-		step(createWithOp{name: "a", cfg: cfg}, "")
-		step(createWithOp{name: "b", cfg: cfg}, "")
+		w, step := scenarioWorld(t, false)
 		a0 := keyOf(w.TopicNamed("a").Parts[0])
 		step(produceOp{p: w.TopicNamed("a").Parts[0], n: 5}, "acknowledged")
 		step(joinOp{member: "m0"}, "epoch 1, owns [a/0@1 b/0@1]")
@@ -229,28 +208,7 @@ func TestGroupTokenStaleAfterPowerLoss(t *testing.T) {
 // covers: G39
 func TestStateStaleWriteAfterHandOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(1, Config{Settle: synctest.Wait, Checks: GroupChecks(), StateStore: true})
-		if err := w.open(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			w.shutdown()
-			synctest.Wait()
-		}()
-		step := func(op Op, want string) string {
-			w.step++
-			out, err := w.Do(op)
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", op, err, strings.Join(w.trace, "\n"))
-			}
-			if !strings.Contains(out, want) {
-				t.Fatalf("%s: %q, want %q\n%s", op, out, want, strings.Join(w.trace, "\n"))
-			}
-			return out
-		}
-		cfg := engine.TopicConfig{Partitions: 1, Durability: engine.DurabilityAlways, SyncInterval: sim50ms, SegmentBytes: 4096, MaxBatchBytes: 1024}
-		step(createWithOp{name: "a", cfg: cfg}, "")
-		step(createWithOp{name: "b", cfg: cfg}, "")
+		w, step := scenarioWorld(t, true)
 		p := w.TopicNamed("a").Parts[0]
 		a0 := keyOf(p)
 		for range 5 {
@@ -279,4 +237,37 @@ func TestStateStaleWriteAfterHandOver(t *testing.T) {
 		step(groupCommitOp{member: "m2", k: a0}, " ok")
 		step(restartOp{kind: RestartPowerLoss, pct: 0}, "power-loss")
 	})
+}
+
+// scenarioWorld opens a one-partition world with the group checks (and the
+// state store if state) inside the test's synctest bubble, creates topics
+// "a" and "b" of one partition each, and returns it with step, which runs
+// an op and fails the test unless its output contains want. The world shuts
+// down when the test ends.
+func scenarioWorld(t *testing.T, state bool) (*World, func(op Op, want string) string) {
+	t.Helper()
+	w := newWorld(1, Config{Settle: synctest.Wait, Checks: GroupChecks(), StateStore: state})
+	if err := w.open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.shutdown()
+		synctest.Wait()
+	})
+	step := func(op Op, want string) string {
+		t.Helper()
+		w.step++
+		out, err := w.Do(op)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", op, err, strings.Join(w.trace, "\n"))
+		}
+		if !strings.Contains(out, want) {
+			t.Fatalf("%s: %q, want %q\n%s", op, out, want, strings.Join(w.trace, "\n"))
+		}
+		return out
+	}
+	cfg := engine.TopicConfig{Partitions: 1, Durability: engine.DurabilityAlways, SyncInterval: sim50ms, SegmentBytes: 4096, MaxBatchBytes: 1024}
+	step(createWithOp{name: "a", cfg: cfg}, "")
+	step(createWithOp{name: "b", cfg: cfg}, "")
+	return w, step
 }
