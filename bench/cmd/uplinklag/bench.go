@@ -153,19 +153,27 @@ func (b *bench) local(d time.Duration) (throughput, error) {
 	if err != nil {
 		return throughput{}, err
 	}
-	ctx := context.Background()
+	n, el, err := b.produceFor(context.Background(), o, d)
+	if err != nil {
+		return throughput{}, err
+	}
+	t := throughput{Seconds: el.Seconds()}
+	t.ProduceRecords, t.ProduceMB = rate(n, el)
+	return t, nil
+}
+
+// produceFor produces batches to o as fast as it goes for d, and returns
+// how many records it produced and how long it took.
+func (b *bench) produceFor(ctx context.Context, o *node.Owner, d time.Duration) (uint64, time.Duration, error) {
 	start := time.Now()
 	var n uint64
 	for time.Since(start) < d {
 		if err := b.produce(ctx, o); err != nil {
-			return throughput{}, err
+			return n, time.Since(start), err
 		}
 		n += perBatch
 	}
-	el := time.Since(start)
-	t := throughput{Seconds: el.Seconds()}
-	t.ProduceRecords, t.ProduceMB = rate(n, el)
-	return t, nil
+	return n, time.Since(start), nil
 }
 
 // forward produces as fast as it goes for d with the forwarder running,
@@ -187,15 +195,10 @@ func (b *bench) forward(d time.Duration) (throughput, error) {
 		time.Sleep(time.Millisecond)
 	}
 	before := f.Status().Forwarded
-	start := time.Now()
-	var n uint64
-	for time.Since(start) < d {
-		if err := b.produce(ctx, o); err != nil {
-			return throughput{}, err
-		}
-		n += perBatch
+	n, el, err := b.produceFor(ctx, o, d)
+	if err != nil {
+		return throughput{}, err
 	}
-	el := time.Since(start)
 	s := f.Status()
 	t := throughput{Seconds: el.Seconds(), LagAtEnd: s.LagRecords}
 	t.ProduceRecords, t.ProduceMB = rate(n, el)
