@@ -147,21 +147,13 @@ func wireConfig(c engine.TopicConfig) wire.TopicConfig {
 // node wires it. It also finds offsets by timestamp. The simulator wraps
 // it to observe what the owner writes.
 type EngineLog struct {
-	p       *engine.Partition
-	state   *stateCache
-	changes *changeBuf
+	p     *engine.Partition
+	state *stateCache
 }
 
 // NewEngineLog returns p as a PartitionLog.
 func NewEngineLog(p *engine.Partition) EngineLog {
-	return EngineLog{p: p, state: &stateCache{}, changes: &changeBuf{}}
-}
-
-// changeBuf is the reused slice through which state changes reach the
-// engine, so that a state commit allocates nothing per change.
-type changeBuf struct {
-	mu  sync.Mutex
-	buf []engine.StateChange
+	return EngineLog{p: p, state: &stateCache{}}
 }
 
 // NewEngineMetadata returns the node's Metadata in e: the engine's
@@ -264,16 +256,7 @@ func (l EngineLog) SetBookmark(consumer string, b Bookmark) (Ticket, error) {
 }
 
 func (l EngineLog) SetBookmarkState(consumer string, b Bookmark, changes []StateChange) (Ticket, error) {
-	cb := l.changes
-	cb.mu.Lock()
-	defer cb.mu.Unlock()
-	ec := cb.buf[:0]
-	for _, c := range changes {
-		ec = append(ec, engine.StateChange{Key: c.Key, Value: c.Value, Delete: c.Delete})
-	}
-	seq, err := l.p.CommitState(consumer, engine.Bookmark{Offset: b.Offset, History: b.History}, ec)
-	clear(ec) // keep no caller's bytes alive
-	cb.buf = ec[:0]
+	seq, err := l.p.CommitState(consumer, engine.Bookmark{Offset: b.Offset, History: b.History}, changes)
 	return Ticket(seq), err
 }
 

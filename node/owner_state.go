@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 )
 
@@ -40,12 +41,9 @@ const (
 var ErrStateLimit = fmt.Errorf("%w: state limit", ErrInvalidArgument)
 
 // StateChange is one change of a consumer's state store: a put of Value
-// under Key, or (Delete) the removal of Key.
-type StateChange struct {
-	Key    []byte
-	Value  []byte
-	Delete bool
-}
+// under Key, or (Delete) the removal of Key. It is the engine's type, so
+// that changes reach the store without a copy.
+type StateChange = engine.StateChange
 
 // StateEntry is one key of a state store and its value.
 type StateEntry struct {
