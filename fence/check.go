@@ -135,6 +135,34 @@ func CheckMember(m MemberFacts, requestEpoch MemberEpoch) error {
 	return checkMember(Partition{}, &m, requestEpoch)
 }
 
+// Incarnation is what a group's coordinator knows of a member's current
+// incarnation: the epoch it joined at and its epoch now.
+type Incarnation struct {
+	Joined, Epoch MemberEpoch
+}
+
+// CheckHeartbeat is the rule for a member's heartbeat stating epoch
+// stated: m is the member's current incarnation, or nil if the group does
+// not know the member (fence.ErrUnknownMember). An epoch this incarnation
+// never had — above its epoch, or from before it joined — is an earlier
+// incarnation's (fence.ErrFencedMember). Either way the member rejoins.
+func CheckHeartbeat(m *Incarnation, stated MemberEpoch) error {
+	switch {
+	case m == nil:
+		return reject(CodeUnknownMember, Partition{}, "the group does not know the member")
+	case stated > m.Epoch || stated < m.Joined:
+		return reject(CodeFencedMember, Partition{}, "member of epochs %d to %d: the heartbeat says %d", m.Joined, m.Epoch, stated)
+	}
+	return nil
+}
+
+// LeaveApplies says whether a leave stating epoch stated removes the
+// member's current incarnation m: epoch 0 leaves whatever the incarnation;
+// a leave from before m joined is an earlier incarnation's and is ignored.
+func LeaveApplies(m Incarnation, stated MemberEpoch) bool {
+	return stated == 0 || stated >= m.Joined
+}
+
 func checkMember(p Partition, m *MemberFacts, requestEpoch MemberEpoch) error {
 	switch {
 	case !m.Known:

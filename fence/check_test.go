@@ -256,3 +256,29 @@ func TestCheckPosition(t *testing.T) {
 	wantErr(t, CheckPosition(p, 9), ErrOffsetOutOfRange)
 	wantErr(t, CheckPosition(p, 21), ErrOffsetOutOfRange)
 }
+
+// A heartbeat or a leave belongs to the member's current incarnation only
+// if it states an epoch that incarnation had.
+func TestCheckHeartbeatAndLeave(t *testing.T) {
+	m := &Incarnation{Joined: 3, Epoch: 5}
+	for _, c := range []struct {
+		m      *Incarnation
+		stated MemberEpoch
+		want   error
+	}{
+		{nil, 1, ErrUnknownMember},
+		{m, 2, ErrFencedMember},
+		{m, 3, nil},
+		{m, 5, nil},
+		{m, 6, ErrFencedMember},
+	} {
+		if err := CheckHeartbeat(c.m, c.stated); !errors.Is(err, c.want) && (err != nil || c.want != nil) {
+			t.Errorf("heartbeat at %d with %+v: %v, want %v", c.stated, c.m, err, c.want)
+		}
+	}
+	for stated, want := range map[MemberEpoch]bool{0: true, 2: false, 3: true, 9: true} {
+		if got := LeaveApplies(*m, stated); got != want {
+			t.Errorf("leave at %d: %v, want %v", stated, got, want)
+		}
+	}
+}

@@ -207,6 +207,15 @@ type member struct {
 	held map[groupPartition]fence.MemberEpoch
 }
 
+// incarnation is what the fence rules know of m's current incarnation;
+// nil for a member the group does not know.
+func (m *member) incarnation() *fence.Incarnation {
+	if m == nil {
+		return nil
+	}
+	return &fence.Incarnation{Joined: m.joined, Epoch: m.epoch}
+}
+
 // OpenGroups loads the groups persisted in cfg.Meta (their epoch
 // reservations and subscriptions; no members).
 func OpenGroups(cfg GroupsConfig) (*Groups, error) {
@@ -340,12 +349,8 @@ func (gs *Groups) Join(ctx context.Context, req JoinRequest) (wire.MemberAssignm
 func (gs *Groups) Heartbeat(ctx context.Context, req HeartbeatRequest) (wire.MemberAssignment, error) {
 	return gs.step(ctx, req.Group, false, func(g *group, now time.Time) (*member, error) {
 		m := g.members[req.Member]
-		switch {
-		case m == nil:
-			return nil, fence.FromCode(fence.CodeUnknownMember, fmt.Sprintf("group %q has no member %q", req.Group, req.Member))
-		case req.Epoch > m.epoch || req.Epoch < m.joined:
-			return nil, fence.FromCode(fence.CodeFencedMember,
-				fmt.Sprintf("member %q of epochs %d to %d: the heartbeat says %d", req.Member, m.joined, m.epoch, req.Epoch))
+		if err := fence.CheckHeartbeat(m.incarnation(), req.Epoch); err != nil {
+			return nil, fmt.Errorf("group %q, member %q: %w", req.Group, req.Member, err)
 		}
 		m.deadline = now.Add(m.session)
 		gs.confirmRevocations(g, m, req.Owned)
@@ -360,7 +365,7 @@ func (gs *Groups) Heartbeat(ctx context.Context, req HeartbeatRequest) (wire.Mem
 // incarnation. Leaving a member the group does not know is not an error.
 func (gs *Groups) Leave(ctx context.Context, groupName, memberID string, epoch fence.MemberEpoch) error {
 	_, err := gs.step(ctx, groupName, false, func(g *group, now time.Time) (*member, error) {
-		if m := g.members[memberID]; m != nil && (epoch == 0 || epoch >= m.joined) {
+		if m := g.members[memberID]; m != nil && fence.LeaveApplies(*m.incarnation(), epoch) {
 			gs.remove(g, m, "left")
 		}
 		return nil, nil
