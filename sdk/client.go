@@ -338,6 +338,8 @@ func (c *Client) dropSession(s *session) {
 // and consumers need of a *quic.Pipeline (and what tests fake).
 type requestStream interface {
 	// Send queues frame; cb gets its reply or error, in request order.
+	// Once frame's reply has come, the stream holds no reference to it:
+	// a producer reuses the frames of acknowledged batches.
 	Send(ctx context.Context, frame []byte, cb func(reply []byte, err error)) error
 	// Close waits for the replies in flight and ends the stream; with an
 	// ended ctx it aborts the stream, and every unanswered request gets an

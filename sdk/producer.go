@@ -29,7 +29,6 @@ type Producer struct {
 	partMu      sync.Mutex // serializes the partitioner
 	partitioner Partitioner
 
-	buffered chan struct{} // one token per record held, sent or not
 	flushers atomic.Int32  // Flush calls waiting: send partial batches at once
 
 	abortCtx context.Context // ends when Close gives up on what is left
@@ -37,7 +36,8 @@ type Producer struct {
 
 	mu          sync.Mutex
 	senders     []*partSender
-	outstanding int
+	outstanding int           // records accepted and not completed, sent or not
+	room        chan struct{} // closed when outstanding drops below the buffer limit, when set
 	drained     chan struct{} // closed when outstanding reaches 0, when set
 	closing     bool
 	wg          sync.WaitGroup
@@ -116,7 +116,6 @@ func newProducer(ctx context.Context, b producerBackend, log *slog.Logger, info 
 		backend:     b,
 		log:         log,
 		partitioner: cfg.partitioner,
-		buffered:    make(chan struct{}, cfg.maxBuffered),
 		senders:     make([]*partSender, info.Config.Partitions),
 	}
 	if cfg.idempotent {
@@ -164,15 +163,6 @@ func (p *Producer) Produce(ctx context.Context, rec *Record, cb func(*Record, er
 			Message: fmt.Sprintf("record of about %d bytes exceeds the batch limit of %d", n, p.cfg.maxBatchBytes)})
 		return
 	}
-	select {
-	case p.buffered <- struct{}{}:
-	case <-ctx.Done():
-		cb(rec, context.Cause(ctx))
-		return
-	case <-p.abortCtx.Done():
-		cb(rec, ErrClosed)
-		return
-	}
 	if rec.Timestamp.IsZero() {
 		rec.Timestamp = time.Now()
 	}
@@ -180,15 +170,13 @@ func (p *Producer) Produce(ctx context.Context, rec *Record, cb func(*Record, er
 	part := p.partitioner.Partition(rec, p.parts)
 	p.partMu.Unlock()
 	if part < 0 || part >= p.parts {
-		<-p.buffered
 		cb(rec, &Error{Op: "produce", Topic: p.topic, Partition: int32(part), Status: wire.StatusUnknownPartition,
 			Message: fmt.Sprintf("the topic has %d partitions", p.parts)})
 		return
 	}
 	rec.Partition = int32(part)
-	s, err := p.sender(part)
+	s, err := p.admit(ctx, part)
 	if err != nil {
-		<-p.buffered
 		cb(rec, err)
 		return
 	}
@@ -291,9 +279,26 @@ func (p *Producer) Close(ctx context.Context) error {
 	return err
 }
 
-// sender returns the partition's sender, starting it on first use.
-func (p *Producer) sender(part int) (*partSender, error) {
+// admit takes room for one record of partition part, waiting while the
+// producer holds WithMaxBufferedRecords records, and returns the
+// partition's sender, started on first use.
+func (p *Producer) admit(ctx context.Context, part int) (*partSender, error) {
 	p.mu.Lock()
+	for p.outstanding >= p.cfg.maxBuffered && !p.closing {
+		if p.room == nil {
+			p.room = make(chan struct{})
+		}
+		room := p.room
+		p.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-p.abortCtx.Done():
+			return nil, ErrClosed
+		}
+		p.mu.Lock()
+	}
 	defer p.mu.Unlock()
 	if p.closing {
 		return nil, ErrClosed
@@ -309,13 +314,15 @@ func (p *Producer) sender(part int) (*partSender, error) {
 	return s, nil
 }
 
-// done releases n records' share of the buffer and of Flush's count.
+// done releases n completed records' room in the buffer and their share
+// of Flush's count.
 func (p *Producer) done(n int) {
-	for range n {
-		<-p.buffered
-	}
 	p.mu.Lock()
 	p.outstanding -= n
+	if p.room != nil && p.outstanding < p.cfg.maxBuffered {
+		close(p.room)
+		p.room = nil
+	}
 	if p.outstanding == 0 && p.drained != nil {
 		close(p.drained)
 		p.drained = nil

@@ -46,6 +46,7 @@ type prodBatch struct {
 	last     outcome
 	lastErr  error
 	everSent bool
+	sends    int // times the frame was given to a stream
 	// maybeWritten: some attempt ended with an unknown outcome. A batch the
 	// node's later answers do not settle must then be reported as possibly
 	// written, never sent under a new identity.
@@ -110,6 +111,7 @@ type partSender struct {
 	needFresh    bool // take a fresh identity before the next send
 	retryAt      time.Time
 	builder      wire.BatchBuilder
+	freeFrames   [][]byte // frames of acknowledged batches, for reuse
 	reqID        uint32
 	taken        []pendingRecord
 }
@@ -127,8 +129,16 @@ func (s *partSender) enqueue(r pendingRecord) {
 		return
 	}
 	s.queue = append(s.queue, r)
+	n := len(s.queue)
 	s.mu.Unlock()
-	s.poke()
+	// The sender looks at the whole queue whenever it wakes. Without a
+	// linger it sleeps with records queued only while its window is full,
+	// and a reply wakes it: it needs waking only for a queue that was
+	// empty. A lingering sender must learn at once of a full batch, which
+	// may be full by bytes.
+	if n == 1 || s.p.cfg.linger > 0 {
+		s.poke()
+	}
 }
 
 func (s *partSender) poke() {
@@ -410,27 +420,30 @@ func (s *partSender) ensureStream() error {
 }
 
 // build encodes recs as one batch inside a produce request frame, numbered
-// from the next sequence.
+// from the next sequence. The batch is built in place in the frame, which
+// comes from the frames of acknowledged batches when one is free.
 func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
+	size := wire.FrameHeaderSize + 2 + len(s.p.topic) + 16 + 4 + 4 + wire.BatchHeaderSize + 16
+	for _, r := range recs {
+		size += r.size
+	}
+	s.reqID++
+	dst, start := wire.StartFrame(s.frameBuffer(size), wire.FrameHeader{Version: wire.ProtocolVersion, Kind: wire.KindProduce, ID: s.reqID})
+	dst, err := (&wire.ProduceRequest{Topic: s.p.topic, TopicID: s.p.topicID, Partition: s.part}).Encode(dst)
+	if err != nil {
+		return nil, nodeError("produce", s.p.topic, int32(s.part), err)
+	}
+	// The request ends with the batch's length and bytes.
+	lenAt, off := len(dst)-4, len(dst)
 	bb := &s.builder
-	bb.Reset()
+	bb.ResetInPlace(dst)
 	if s.p.cfg.idempotent {
 		bb.SetProducer(s.id.id, s.id.epoch, s.nextSeq)
 	}
 	for _, r := range recs {
 		bb.Append(r.rec.wire())
 	}
-	s.reqID++
-	dst := make([]byte, 0, wire.FrameHeaderSize+2+len(s.p.topic)+16+4+4+bb.Size()+16)
-	dst, start := wire.StartFrame(dst, wire.FrameHeader{Version: wire.ProtocolVersion, Kind: wire.KindProduce, ID: s.reqID})
-	dst, err := (&wire.ProduceRequest{Topic: s.p.topic, TopicID: s.p.topicID, Partition: s.part}).Encode(dst)
-	if err != nil {
-		return nil, nodeError("produce", s.p.topic, int32(s.part), err)
-	}
-	// The request ends with the batch's length and bytes: build the batch
-	// in place rather than copy it.
-	lenAt, off := len(dst)-4, len(dst)
-	if dst, err = bb.AppendBatch(dst, s.p.cfg.compression); err != nil {
+	if dst, err = bb.FinishInPlace(s.p.cfg.compression); err != nil {
 		return nil, fmt.Errorf("sdk: produce %s/%d: %w", s.p.topic, s.part, err)
 	}
 	binary.LittleEndian.PutUint32(dst[lenAt:], uint32(len(dst)-off))
@@ -444,10 +457,42 @@ func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
 	return b, nil
 }
 
+// frameBuffer returns an empty buffer for a frame of about size bytes: a
+// free one if it is large enough, else a new one.
+func (s *partSender) frameBuffer(size int) []byte {
+	if n := len(s.freeFrames); n > 0 {
+		f := s.freeFrames[n-1]
+		s.freeFrames[n-1] = nil
+		s.freeFrames = s.freeFrames[:n-1]
+		if cap(f) >= size {
+			return f[:0]
+		}
+	}
+	return make([]byte, 0, size)
+}
+
+// recycle keeps the frame of a batch acknowledged on its first and only
+// send for a later batch. Its bytes were on the wire once, on one stream,
+// and the node's reply proves the stream has read all of them, so no
+// writer still holds them. A batch sent more than once is never recycled:
+// a broken stream's writer may still be holding its frame.
+func (s *partSender) recycle(b *prodBatch) {
+	if b.sends != 1 || len(s.freeFrames) >= maxInFlightBatches || cap(b.frame) > maxRecycledFrame {
+		return
+	}
+	s.freeFrames = append(s.freeFrames, b.frame[:0])
+	b.frame = nil
+}
+
+// maxRecycledFrame bounds the frames kept for reuse: an occasional huge
+// batch is left to the garbage collector.
+const maxRecycledFrame = 4 << 20
+
 // send puts b on the stream. It reports false when the stream refused it:
 // the stream is broken and recovery resends b.
 func (s *partSender) send(b *prodBatch, now time.Time) bool {
 	b.onWire, b.sentAt, b.everSent = true, now, true
+	b.sends++
 	s.inflight++
 	s.inflightRecs += len(b.recs)
 	if err := s.stream.Send(s.p.abortCtx, b.frame, s.onReply(b)); err != nil {
@@ -469,6 +514,7 @@ func (s *partSender) complete() {
 		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
 		if b.acked {
+			s.recycle(b)
 			s.completeRecords(b.recs, &b.reply, nil)
 		} else {
 			s.completeRecords(b.recs, nil, b.err)

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // Record is one message of a batch. Key and Value nil mean null; an empty
@@ -29,7 +30,12 @@ type Header struct {
 // offset, which must increase: that is how a node builds a filtered batch
 // with gaps. The two must not be mixed in one batch.
 type BatchBuilder struct {
-	records     []byte
+	// buf holds the records from recAt on. It is the builder's own buffer,
+	// or, between ResetInPlace and FinishInPlace, the caller's.
+	buf         []byte
+	recAt       int
+	inPlace     bool
+	own         []byte // the builder's own buffer while buf is the caller's
 	count       uint32
 	base        uint64
 	lastDelta   uint32
@@ -41,12 +47,28 @@ type BatchBuilder struct {
 	seqSet      bool
 	withOffsets bool
 	err         error
-	scratch     []byte
+	scratch     []byte // compressed records of an in-place batch
 }
 
 // Reset empties the builder, keeping its buffers.
 func (b *BatchBuilder) Reset() {
-	*b = BatchBuilder{records: b.records[:0], scratch: b.scratch[:0]}
+	own := b.buf
+	if b.inPlace {
+		own = b.own
+	}
+	*b = BatchBuilder{buf: own[:0], scratch: b.scratch[:0]}
+}
+
+// ResetInPlace empties the builder and has it build the next batch at the
+// end of dst: records go straight into dst behind room for the batch
+// header, so FinishInPlace completes an uncompressed batch without copying
+// it. A producer builds its batch inside its request frame this way. The
+// builder holds on to dst until FinishInPlace or the next Reset.
+func (b *BatchBuilder) ResetInPlace(dst []byte) {
+	b.Reset()
+	own := b.buf
+	*b = BatchBuilder{buf: append(dst, make([]byte, BatchHeaderSize)...), inPlace: true, own: own, scratch: b.scratch}
+	b.recAt = len(b.buf)
 }
 
 // SetProducer sets the idempotent producer fields of the batch: producer
@@ -59,7 +81,9 @@ func (b *BatchBuilder) SetProducer(id uint64, epoch uint32, baseSequence int32) 
 func (b *BatchBuilder) Len() int { return int(b.count) }
 
 // Size returns the uncompressed size of the batch built so far.
-func (b *BatchBuilder) Size() int { return BatchHeaderSize + len(b.records) }
+func (b *BatchBuilder) Size() int { return BatchHeaderSize + len(b.buf) - b.recAt }
+
+func (b *BatchBuilder) records() []byte { return b.buf[b.recAt:] }
 
 // Append adds r at the next consecutive offset; r.Offset is ignored.
 func (b *BatchBuilder) Append(r Record) {
@@ -99,9 +123,17 @@ func (b *BatchBuilder) add(r Record, delta uint32) {
 	} else if r.Timestamp > b.maxTS {
 		b.maxTS = r.Timestamp
 	}
-	body := b.scratch[:0]
+	// The body is written straight behind its length, so the length is
+	// worked out first.
+	tsDelta := r.Timestamp - b.baseTS
+	n := varintLen(int64(delta)) + varintLen(tsDelta) + nullableLen(r.Key) + nullableLen(r.Value) +
+		uvarintLen(uint64(len(r.Headers)))
+	for _, h := range r.Headers {
+		n += uvarintLen(uint64(len(h.Key))) + len(h.Key) + nullableLen(h.Value)
+	}
+	body := binary.AppendVarint(b.buf, int64(n))
 	body = binary.AppendVarint(body, int64(delta))
-	body = binary.AppendVarint(body, r.Timestamp-b.baseTS)
+	body = binary.AppendVarint(body, tsDelta)
 	body = appendNullable(body, r.Key)
 	body = appendNullable(body, r.Value)
 	body = binary.AppendUvarint(body, uint64(len(r.Headers)))
@@ -110,11 +142,20 @@ func (b *BatchBuilder) add(r Record, delta uint32) {
 		body = append(body, h.Key...)
 		body = appendNullable(body, h.Value)
 	}
-	b.scratch = body
-	b.records = binary.AppendVarint(b.records, int64(len(body)))
-	b.records = append(b.records, body...)
+	b.buf = body
 	b.count++
 	b.lastDelta = delta
+}
+
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+func varintLen(x int64) int { return uvarintLen(uint64(x<<1) ^ uint64(x>>63)) }
+
+func nullableLen(v []byte) int {
+	if v == nil {
+		return 1
+	}
+	return varintLen(int64(len(v))) + len(v)
 }
 
 func appendNullable(b, v []byte) []byte {
@@ -135,33 +176,84 @@ func (b *BatchBuilder) Build(c Compression) ([]byte, error) {
 
 // AppendBatch is Build appending the batch to dst.
 func (b *BatchBuilder) AppendBatch(dst []byte, c Compression) ([]byte, error) {
-	switch {
-	case b.err != nil:
-		return dst, b.err
-	case b.count == 0:
-		return dst, fmt.Errorf("wire: BatchBuilder: no records")
-	case !c.Valid():
-		return dst, fmt.Errorf("wire: unknown compression %d", c)
-	case len(b.records) > BatchMaxSize-BatchHeaderSize:
-		return dst, fmt.Errorf("%w: %d bytes of records", ErrBatchTooLarge, len(b.records))
+	if err := b.check(c); err != nil {
+		return dst, err
 	}
+	records := b.records()
 	start := len(dst)
 	if c == CompressionNone {
-		dst = growTo(dst, BatchHeaderSize+len(b.records))
+		dst = growTo(dst, BatchHeaderSize+len(records))
 	}
 	dst = append(dst, make([]byte, BatchHeaderSize)...)
-	dst, err := compressRecords(dst, b.records, c)
+	dst, err := compressRecords(dst, records, c)
 	if err != nil {
 		return dst[:start], err
 	}
 	// A compressed section larger than the plain one is stored plain.
-	if c != CompressionNone && len(dst)-start-BatchHeaderSize >= len(b.records) {
-		dst = append(dst[:start+BatchHeaderSize], b.records...)
+	if c != CompressionNone && len(dst)-start-BatchHeaderSize >= len(records) {
+		dst = append(dst[:start+BatchHeaderSize], records...)
 		c = CompressionNone
 	}
-	n := len(dst) - start
+	if err := b.finish(dst[start:], c, len(records)); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+// FinishInPlace completes the batch begun by ResetInPlace and returns the
+// slice given to it with the batch appended (grown if the records
+// outgrew it). The builder lets go of that slice: Reset or ResetInPlace it
+// before the next batch.
+func (b *BatchBuilder) FinishInPlace(c Compression) ([]byte, error) {
+	if !b.inPlace {
+		return nil, fmt.Errorf("wire: BatchBuilder: FinishInPlace without ResetInPlace")
+	}
+	err := b.check(c)
+	dst, start := b.buf, b.recAt-BatchHeaderSize
+	b.buf, b.recAt, b.inPlace, b.own = b.own[:0], 0, false, nil
+	if err != nil {
+		return dst[:start], err
+	}
+	plain := len(dst) - start - BatchHeaderSize
+	if c != CompressionNone {
+		out, err := compressRecords(b.scratch[:0], dst[start+BatchHeaderSize:], c)
+		if err != nil {
+			return dst[:start], err
+		}
+		b.scratch = out
+		// A compressed section larger than the plain one is stored plain.
+		if len(out) < plain {
+			dst = append(dst[:start+BatchHeaderSize], out...)
+		} else {
+			c = CompressionNone
+		}
+	}
+	if err := b.finish(dst[start:], c, plain); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+func (b *BatchBuilder) check(c Compression) error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case b.count == 0:
+		return fmt.Errorf("wire: BatchBuilder: no records")
+	case !c.Valid():
+		return fmt.Errorf("wire: unknown compression %d", c)
+	case len(b.buf)-b.recAt > BatchMaxSize-BatchHeaderSize:
+		return fmt.Errorf("%w: %d bytes of records", ErrBatchTooLarge, len(b.buf)-b.recAt)
+	}
+	return nil
+}
+
+// finish writes the header and checksum of batch, whose records section
+// (plain length plain) is in place behind the header's room.
+func (b *BatchBuilder) finish(batch []byte, c Compression, plain int) error {
+	n := len(batch)
 	if n > BatchMaxSize {
-		return dst[:start], fmt.Errorf("%w: %d bytes", ErrBatchTooLarge, n)
+		return fmt.Errorf("%w: %d bytes", ErrBatchTooLarge, n)
 	}
 	seq := int32(-1)
 	if b.seqSet {
@@ -179,10 +271,9 @@ func (b *BatchBuilder) AppendBatch(dst []byte, c Compression) ([]byte, error) {
 		ProducerID:      b.producerID,
 		ProducerEpoch:   b.producerEp,
 		BaseSequence:    seq,
-		UncompressedLen: uint32(len(b.records)),
+		UncompressedLen: uint32(plain),
 	}
-	batch := dst[start:]
 	putBatchHeader(batch, &h)
 	binary.LittleEndian.PutUint32(batch[12:], BatchChecksum(batch))
-	return dst, nil
+	return nil
 }
