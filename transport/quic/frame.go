@@ -116,12 +116,13 @@ func (fr *frameReader) readHeader() (int, error) {
 	return n, nil
 }
 
-// readBody allocates the frame of total length n announced by the last
-// header and reads the rest of it.
+// readBody takes a buffer for the frame of total length n announced by
+// the last header and reads the rest of it.
 func (fr *frameReader) readBody(n int) ([]byte, error) {
-	frame := make([]byte, n)
+	frame := frameBuffer(n)
 	copy(frame, fr.header)
 	if _, err := io.ReadFull(fr.br, frame[fr.framing.HeaderLen:]); err != nil {
+		RecycleFrame(frame)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return nil, fmt.Errorf("%w: stream ended inside a frame", ErrProtocol)
 		}

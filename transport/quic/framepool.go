@@ -1,0 +1,56 @@
+package quic
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Frames of 32 KiB and more are read into buffers that callers may hand
+// back with RecycleFrame once nothing holds them. A fresh buffer is
+// allocated, and zeroed, for every frame otherwise: for a node taking in
+// batches of 100 KiB, zeroing its request buffers cost as much CPU as
+// checksumming them twice. Nothing is recycled unless a caller says so,
+// so a frame kept forever (a batch in the engine's tail cache) is simply
+// left to the garbage collector.
+const (
+	minPooledFrame = 32 << 10
+	maxPooledFrame = 8 << 20
+	frameClasses   = 24 // by floor(log2(capacity)); classes below 15 and above 23 stay empty
+)
+
+var framePools [frameClasses]sync.Pool
+
+// frameBuffer returns a buffer of length n; its contents are garbage.
+func frameBuffer(n int) []byte {
+	if n < minPooledFrame || n > maxPooledFrame {
+		return make([]byte, n)
+	}
+	// A buffer in class k has a capacity in [2^k, 2^(k+1)). One from n's
+	// own class is taken if it holds n bytes without wasting more than a
+	// quarter of them (a frame may be kept, by length, in a cache with a
+	// byte budget); else it goes back.
+	pool := &framePools[bits.Len(uint(n))-1]
+	if v, ok := pool.Get().(*[]byte); ok {
+		if c := cap(*v); c >= n && c-n <= n/4 {
+			return (*v)[:n]
+		}
+		pool.Put(v)
+	}
+	// Rounded up a little, so that frames of nearly the same size share
+	// buffers.
+	return make([]byte, n, (n+4095)&^4095)
+}
+
+// RecycleFrame hands back a frame read by ReadFrame (a request on a node,
+// a reply on a client) for a later frame to be read into. Call it only
+// when nothing holds frame or any slice of it any more: its bytes will be
+// overwritten. Recycling is optional; frames never recycled are garbage
+// collected.
+func RecycleFrame(frame []byte) {
+	c := cap(frame)
+	if c < minPooledFrame || c > maxPooledFrame {
+		return
+	}
+	frame = frame[:0]
+	framePools[bits.Len(uint(c))-1].Put(&frame)
+}

@@ -1,0 +1,81 @@
+package quic
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+// A frame read into a recycled buffer holds exactly its own bytes, never
+// those of the frame the buffer held before, whatever the sizes.
+func TestRecycledFramesHoldOnlyTheirOwnBytes(t *testing.T) {
+	f := Framing{HeaderLen: 4, FrameLen: func(h []byte) (int, error) { return int(binary.LittleEndian.Uint32(h)), nil }}
+	mk := func(n int, fill byte) []byte {
+		b := bytes.Repeat([]byte{fill}, n)
+		binary.LittleEndian.PutUint32(b, uint32(n))
+		return b
+	}
+	sizes := []int{40 << 10, 100 << 10, 90 << 10, 101 << 10, 33 << 10, 1 << 20, 100 << 10, 16, 5 << 20}
+	for round := range 3 {
+		var stream bytes.Buffer
+		var want [][]byte
+		for i, n := range sizes {
+			fr := mk(n, byte(round*len(sizes)+i+1))
+			want = append(want, fr)
+			stream.Write(fr)
+		}
+		r := newFrameReader(&stream, f, 16<<20)
+		for i, w := range want {
+			n, err := r.readHeader()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.readBody(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(w) || !bytes.Equal(got, w) {
+				t.Fatalf("round %d frame %d (%d bytes): read bytes differ from those sent", round, i, len(w))
+			}
+			if cap(got) < len(got) || (len(got) >= minPooledFrame && cap(got)-len(got) > max(len(got)/4, 4095)) {
+				t.Fatalf("frame of %d bytes in a buffer of %d", len(got), cap(got))
+			}
+			// Scribble over it, as a later user of the buffer would.
+			for j := range got {
+				got[j] = 0xEE
+			}
+			RecycleFrame(got)
+		}
+	}
+}
+
+func BenchmarkReadFrame100KiB(b *testing.B) {
+	f := Framing{HeaderLen: 4, FrameLen: func(h []byte) (int, error) { return int(binary.LittleEndian.Uint32(h)), nil }}
+	frame := make([]byte, 100<<10)
+	binary.LittleEndian.PutUint32(frame, uint32(len(frame)))
+	src := bytes.NewReader(frame)
+	for _, recycle := range []bool{false, true} {
+		name := "fresh"
+		if recycle {
+			name = "recycled"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			r := newFrameReader(src, f, 1<<20)
+			for b.Loop() {
+				src.Reset(frame)
+				n, err := r.readHeader()
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := r.readBody(n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if recycle {
+					RecycleFrame(got)
+				}
+			}
+		})
+	}
+}
