@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -17,6 +18,8 @@ import (
 // nothing the engine holds aliases it, and nothing the caller does to it
 // reaches the engine. Batches served from the tail cache are shared with
 // the cache; the engine never modifies them, and callers must not either.
+// A large sequential read may find its bytes read already (readAhead);
+// they are then its own just the same.
 
 // ReadPlan is a read resolved on the owner. It holds a reference on the
 // segment it reads; Release drops it. A plan may be executed more than once.
@@ -166,7 +169,19 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 	}
 	e := x.p.e
 	chunk := int(min(x.limit-x.pos, int64(x.maxBytes)+int64(e.opts.IndexIntervalBytes)+wire.BatchHeaderSize))
-	if x.maxBytes < 64<<10 && x.limit-x.pos >= wire.BatchHeaderSize {
+	pos := x.pos // file position of buf[0]
+	var pooled *[]byte
+	ahead := false
+	if pool {
+		ra, err := x.takeAhead(ctx)
+		if err != nil {
+			return ReadResult{}, err
+		}
+		if ra != nil {
+			buf, pos, ahead = ra.buf, ra.pos, true
+		}
+	}
+	if !ahead && x.maxBytes < 64<<10 && x.limit-x.pos >= wire.BatchHeaderSize {
 		// A small read: learn the first batch's length, so that one read
 		// (one buffer) takes it whole whatever the batch size.
 		if _, err := x.seg.rf.ReadAt(x.hdr[:], x.pos); err == nil {
@@ -175,26 +190,18 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 			}
 		}
 	}
-	// Large reads take a buffer a released result gave back, if one is
-	// large enough; otherwise exactly what they need (which Release can
-	// give back later).
-	var pooled *[]byte
-	if pool && chunk >= readBufBytes/4 && chunk <= readBufBytes {
-		if v, ok := e.readBufs.Get().(*[]byte); ok && cap(*v) >= chunk {
-			pooled = v
-		} else {
-			b := make([]byte, chunk)
-			pooled = &b
-		}
-		buf = *pooled
-	}
-	pos := x.pos // file position of buf[0]
-	buf, err := x.readAt(ctx, pos, chunk, buf)
-	if err != nil {
+	if !ahead {
+		pooled = x.readBuf(pool, chunk)
 		if pooled != nil {
-			e.readBufs.Put(pooled)
+			buf = *pooled
 		}
-		return ReadResult{}, err
+		var err error
+		if buf, err = x.readAt(ctx, pos, chunk, buf); err != nil {
+			if pooled != nil {
+				e.readBufs.Put(pooled)
+			}
+			return ReadResult{}, err
+		}
 	}
 	res := ReadResult{Next: x.segEnd, pooled: pooled, e: e}
 	if pooled != nil && &buf[0] != &(*pooled)[0] {
@@ -202,6 +209,8 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 		res.pooled = nil
 	}
 	total, off := 0, 0
+	batchesEnd := int64(-1) // file position after the last batch returned
+	var err error
 	for {
 		at := pos + int64(off)
 		if at >= x.limit {
@@ -245,13 +254,132 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 			res.Batches = append(res.Batches, buf[off:end:end])
 			res.Next = h.LastOffset() + 1
 			total += int(h.Length)
+			batchesEnd = at + int64(h.Length)
 			if total >= x.maxBytes {
 				break
 			}
 		}
 		off += int(h.Length)
 	}
+	if pool && batchesEnd >= 0 {
+		x.startAhead(batchesEnd, res.Next, chunk)
+	}
 	return res, nil
+}
+
+// readBuf returns a buffer from the engine's pool for a read of n bytes
+// that Release can give back, or nil when the read takes a buffer of its
+// own. Large reads take a buffer a released result gave back, if one is
+// large enough; otherwise exactly what they need.
+func (x *readPlan) readBuf(pool bool, n int) *[]byte {
+	if !pool || n < readBufBytes/4 || n > readBufBytes {
+		return nil
+	}
+	if v, ok := x.p.e.readBufs.Get().(*[]byte); ok && cap(*v) >= n {
+		return v
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+// A consumer replaying a log reads it in large sequential reads, each
+// sent to it before it asks for the next; the file read would otherwise
+// sit between every two replies. So a large read that stops inside a
+// segment starts the read of what follows (a read ahead), and the
+// partition's next read from exactly there takes its bytes instead of
+// reading. The bytes of a segment below its logical size never change, so
+// they are what the next read would have read; the next read still
+// checks them against its own plan (high watermark, logical size).
+//
+// Only reads larger than the engine's read buffers read ahead (a
+// replay's polls, several MiB each): those allocate a buffer per read
+// anyway, while a caller of smaller reads that releases its results
+// reuses their buffers, and a read ahead, started before the release,
+// could not. A partition has at most one read ahead; one that no read
+// takes within readAheadTTL is dropped, so memory stays bounded by the
+// partitions read sequentially in that time. Reads through
+// Options.BeforeRead (tests and fault injection) never read ahead.
+type readAhead struct {
+	seg  *segment
+	pos  int64  // file position of buf[0]: where a batch starts
+	from uint64 // the offset of the first record at pos or later
+	done chan struct{}
+	buf  []byte // set before done is closed; nil if the read failed
+}
+
+const readAheadTTL = 500 * time.Millisecond
+
+// startAhead starts reading n bytes at pos, where the batch holding from
+// (the result's Next) starts, unless the read is a small one, the segment
+// ends there or the partition already has a read ahead.
+func (x *readPlan) startAhead(pos int64, from uint64, n int) {
+	p, e := x.p, x.p.e
+	if n <= readBufBytes || e.opts.BeforeRead != nil {
+		return
+	}
+	p.mu.Lock()
+	size := x.seg.size
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base >= x.seg.base })
+	live := i < len(p.segs) && p.segs[i] == x.seg // not removed by retention or a purge
+	if p.closing != nil || p.corrupt != nil || p.tail.ahead != nil || !live || size-pos < wire.BatchHeaderSize {
+		p.mu.Unlock()
+		return
+	}
+	n = int(min(int64(n), size-pos))
+	ra := &readAhead{seg: x.seg, pos: pos, from: from, done: make(chan struct{})}
+	p.tail.ahead = ra
+	x.seg.acquire() // under p.mu, while the segment is the partition's
+	p.mu.Unlock()
+	go func() {
+		defer close(ra.done)
+		defer ra.seg.release()
+		// A plan of its own, so that nothing of the caller's plan is
+		// shared with the read ahead.
+		rx := &readPlan{p: p, seg: ra.seg}
+		if buf, err := rx.readAt(context.Background(), pos, n, nil); err == nil {
+			ra.buf = buf
+		}
+	}()
+	time.AfterFunc(readAheadTTL, func() {
+		p.mu.Lock()
+		if p.tail.ahead == ra {
+			p.tail.ahead = nil
+		}
+		p.mu.Unlock()
+	})
+}
+
+// takeAhead returns the partition's read ahead once it is done, if it
+// was made for this read: same segment, same position. One this read is
+// past is dropped (its reader moved on, so this read may start its own);
+// one ahead of it is left for the reader it was made for, as another
+// consumer may follow behind that one.
+func (x *readPlan) takeAhead(ctx context.Context) (*readAhead, error) {
+	p := x.p
+	p.mu.Lock()
+	ra := p.tail.ahead
+	if ra == nil || ra.seg != x.seg || ra.from != x.from || ra.pos >= x.limit {
+		if ra != nil && x.from > ra.from && x.seg.base >= ra.seg.base {
+			p.tail.ahead = nil
+		}
+		p.mu.Unlock()
+		return nil, nil
+	}
+	p.tail.ahead = nil
+	p.mu.Unlock()
+	select {
+	case <-ra.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if ra.buf == nil {
+		return nil, nil
+	}
+	// The result owns the bytes from now on: the read ahead's timer
+	// keeps no reference to them.
+	got := *ra
+	ra.buf = nil
+	return &got, nil
 }
 
 // readAt reads n bytes at pos, into dst if it is large enough.

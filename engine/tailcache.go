@@ -13,6 +13,9 @@ type tailCache struct {
 	ents  []tailEnt
 	head  int
 	bytes int64
+	// ahead is the read started for the partition's next sequential file
+	// read (see readAhead), if any.
+	ahead *readAhead
 }
 
 type tailEnt struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -400,6 +401,13 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 	if c.cfg.prefetch && c.cfg.autoCommit == AutoCommitNone && c.pending == nil {
 		if next, err := c.sendPoll(ctx); err == nil {
 			c.pending = next
+			// The poll sent ahead is only queued: the stream's writer and
+			// the connection's goroutines put it on the wire. With few
+			// processors (GOMAXPROCS 1 on a small device) they would run
+			// only once this goroutine blocks, after the decoding below
+			// and the caller's processing, and the node would sit idle
+			// meanwhile. Yielding once sends it first.
+			runtime.Gosched()
 		}
 	}
 
@@ -476,12 +484,22 @@ func decodeRecords(pp *pollPartition, batches []byte) ([]*Record, error) {
 			if wr.Offset < pp.from || wr.Offset >= pp.next {
 				continue
 			}
-			slab = append(slab, Record{
-				Topic: pp.topic, Partition: pp.partition, Offset: wr.Offset,
-				Timestamp: time.UnixMilli(wr.Timestamp), Key: wr.Key, Value: wr.Value,
-				Headers: slices.Clone(wr.Headers), poll: pp,
-			})
-			out = append(out, &slab[len(slab)-1])
+			// Filled in place: appending a whole Record would copy it
+			// with a bulk write barrier while the collector runs. The
+			// headers' counts sized the slab; a batch cannot yield more.
+			if len(slab) < cap(slab) {
+				slab = slab[:len(slab)+1]
+			} else {
+				slab = append(slab, Record{})
+			}
+			r := &slab[len(slab)-1]
+			r.Topic, r.Partition, r.Offset = pp.topic, pp.partition, wr.Offset
+			r.Timestamp = time.UnixMilli(wr.Timestamp)
+			r.Key, r.Value, r.poll = wr.Key, wr.Value, pp
+			if len(wr.Headers) > 0 {
+				r.Headers = slices.Clone(wr.Headers)
+			}
+			out = append(out, r)
 		}
 		if err := it.Err(); err != nil {
 			return nil, fmt.Errorf("sdk: poll %s/%d: %w", pp.topic, pp.partition, err)

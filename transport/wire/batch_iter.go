@@ -80,62 +80,64 @@ func (it *RecordIterator) Next() (Record, bool) {
 		}
 		return Record{}, false
 	}
-	bodyLen, ok := it.varint()
-	if !ok || bodyLen < 5 || bodyLen > int64(len(it.section)-it.pos) {
+	s := it.section
+	bodyLen, pos := varintAt(s, it.pos)
+	if pos < 0 || bodyLen < 5 || bodyLen > int64(len(s)-pos) {
 		it.fail("record %d: body length %d", it.seen, bodyLen)
 		return Record{}, false
 	}
-	end := it.pos + int(bodyLen)
-	body := it.section[:end]
+	end := pos + int(bodyLen)
+	body := s[:end]
 	var r Record
-	delta, ok := it.varintIn(body)
-	if !ok || delta <= it.prevDel || delta > int64(it.hdr.LastOffsetDelta) {
+	delta, pos := varintAt(body, pos)
+	if pos < 0 || delta <= it.prevDel || delta > int64(it.hdr.LastOffsetDelta) {
 		it.fail("record %d: offset delta %d", it.seen, delta)
 		return Record{}, false
 	}
-	tsDelta, ok := it.varintIn(body)
-	if !ok {
+	tsDelta, pos := varintAt(body, pos)
+	if pos < 0 {
 		it.fail("record %d: timestamp", it.seen)
 		return Record{}, false
 	}
-	if r.Key, ok = it.nullable(body); !ok {
+	if r.Key, pos = nullableAt(body, pos); pos < 0 {
 		it.fail("record %d: key", it.seen)
 		return Record{}, false
 	}
-	if r.Value, ok = it.nullable(body); !ok {
+	if r.Value, pos = nullableAt(body, pos); pos < 0 {
 		it.fail("record %d: value", it.seen)
 		return Record{}, false
 	}
-	nh, n := binary.Uvarint(body[it.pos:])
-	if n <= 0 || nh > uint64(end-it.pos-n)/2 {
+	nh, n := binary.Uvarint(body[pos:])
+	if n <= 0 || nh > uint64(end-pos-n)/2 {
 		it.fail("record %d: header count", it.seen)
 		return Record{}, false
 	}
-	it.pos += n
-	it.headers = it.headers[:0]
-	for i := uint64(0); i < nh; i++ {
-		kl, n := binary.Uvarint(body[it.pos:])
-		if n <= 0 || kl > uint64(end-it.pos-n) {
-			it.fail("record %d: header %d key", it.seen, i)
-			return Record{}, false
-		}
-		it.pos += n
-		key := string(body[it.pos : it.pos+int(kl)])
-		it.pos += int(kl)
-		v, ok := it.nullable(body)
-		if !ok {
-			it.fail("record %d: header %d value", it.seen, i)
-			return Record{}, false
-		}
-		it.headers = append(it.headers, Header{Key: key, Value: v})
-	}
-	if it.pos != end {
-		it.fail("record %d: %d bytes left in its body", it.seen, end-it.pos)
-		return Record{}, false
-	}
+	pos += n
 	if nh > 0 {
+		it.headers = it.headers[:0]
+		for i := uint64(0); i < nh; i++ {
+			kl, n := binary.Uvarint(body[pos:])
+			if n <= 0 || kl > uint64(end-pos-n) {
+				it.fail("record %d: header %d key", it.seen, i)
+				return Record{}, false
+			}
+			pos += n
+			key := string(body[pos : pos+int(kl)])
+			pos += int(kl)
+			var v []byte
+			if v, pos = nullableAt(body, pos); pos < 0 {
+				it.fail("record %d: header %d value", it.seen, i)
+				return Record{}, false
+			}
+			it.headers = append(it.headers, Header{Key: key, Value: v})
+		}
 		r.Headers = it.headers
 	}
+	if pos != end {
+		it.fail("record %d: %d bytes left in its body", it.seen, end-pos)
+		return Record{}, false
+	}
+	it.pos = end
 	r.Offset = it.hdr.BaseOffset + uint64(delta)
 	if it.hdr.AppendTime() {
 		r.Timestamp = it.hdr.MaxTimestamp
@@ -151,27 +153,39 @@ func (it *RecordIterator) fail(format string, args ...any) {
 	it.err = fmt.Errorf("%w: "+format, append([]any{ErrCorruptBatch}, args...)...)
 }
 
-func (it *RecordIterator) varint() (int64, bool) { return it.varintIn(it.section) }
-
-func (it *RecordIterator) varintIn(b []byte) (int64, bool) {
-	v, n := binary.Varint(b[it.pos:])
-	if n <= 0 {
-		return 0, false
+// varintAt decodes the zigzag varint at b[pos:] and returns it with the
+// position after it, or a negative position when b holds none there. The
+// one- and two-byte encodings (every length and delta of records under
+// 8 KiB) take a path of their own: this runs several times per record.
+func varintAt(b []byte, pos int) (int64, int) {
+	if pos < 0 || pos >= len(b) {
+		return 0, -1
 	}
-	it.pos += n
-	return v, true
+	if c := b[pos]; c < 0x80 {
+		return int64(c>>1) ^ -int64(c&1), pos + 1
+	}
+	if pos+1 < len(b) && b[pos+1] < 0x80 {
+		u := uint64(b[pos]&0x7f) | uint64(b[pos+1])<<7
+		return int64(u>>1) ^ -int64(u&1), pos + 2
+	}
+	v, n := binary.Varint(b[pos:])
+	if n <= 0 {
+		return 0, -1
+	}
+	return v, pos + n
 }
 
-// nullable reads a varint length (-1 = null) and that many bytes of b.
-func (it *RecordIterator) nullable(b []byte) ([]byte, bool) {
-	l, ok := it.varintIn(b)
+// nullableAt reads a varint length (-1 = null) at b[pos:] and that many
+// bytes after it; it returns them with the position after them, or a
+// negative position when they do not fit in b.
+func nullableAt(b []byte, pos int) ([]byte, int) {
+	l, p := varintAt(b, pos)
 	switch {
-	case !ok || l < -1 || l > int64(len(b)-it.pos):
-		return nil, false
+	case p < 0 || l < -1 || l > int64(len(b)-p):
+		return nil, -1
 	case l == -1:
-		return nil, true
+		return nil, p
 	}
-	v := b[it.pos : it.pos+int(l) : it.pos+int(l)]
-	it.pos += int(l)
-	return v, true
+	e := p + int(l)
+	return b[p:e:e], e
 }

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"context"
+	"hash/crc32"
+	"testing"
+)
+
+// BenchmarkReplayPolls reads a 256 MiB log from the start in 4 MiB reads
+// without releasing them, as a node serves a replaying consumer's polls,
+// and checksums each result meanwhile (a stand-in for sending it). One op
+// is one read.
+func BenchmarkReplayPolls(b *testing.B) {
+	const logBytes = 256 << 20
+	e := benchEngine(b, b.TempDir(), -1)
+	defer e.Close()
+	top, err := e.CreateTopic("bench", TopicConfig{Durability: DurabilityNone, SegmentBytes: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := top.Partition(0)
+	tmpl := benchBatch(b, 100, 1024)
+	ctx := context.Background()
+	var last uint64
+	for written := 0; written < logBytes; written += len(tmpl) {
+		r, err := p.Append(append([]byte(nil), tmpl...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = r.Last
+	}
+	if err := p.WaitDurable(ctx, last); err != nil {
+		b.Fatal(err)
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	from := uint64(0)
+	b.SetBytes(4 << 20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if from > last {
+			from = 0
+		}
+		plan, err := p.PlanRead(from, 4<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := plan.Execute(ctx)
+		plan.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var sum uint32
+		for _, bt := range res.Batches {
+			sum = crc32.Update(sum, tab, bt)
+		}
+		from = res.Next
+	}
+}
