@@ -3,14 +3,20 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// The durability pipeline. Each partition has one flusher goroutine, the
-// only one that writes its files. Append copies each small batch (below
+// The durability pipeline. Each partition has one flusher goroutine that
+// writes its files. The one exception is an append under interval or none
+// that finds the pipeline idle (nothing queued, no other work asked of the
+// flusher): a small batch is then written by its appender, holding the
+// flusher's turn, exactly as the flusher's next round would write it, and
+// saves the two hand-offs between goroutines that dominate the latency of
+// a lone append. Otherwise Append copies each small batch (below
 // directWriteBytes) into a staging chunk private to the pipeline, so that
 // a run of them takes one write; that copy is made by the appender, so it
 // overlaps the flusher's writes. Chunks are stagingChunkBytes long and are
@@ -33,6 +39,10 @@ import (
 // overwrites, that recovery never takes for batches (checksums, increasing
 // offsets), and that is zeroed before the segment is sealed.
 type flusher struct {
+	// turn is held by whoever writes the partition's files: the flusher
+	// for a whole round, or an appender writing its own batch in the
+	// flusher's stead (writeInline). Everything below is guarded by it.
+	turn    sync.Mutex
 	wf      vfs.File // the active segment, opened for writing
 	physEnd int64    // furthest byte ever written to the active file
 	// kickSyncer: a segment was sealed in this round; the syncer is told
@@ -79,6 +89,7 @@ func (p *Partition) runFlusher() {
 			released = 0
 		}
 		p.extendReservation()
+		f.turn.Lock()
 		p.mu.Lock()
 		batch := p.queue
 		p.queue, p.queued, p.stage = nil, 0, nil // the chunks go with the batches
@@ -145,8 +156,11 @@ func (p *Partition) runFlusher() {
 				_ = f.wf.Close()
 				f.wf = nil
 			}
+			// The turn stays taken: nothing is written after the last
+			// round (appends are refused once closing is set).
 			return
 		}
+		f.turn.Unlock()
 		<-p.wake
 	}
 }
@@ -185,6 +199,46 @@ func (p *Partition) stageLocked(q *pending) {
 	}
 	q.chunk, q.at = c, len(*c)
 	*c = append(*c, q.b...)
+}
+
+// inlineWriteBytes is the size below which an append under interval or
+// none may write its batch itself (writeInline) when the flusher is idle.
+// Larger batches come in pipelined runs, which the flusher turns into
+// fewer, larger writes while the appender goes on.
+const inlineWriteBytes = 8 << 10
+
+// inlineLocked reports whether the append of q may be written by its
+// appender rather than handed to the flusher, and if so takes the
+// flusher's turn. It may when the policy has no group commit (interval,
+// none: a write never waits for an fsync), the batch is small, nothing is
+// queued before it, and the flusher has nothing else to do, so that the
+// write is exactly the one the flusher's next round would make, in the
+// same order with respect to every other file and metadata operation of
+// the partition. It saves the hand-off to the flusher and back, which is
+// most of an idle partition's append latency.
+func (p *Partition) inlineLocked(q *pending) bool {
+	if p.cfg.Durability == DurabilityAlways || len(q.b) >= inlineWriteBytes || len(p.queue) > 0 ||
+		p.extending || p.rollWanted || len(p.barriers) > 0 || len(p.cleanups) > 0 || p.cleanupWanted {
+		return false
+	}
+	return p.fl.turn.TryLock()
+}
+
+// writeInline writes q, which inlineLocked let its appender write, as a
+// flusher round of that one batch would, and gives the turn back. The
+// rest of a round is not due or is someone else's: a sealed segment is
+// the syncer's (told here, as at the end of a round), a failure is
+// recorded by the flusher (failLocked wakes it), and batches appended
+// meanwhile woke the flusher when they were queued.
+func (p *Partition) writeInline(q *pending) {
+	f := &p.fl
+	_ = p.writeBatches([]*pending{q})
+	kick := f.kickSyncer
+	f.kickSyncer = false
+	f.turn.Unlock()
+	if kick {
+		p.kickSyncer()
+	}
 }
 
 // gather is group commit's one concession to latency. An fsync just
@@ -319,7 +373,7 @@ func (p *Partition) writeBatches(batch []*pending) error {
 			p.writtenEnd = q.last + 1
 			p.tailAddLocked(q)
 			if q.prod.id != 0 {
-				p.unsyncedProd = append(p.unsyncedProd, q.prod)
+				p.noteUnsyncedProdLocked(q.prod)
 			}
 		}
 		seg.size = at

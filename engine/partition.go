@@ -68,6 +68,7 @@ type Partition struct {
 	// changed.
 	unsyncedSegs []*segment
 	unsyncedProd []prodRec
+	prodCompact  int // length of unsyncedProd at which it is compacted
 	dirDirty     bool
 
 	// cleanupPending mirrors the durable state's cleanupPending, for State
@@ -76,7 +77,7 @@ type Partition struct {
 
 	wake        chan struct{} // flusher wake-up, capacity 1
 	flusherDone chan struct{}
-	fl          flusher // owned by the flusher goroutine
+	fl          flusher // guarded by fl.turn (the flusher, or an appender writing inline)
 
 	recoveryDirDirty bool // recovery removed a file the directory fsync must cover
 	dur              durability
@@ -189,9 +190,12 @@ func (p *Partition) notifyLocked() {
 // Append validates batch (magic, version, CRC, size, dense offsets),
 // assigns its offsets, stamps its base offset (and, for append-time
 // topics, its timestamps), and queues it for the durability pipeline. It
-// returns at once with the offsets; WaitDurable says when they are
-// acknowledged. batch belongs to the engine from now on: it is cached and
-// served to readers, so the caller must not modify it.
+// returns with the offsets; WaitDurable says when they are acknowledged.
+// Under interval and none, a small batch appended while the pipeline is
+// idle is written to the log (page cache) before Append returns, by the
+// caller's goroutine, instead of by the flusher. batch belongs to the
+// engine from now on: it is cached and served to readers, so the caller
+// must not modify it.
 //
 // Append waits only when the offset reservation is exhausted (a metadata
 // fsync, normally done in the background) or when too many bytes await the
@@ -250,16 +254,18 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 			seq: h.BaseSequence, count: int32(h.RecordCount), base: q.base, last: q.last}
 		q.undo = p.applyProducerLocked(q.prod)
 	}
+	p.stats.appends.Add(1)
+	p.stats.appendedBytes.Add(uint64(len(batch)))
+	if p.inlineLocked(q) {
+		p.mu.Unlock()
+		p.writeInline(q)
+		return AppendResult{Base: q.base, Last: q.last}, nil
+	}
 	p.queue = append(p.queue, q)
 	p.stageLocked(q)
 	p.queued += len(batch)
-	p.stats.appends.Add(1)
-	p.stats.appendedBytes.Add(uint64(len(batch)))
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.wakeFlusher()
 	return AppendResult{Base: q.base, Last: q.last}, nil
 }
 

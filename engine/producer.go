@@ -101,6 +101,52 @@ func (p *Partition) ProducerIDs() []fence.ProducerID {
 	return ids
 }
 
+// noteUnsyncedProdLocked records r, the producer record of a batch
+// written but not yet fsynced, for the durable producer state.
+//
+// Under interval and none nothing but a sealed segment (or a purge, a
+// close) may fsync for a long time, so the records of every batch of a
+// segment could pile up: a slice that keeps doubling, each time copied
+// whole while appends wait. Only the last ProducerWindow records of each
+// producer can matter, so past a threshold the list is compacted to those.
+func (p *Partition) noteUnsyncedProdLocked(r prodRec) {
+	p.unsyncedProd = append(p.unsyncedProd, r)
+	if len(p.unsyncedProd) < max(p.prodCompact, minProdCompact) {
+		return
+	}
+	p.unsyncedProd = compactProdRecs(p.unsyncedProd)
+	p.prodCompact = 2 * len(p.unsyncedProd)
+}
+
+// minProdCompact is the fewest unsynced producer records compacted.
+const minProdCompact = 1024
+
+// compactProdRecs keeps, in order, the last fence.ProducerWindow records
+// of each producer. Applying them gives the state applying all would
+// (the same epoch and window; only where the window's ring starts may
+// differ, which neither its encoding nor its accessors show):
+// ProducerState.Record keeps only the latest ProducerWindow batches, and
+// starts afresh at a new epoch, which the first kept record does too if
+// it is of another epoch than the state it is applied to.
+func compactProdRecs(recs []prodRec) []prodRec {
+	seen := make(map[fence.ProducerID]int)
+	keep := make([]bool, len(recs))
+	for i := len(recs) - 1; i >= 0; i-- {
+		if id := recs[i].id; seen[id] < fence.ProducerWindow {
+			seen[id]++
+			keep[i] = true
+		}
+	}
+	out := recs[:0]
+	for i, r := range recs {
+		if keep[i] {
+			out = append(out, r)
+		}
+	}
+	clear(recs[len(out):])
+	return out
+}
+
 // producerSnapshot is the producer state after every batch below asOf.
 type producerSnapshot struct {
 	asOf  uint64

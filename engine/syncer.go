@@ -145,9 +145,29 @@ func (p *Partition) syncOnce(active vfs.File) error {
 		if err := p.writeStateAndProducers(nil, &snap, false); err != nil {
 			return fail(err)
 		}
-		p.wantCleanup()
+		if p.cleanupDue() {
+			p.wantCleanup()
+		}
 	}
 	return nil
+}
+
+// cleanupDue reports whether a cleanup may have something to do: a
+// segment lies below the start offset (left by a purge or by retention),
+// or a cleanup obligation is still open. Without either, a seal asks the
+// flusher for nothing.
+func (p *Partition) cleanupDue() bool {
+	if p.cleanupPending.Load() {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.segs {
+		if s.size > 0 && s.end <= p.start {
+			return true
+		}
+	}
+	return false
 }
 
 // durableProducers returns a copy of the durable producer state.

@@ -22,7 +22,9 @@ import (
 // writer goroutine, so a produce stream keeps its partition order while
 // many appends share one fsync. The writer sends the replies in request
 // order, coalescing the flushes of replies that are ready together; a
-// reply is ready only once its effects are durable.
+// reply is ready only once its effects are durable. A reply that is
+// ready when its request has been handled, with no earlier reply left to
+// the writer, is sent by the reading goroutine itself (replyNow).
 
 // authenticate is the listener's Authenticator: the first frame of a
 // connection must be an Authenticate request with a valid token.
@@ -133,13 +135,14 @@ type served struct {
 // returns once they are ordered, leaving the wait for their durability to
 // writeReplies, so the next request starts while it waits — a produce
 // stream keeps its partition order while many appends share one fsync.
-// writeReplies answers in request order.
+// Replies leave in request order: from writeReplies, or from this
+// goroutine when nothing is owed (replyNow).
 func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream) {
-	queue := make(chan *inflight, n.cfg.MaxStreamRequests)
+	w := &replyWriter{queue: make(chan *inflight, n.cfg.MaxStreamRequests)}
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		n.writeReplies(ctx, s, queue)
+		n.writeReplies(ctx, s, w)
 	}()
 	for {
 		req, err := s.ReadFrame()
@@ -147,11 +150,67 @@ func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream
 			n.streamEnded(s, err)
 			break
 		}
-		queue <- &inflight{req: req, out: n.handle(ctx, tok, req.Frame)}
+		f := &inflight{req: req, out: n.handle(ctx, tok, req.Frame)}
+		if !n.replyNow(ctx, s, w, f) {
+			w.queue <- f
+		}
 	}
-	close(queue)
+	close(w.queue)
 	<-writerDone
 	_ = s.Close()
+}
+
+// replyWriter is a stream's writer side: the queue of replies for
+// writeReplies, and how many of them it has not finished.
+type replyWriter struct {
+	queue chan *inflight
+	// mu guards owed: replies queued and not yet written and flushed by
+	// writeReplies. The reading goroutine writes a reply itself only when
+	// nothing is owed, so replies keep the request order.
+	mu     sync.Mutex
+	owed   int
+	broken bool // a write or flush failed: later replies are dropped
+}
+
+// replyNow writes f's reply from the reading goroutine when it is one
+// frame, ready, and no earlier reply is still with the writer, and
+// reports whether it did; otherwise it counts f as owed by the writer, to
+// which the caller hands it. A one-at-a-time client then gets its reply
+// without a hand-off to the writer goroutine and back. A request that
+// must wait for its durability, replies behind one, and poll replies
+// (written in parts, possibly large) still go through the writer, so the
+// stream's next request is read meanwhile.
+func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, f *inflight) bool {
+	out := f.out
+	if out.parts != nil || (out.finish != nil && (out.ready == nil || !out.ready())) {
+		w.mu.Lock()
+		w.owed++
+		w.mu.Unlock()
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.owed > 0 {
+		w.owed++
+		return false
+	}
+	if out.finish != nil {
+		out = n.finish(ctx, f.req.Frame, out.finish)
+	}
+	if !w.broken {
+		var err error
+		if out.parts != nil { // a deferred poll reply
+			err = s.WriteFrameParts(out.parts)
+		} else {
+			err = s.WriteFrame(out.frame)
+		}
+		if err == nil {
+			err = s.Flush()
+		}
+		w.broken = err != nil
+	}
+	f.req.Release()
+	return true
 }
 
 // streamEnded logs why a stream stopped being read. The requests read
@@ -171,16 +230,31 @@ func (n *Node) streamEnded(s *quic.Stream, err error) {
 // writeReplies writes each request's reply in request order and releases
 // its bytes from the in-flight budget. It flushes when no further reply is
 // ready, so replies that complete together leave in one flush; before
-// waiting for a request's durability it sends what it holds.
-func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, queue <-chan *inflight) {
-	broken, dirty := false, false
+// waiting for a request's durability it sends what it holds. Once what it
+// was given is flushed, it settles what it owed, so the reading goroutine
+// may reply directly again.
+func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, w *replyWriter) {
+	queue := w.queue
+	broken, dirty, written := false, false, 0
 	flush := func() {
 		if dirty && !broken && s.Flush() != nil {
 			broken = true
 		}
 		dirty = false
 	}
+	// settle hands the stream back to the reading goroutine once every
+	// reply owed so far is written and flushed.
+	settle := func() {
+		flush()
+		w.mu.Lock()
+		w.owed -= written
+		w.broken = w.broken || broken
+		broken = w.broken
+		w.mu.Unlock()
+		written = 0
+	}
 	write := func(f *inflight) {
+		written++
 		out := f.out
 		if out.finish != nil {
 			if out.ready == nil || !out.ready() {
@@ -201,6 +275,9 @@ func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, queue <-chan *i
 		f.req.Release()
 	}
 	for f := range queue {
+		w.mu.Lock()
+		broken = w.broken
+		w.mu.Unlock()
 		write(f)
 	more:
 		for {
@@ -214,9 +291,9 @@ func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, queue <-chan *i
 				break more
 			}
 		}
-		flush()
+		settle()
 	}
-	flush()
+	settle()
 }
 
 // finish runs a reply's finish, answering with StatusInternal should it
