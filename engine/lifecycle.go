@@ -51,6 +51,7 @@ func (p *Partition) stop(reason error) {
 	}
 	p.mu.Lock()
 	p.tailDropLocked()
+	p.tail.ahead = nil
 	unsynced := p.unsyncedSegs
 	p.unsyncedSegs = nil
 	p.mu.Unlock()

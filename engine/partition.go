@@ -87,6 +87,8 @@ type Partition struct {
 // pending is an appended batch waiting for the flusher.
 type pending struct {
 	b          []byte
+	release    func() // AppendOwned's: called once the partition lets go of b
+	cached     bool   // written and kept by the tail cache
 	chunk      *[]byte // the staging chunk holding a copy of b, at at
 	at         int
 	base, last uint64
@@ -202,6 +204,17 @@ func (p *Partition) notifyLocked() {
 // flusher. Errors: ErrInvalidBatch (with the wire error), ErrNoSpace is
 // reported by WaitDurable, ErrPartitionFailed, ErrClosed, ErrTopicDeleted.
 func (p *Partition) Append(batch []byte) (AppendResult, error) {
+	return p.AppendOwned(batch, nil)
+}
+
+// AppendOwned is Append for a caller that wants batch's memory back: once
+// the batch is written, unless the tail cache keeps it, the partition lets
+// go of batch and calls release (on its flusher goroutine, which release
+// must not block, and never under a lock a caller of the partition could
+// hold). A batch the tail cache keeps, or whose write fails, is never
+// released: it is left to the garbage collector. When AppendOwned returns
+// an error the batch was not taken, and release is not called.
+func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, error) {
 	h, err := wire.VerifyBatch(batch, p.cfg.MaxBatchBytes)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
@@ -248,7 +261,7 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	if p.ceiling-p.next < p.e.opts.ReservationStep/2 {
 		p.extendLocked(0)
 	}
-	q := &pending{b: batch, base: base, last: base + n - 1, maxTS: h.MaxTimestamp}
+	q := &pending{b: batch, release: release, base: base, last: base + n - 1, maxTS: h.MaxTimestamp}
 	if h.ProducerID != 0 {
 		q.prod = prodRec{id: fence.ProducerID(h.ProducerID), epoch: fence.ProducerEpoch(h.ProducerEpoch),
 			seq: h.BaseSequence, count: int32(h.RecordCount), base: q.base, last: q.last}

@@ -100,10 +100,12 @@ func (p *Partition) PlanRead(from uint64, maxBytes int) (ReadPlan, error) {
 	}
 	x := &readPlan{p: p, from: from, hw: hw, maxBytes: max(maxBytes, 1)}
 	if from == hw {
+		p.tailWanted()
 		x.empty, x.next = true, hw
 		return ReadPlan{x}, nil
 	}
 	if b, next, ok := p.tailReadLocked(from, hw, x.maxBytes); ok {
+		p.tailWanted()
 		x.cached, x.next = b, next
 		return ReadPlan{x}, nil
 	}
@@ -263,6 +265,9 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 	}
 	if pool && batchesEnd >= 0 {
 		x.startAhead(batchesEnd, res.Next, chunk)
+	}
+	if res.Next >= x.hw {
+		x.p.tailWanted() // a consumer keeping up: cache what comes next
 	}
 	return res, nil
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "sort"
+import (
+	"sort"
+	"sync/atomic"
+)
 
 // The tail cache keeps the most recently written batches of a partition in
 // memory, so that consumers keeping up are served without a file read. It
@@ -9,6 +12,14 @@ import "sort"
 // written end. Its memory is bounded across all partitions by
 // Options.TailCacheBytes: a partition that adds a batch evicts its own
 // oldest ones while the engine is over the budget.
+//
+// It fills only while someone reads at the tail: a read that reaches the
+// high watermark (a consumer that has caught up) or one the cache serves
+// keeps it warm for tailWarmMillis. A partition nobody reads
+// near its end keeps nothing, so AppendOwned callers get their batches'
+// memory back as soon as they are written. A consumer arriving at the tail
+// of a cold partition reads the batches written before it from the files
+// (normally the page cache), and the cache fills from its first read on.
 type tailCache struct {
 	ents  []tailEnt
 	head  int
@@ -16,27 +27,42 @@ type tailCache struct {
 	// ahead is the read started for the partition's next sequential file
 	// read (see readAhead), if any.
 	ahead *readAhead
+	// readAt is when (engine clock, ms) a read last reached the tail; 0:
+	// never. Reads set it without the partition's lock.
+	readAt atomic.Int64
 }
+
+// tailWarmMillis is how long the tail cache keeps filling after the last
+// read at the tail. Consumers at the tail read far more often than this.
+const tailWarmMillis = 5000
 
 type tailEnt struct {
 	base, last uint64
 	b          []byte
 }
 
-func (p *Partition) tailAddLocked(q *pending) {
+// tailAddLocked caches the written batch q, at engine time now (ms), and
+// reports whether it did.
+func (p *Partition) tailAddLocked(q *pending, now int64) bool {
 	budget := int64(p.e.opts.TailCacheBytes)
 	size := int64(len(q.b))
-	if budget <= 0 || size > budget/2 {
-		p.tailDropLocked()
-		return
-	}
 	t := &p.tail
+	if readAt := t.readAt.Load(); budget <= 0 || size > budget/2 || readAt == 0 || now-readAt > tailWarmMillis {
+		p.tailDropLocked()
+		return false
+	}
 	t.ents = append(t.ents, tailEnt{base: q.base, last: q.last, b: q.b})
 	t.bytes += size
 	used := p.e.tailUsed.Add(size)
 	for (used > budget || t.bytes > budget) && t.head < len(t.ents)-1 {
 		used = p.tailEvictLocked()
 	}
+	return true
+}
+
+// tailWanted records a read that reached the tail.
+func (p *Partition) tailWanted() {
+	p.tail.readAt.Store(max(p.e.clock.now(), 1))
 }
 
 // tailEvictLocked drops the oldest cached batch and returns the engine's
@@ -57,9 +83,12 @@ func (p *Partition) tailEvictLocked() int64 {
 
 func (p *Partition) tailDropLocked() {
 	t := &p.tail
+	if t.bytes == 0 && t.head == len(t.ents) {
+		return
+	}
 	p.e.tailUsed.Add(-t.bytes)
 	clear(t.ents)
-	*t = tailCache{ents: t.ents[:0]}
+	t.ents, t.head, t.bytes = t.ents[:0], 0, 0
 }
 
 // tailDropBelowLocked drops cached batches that end below off.

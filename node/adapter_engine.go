@@ -209,6 +209,16 @@ func (l EngineLog) Lineage() []fence.HistoryTransition {
 	return lin
 }
 
+// AppendOwned appends batch and calls release once the engine lets go of
+// it (engine.Partition.AppendOwned).
+func (l EngineLog) AppendOwned(batch []byte, release func()) (uint64, uint64, error) {
+	r, err := l.p.AppendOwned(batch, release)
+	if err != nil {
+		return 0, 0, err
+	}
+	return r.Base, r.Last, nil
+}
+
 func (l EngineLog) Append(batch []byte) (uint64, uint64, error) {
 	r, err := l.p.Append(batch)
 	return r.Base, r.Last, err

@@ -8,6 +8,14 @@ import (
 )
 
 // ProduceResult says where a batch was appended.
+// ownedAppender is a PartitionLog that tells when it lets go of an
+// appended batch (EngineLog).
+type ownedAppender interface {
+	// AppendOwned is Append, calling release once the log no longer holds
+	// batch (never, if it keeps it; not at all if it returns an error).
+	AppendOwned(batch []byte, release func()) (base, last uint64, err error)
+}
+
 type ProduceResult struct {
 	Base, Last uint64 // offsets of the batch's first and last record
 	// Duplicate: the batch is a retry of one appended before; Base and Last
@@ -47,6 +55,23 @@ func (o *Owner) Produce(ctx context.Context, batch []byte) (ProduceResult, error
 // or unknown producer are refused with a fence error and nothing is
 // appended. A done ctx refuses the batch before anything is appended.
 func (o *Owner) OrderProduce(ctx context.Context, batch []byte) (ProduceResult, Durable, error) {
+	return o.OrderProduceOwned(ctx, batch, nil)
+}
+
+// OrderProduceOwned is OrderProduce for a caller that wants batch's memory
+// back. release, when not nil, is called exactly once when the log no
+// longer holds batch — before OrderProduceOwned returns when the batch is
+// not appended (an error, a duplicate) — or never, when the log keeps it
+// (a log that cannot tell keeps every batch).
+func (o *Owner) OrderProduceOwned(ctx context.Context, batch []byte, release func()) (ProduceResult, Durable, error) {
+	appended := false
+	if release != nil {
+		defer func() {
+			if !appended {
+				release()
+			}
+		}()
+	}
 	h, err := wire.ParseBatchHeader(batch)
 	if err != nil {
 		return ProduceResult{}, Durable{}, err
@@ -78,10 +103,17 @@ func (o *Owner) OrderProduce(ctx context.Context, batch []byte) (ProduceResult, 
 			return res, Durable{log: o.log, off: v.Last}, nil
 		}
 	}
-	base, last, err := o.log.Append(batch)
+	var base, last uint64
+	if oa, ok := o.log.(ownedAppender); ok && release != nil {
+		// A batch the log takes is its to hand back.
+		base, last, err = oa.AppendOwned(batch, release)
+	} else {
+		base, last, err = o.log.Append(batch)
+	}
 	if err != nil {
 		return ProduceResult{}, Durable{}, err
 	}
+	appended = true
 	res := ProduceResult{Base: base, Last: last, AppendTime: wire.NoAppendTime}
 	if o.appendTime {
 		// The log stamped the header in place before Append returned, and

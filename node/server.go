@@ -128,6 +128,10 @@ type served struct {
 	parts  [][]byte
 	finish func() served
 	ready  func() bool
+	// shared is the request's frame when the handler shared it (with
+	// the storage engine): the stream drops its share once the reply is
+	// written.
+	shared *quic.SharedFrame
 }
 
 // serveStream reads the requests of a stream in order and handles each on
@@ -273,6 +277,9 @@ func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, w *replyWriter)
 			dirty = true
 		}
 		f.req.Release()
+		if f.out.shared != nil {
+			f.out.shared.Drop()
+		}
 	}
 	for f := range queue {
 		w.mu.Lock()
@@ -328,12 +335,13 @@ func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte) (out 
 	if err := tok.valid(n.cfg.Now()); err != nil {
 		return served{frame: errorReply(f.FrameHeader, err)}
 	}
-	r := &request{n: n, tok: tok, frame: f, deferring: true}
+	r := &request{n: n, tok: tok, frame: f, raw: frame, deferring: true}
 	b := n.dispatch(ctx, r)
 	if r.out.finish != nil || r.out.parts != nil {
+		r.out.shared = r.shared
 		return r.out
 	}
-	return served{frame: b}
+	return served{frame: b, shared: r.shared}
 }
 
 // dispatch runs the handler of r's kind and returns its reply frame (nil
@@ -419,9 +427,11 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 
 // request is one request being served.
 type request struct {
-	n     *Node
-	tok   *tokenRecord
-	frame wire.Frame
+	n      *Node
+	tok    *tokenRecord
+	frame  wire.Frame
+	raw    []byte            // the whole frame, as read
+	shared *quic.SharedFrame // raw, when shared with the engine (shareFrame)
 	// deferring lets a handler leave the wait for its durability to the
 	// stream's writer (request.durable).
 	deferring bool

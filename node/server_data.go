@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -38,7 +39,7 @@ func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Pr
 	}
 	// The batch is appended in the stream's order; the stream's next
 	// request starts while this one waits for durability.
-	res, d, err := o.OrderProduce(ctx, m.Batch)
+	res, d, err := o.OrderProduceOwned(ctx, m.Batch, r.shareFrame())
 	if err == nil {
 		err = r.durable(ctx, func(ctx context.Context) error {
 			if err := d.Wait(ctx); err != nil {
@@ -53,6 +54,18 @@ func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Pr
 	return &wire.ProduceReply{
 		BaseOffset: res.Base, LastOffset: res.Last, AppendTime: res.AppendTime, Duplicate: res.Duplicate,
 	}, nil
+}
+
+// shareFrame shares the request's frame, which holds the batch, with the
+// storage engine: the frame is read into again once both the engine and
+// the stream, after writing the reply, let go of it. It returns the
+// engine's release.
+func (r *request) shareFrame() func() {
+	if r.raw == nil || r.shared != nil {
+		return nil
+	}
+	r.shared = quic.ShareFrame(r.raw, 2)
+	return r.shared.Drop
 }
 
 // initProducer registers a producer incarnation: the next epoch of a

@@ -3,6 +3,7 @@ package quic
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // Frames of 32 KiB and more are read into buffers that callers may hand
@@ -53,4 +54,30 @@ func RecycleFrame(frame []byte) {
 	}
 	frame = frame[:0]
 	framePools[bits.Len(uint(c))-1].Put(&frame)
+}
+
+// SharedFrame is a frame held by several owners, each with a share: a
+// node's request handler and the storage engine holding the batch inside
+// the frame, say. The frame is recycled when every share has been dropped,
+// and never if one never is.
+type SharedFrame struct {
+	frame  []byte
+	shares atomic.Int32
+}
+
+// ShareFrame returns frame held by shares owners.
+func ShareFrame(frame []byte, shares int32) *SharedFrame {
+	f := &SharedFrame{frame: frame}
+	f.shares.Store(shares)
+	return f
+}
+
+// Drop gives up one share. Each owner drops its share once, when it holds
+// no slice of the frame any more.
+func (f *SharedFrame) Drop() {
+	if n := f.shares.Add(-1); n == 0 {
+		RecycleFrame(f.frame)
+	} else if n < 0 {
+		panic("quic: SharedFrame dropped more times than it was shared")
+	}
 }
