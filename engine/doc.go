@@ -16,10 +16,14 @@
 // Append validates a batch, assigns offsets under the partition lock,
 // copies it into a staging chunk private to the pipeline if it is small
 // (below 32 KiB) and returns at once; WaitDurable says when the topic's
-// policy holds. One flusher goroutine per partition, the only writer of
-// its files, takes every queued batch and writes each staging chunk, and
-// each large batch from its own slice, with one call at the log's
-// logical end. Under DurabilityAlways it then fsyncs once for the whole
+// policy holds. One flusher goroutine per partition takes every queued
+// batch and writes each staging chunk, and each large batch from its own
+// slice, with one call at the log's logical end. The one exception: under
+// interval and none, a small batch (below 8 KiB) appended while the
+// pipeline is idle — nothing queued, nothing else pending — is written by
+// its appender inside Append, holding the flusher's turn, with the very
+// call the flusher would have made; a one-at-a-time producer so skips
+// two goroutine hand-offs. Under DurabilityAlways it then fsyncs once for the whole
 // round (group commit; after an fsync it waits briefly for the appenders
 // it released, so that they share the next one). Under interval and none
 // a syncer goroutine fsyncs in the background (every SyncInterval, and
@@ -28,8 +32,8 @@
 // (none, interval) or fsynced (always).
 //
 // A partition's file writes, file removals and its own metadata writes
-// (reservations, checkpoints, cleanup records) are made by its flusher,
-// and its fsyncs by the flusher or the syncer, each handing work to the
+// (reservations, checkpoints, cleanup records) are made by its flusher
+// (or under its turn, as above), and its fsyncs by the flusher or the syncer, each handing work to the
 // other and waiting: they happen in the partition's order, never two at
 // once. A caller that lets the goroutines go idle between its calls (a
 // simulator under testing/synctest) sees the same file operations in the
@@ -120,7 +124,15 @@
 // batches in a buffer nobody else holds (ReadResult.Release may give it
 // back for reuse; ExecuteInto reads into the caller's buffer). Batches from
 // the tail cache are the appended slices themselves: zero copy, never
-// modified. Partition.DropTailCache sends reads to the files.
+// modified. The tail cache fills only while a consumer reads at the tail
+// (a read that reaches the high watermark, or one it serves, in the last
+// five seconds); otherwise AppendOwned hands each batch back to its caller
+// once written, so a node reuses the memory of its produce requests.
+// Partition.DropTailCache sends reads to the files. A large read (a
+// replay's poll of several MiB) that stops inside a segment reads ahead
+// what follows, which the partition's next read from there takes instead
+// of reading; at most one read ahead per partition, dropped unless taken
+// within 500 ms.
 //
 // # Test hooks
 //

@@ -87,8 +87,8 @@ type Partition struct {
 // pending is an appended batch waiting for the flusher.
 type pending struct {
 	b          []byte
-	release    func() // AppendOwned's: called once the partition lets go of b
-	cached     bool   // written and kept by the tail cache
+	release    func()  // AppendOwned's: called once the partition lets go of b
+	cached     bool    // written and kept by the tail cache
 	chunk      *[]byte // the staging chunk holding a copy of b, at at
 	at         int
 	base, last uint64
@@ -209,9 +209,9 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 
 // AppendOwned is Append for a caller that wants batch's memory back: once
 // the batch is written, unless the tail cache keeps it, the partition lets
-// go of batch and calls release (on its flusher goroutine, which release
-// must not block, and never under a lock a caller of the partition could
-// hold). A batch the tail cache keeps, or whose write fails, is never
+// go of batch and calls release, on the goroutine that wrote it (the
+// flusher's, or the appender's for a small batch written inline), with no
+// lock of the partition held; release must not block. A batch the tail cache keeps, or whose write fails, is never
 // released: it is left to the garbage collector. When AppendOwned returns
 // an error the batch was not taken, and release is not called.
 func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, error) {

@@ -214,6 +214,9 @@ func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, f *
 		w.broken = err != nil
 	}
 	f.req.Release()
+	if f.out.shared != nil {
+		f.out.shared.Drop()
+	}
 	return true
 }
 

@@ -29,7 +29,7 @@ type Producer struct {
 	partMu      sync.Mutex // serializes the partitioner
 	partitioner Partitioner
 
-	flushers atomic.Int32  // Flush calls waiting: send partial batches at once
+	flushers atomic.Int32 // Flush calls waiting: send partial batches at once
 
 	abortCtx context.Context // ends when Close gives up on what is left
 	abort    context.CancelFunc
