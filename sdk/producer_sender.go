@@ -94,6 +94,7 @@ type partSender struct {
 
 	mu       sync.Mutex
 	queue    []pendingRecord
+	qbuf     []pendingRecord // the largest buffer queue has had, for reuse
 	events   []replyEvent
 	stopping bool
 	exited   bool // run returned: records enqueued now fail at once
@@ -128,7 +129,17 @@ func (s *partSender) enqueue(r pendingRecord) {
 		s.p.done(1)
 		return
 	}
+	if len(s.queue) == cap(s.queue) && len(s.queue) <= cap(s.qbuf)/2 {
+		// take consumes the queue from the front: move what is left to
+		// the start of the queue's buffer rather than grow a new one.
+		n := copy(s.qbuf[:cap(s.qbuf)], s.queue)
+		clear(s.qbuf[n:cap(s.qbuf)])
+		s.queue = s.qbuf[:n]
+	}
 	s.queue = append(s.queue, r)
+	if cap(s.queue) > cap(s.qbuf) {
+		s.qbuf = s.queue[:0]
+	}
 	n := len(s.queue)
 	s.mu.Unlock()
 	// The sender looks at the whole queue whenever it wakes. Without a

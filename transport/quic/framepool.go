@@ -17,26 +17,40 @@ const (
 	minPooledFrame = 32 << 10
 	maxPooledFrame = 8 << 20
 	frameClasses   = 24 // by floor(log2(capacity)); classes below 15 and above 23 stay empty
+	// maxFreeFrameBytes bounds the memory of the free frames. A
+	// sync.Pool would drop them at every garbage collection, which a
+	// node taking in hundreds of MB/s runs several times a second.
+	maxFreeFrameBytes = 32 << 20
 )
 
-var framePools [frameClasses]sync.Pool
+var freeFrames struct {
+	mu      sync.Mutex
+	classes [frameClasses][][]byte
+	bytes   int
+}
 
 // frameBuffer returns a buffer of length n; its contents are garbage.
 func frameBuffer(n int) []byte {
 	if n < minPooledFrame || n > maxPooledFrame {
 		return make([]byte, n)
 	}
-	// A buffer in class k has a capacity in [2^k, 2^(k+1)). One from n's
-	// own class is taken if it holds n bytes without wasting more than a
-	// quarter of them (a frame may be kept, by length, in a cache with a
-	// byte budget); else it goes back.
-	pool := &framePools[bits.Len(uint(n))-1]
-	if v, ok := pool.Get().(*[]byte); ok {
-		if c := cap(*v); c >= n && c-n <= n/4 {
-			return (*v)[:n]
+	// A buffer in class k has a capacity in [2^k, 2^(k+1)). The last one
+	// freed in n's own class is taken if it holds n bytes without wasting
+	// more than a quarter of them (a frame may be kept, by length, in a
+	// cache with a byte budget).
+	f := &freeFrames
+	f.mu.Lock()
+	class := &f.classes[bits.Len(uint(n))-1]
+	if k := len(*class); k > 0 {
+		if b := (*class)[k-1]; cap(b) >= n && cap(b)-n <= n/4 {
+			(*class)[k-1] = nil
+			*class = (*class)[:k-1]
+			f.bytes -= cap(b)
+			f.mu.Unlock()
+			return b[:n]
 		}
-		pool.Put(v)
 	}
+	f.mu.Unlock()
 	// Rounded up a little, so that frames of nearly the same size share
 	// buffers.
 	return make([]byte, n, (n+4095)&^4095)
@@ -46,14 +60,20 @@ func frameBuffer(n int) []byte {
 // a reply on a client) for a later frame to be read into. Call it only
 // when nothing holds frame or any slice of it any more: its bytes will be
 // overwritten. Recycling is optional; frames never recycled are garbage
-// collected.
+// collected, and so are frames recycled past the free frames' budget.
 func RecycleFrame(frame []byte) {
 	c := cap(frame)
 	if c < minPooledFrame || c > maxPooledFrame {
 		return
 	}
-	frame = frame[:0]
-	framePools[bits.Len(uint(c))-1].Put(&frame)
+	f := &freeFrames
+	f.mu.Lock()
+	if f.bytes+c <= maxFreeFrameBytes {
+		class := &f.classes[bits.Len(uint(c))-1]
+		*class = append(*class, frame[:0])
+		f.bytes += c
+	}
+	f.mu.Unlock()
 }
 
 // SharedFrame is a frame held by several owners, each with a share: a
