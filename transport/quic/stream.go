@@ -47,7 +47,8 @@ type Stream struct {
 // Request is one frame read from a stream. Its bytes count against the
 // listener's in-flight budget until [Request.Release] (or [Stream.Reply]).
 type Request struct {
-	// Frame is the whole frame, header included. It belongs to the caller.
+	// Frame is the whole frame, header included. It belongs to the
+	// caller, who may hand it back with RecycleFrame once done with it.
 	Frame []byte
 
 	s        *Stream
