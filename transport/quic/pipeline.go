@@ -20,8 +20,13 @@ type Pipeline struct {
 	readerDone,
 	writerDone chan struct{}
 
+	// wmu is held while frames are written to the stream: by the writer,
+	// or by a Send writing its own frame (inlineWriteMax).
+	wmu sync.Mutex
+
 	mu      sync.Mutex
 	pending []*call // written or queued, awaiting replies, in order
+	queued  int     // frames handed to the writer and not yet flushed
 	err     error   // terminal: every later Send fails with it
 	sendErr error   // why writing stopped, reported with unanswered requests
 	closing bool
@@ -99,10 +104,32 @@ func (p *Pipeline) Send(ctx context.Context, frame []byte, cb func(reply []byte,
 		return err
 	}
 	p.pending = append(p.pending, &call{cb: cb})
+	if len(frame) <= inlineWriteMax && p.queued == 0 && p.wmu.TryLock() {
+		// Nothing is waiting to be written before this frame, and nobody
+		// is writing: write it here rather than wake the writer.
+		p.mu.Unlock()
+		err := p.s.WriteFrame(frame)
+		if err == nil {
+			err = p.s.Flush()
+		}
+		p.wmu.Unlock()
+		if err != nil {
+			p.writeFailed(err)
+		}
+		return nil
+	}
+	p.queued++
 	p.sendq <- frame // never blocks: at most depth frames are in flight
 	p.mu.Unlock()
 	return nil
 }
+
+// inlineWriteMax is the largest frame Send writes itself when the stream
+// is idle, sparing a one-request-at-a-time caller the hand-off to the
+// writer goroutine. Larger frames (a producer's batches) always go
+// through the writer, so that their caller builds the next one while
+// QUIC takes this one.
+const inlineWriteMax = 16 << 10
 
 // Do sends frame and waits for its reply. When ctx ends first, Do returns
 // ctx's error and the request may still have been processed.
@@ -187,19 +214,23 @@ func (p *Pipeline) terminalErr() error {
 func (p *Pipeline) writer() {
 	defer close(p.writerDone)
 	for {
+		var f []byte
 		select {
-		case f := <-p.sendq:
-			p.write(f)
+		case f = <-p.sendq:
 		case <-p.stop:
 			return
 		case <-p.readerDone:
 			return
 		}
+		p.wmu.Lock()
+		p.write(f)
+		n := 1
 	batch:
 		for {
 			select {
 			case f := <-p.sendq:
 				p.write(f)
+				n++
 			default:
 				break batch
 			}
@@ -207,6 +238,10 @@ func (p *Pipeline) writer() {
 		if err := p.s.Flush(); err != nil {
 			p.writeFailed(err)
 		}
+		p.mu.Lock()
+		p.queued -= n
+		p.mu.Unlock()
+		p.wmu.Unlock()
 	}
 }
 
