@@ -260,19 +260,8 @@ func BenchmarkRead256MiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	p, _ := top.Partition(0)
-	tmpl := benchBatch(b, 100, 1024)
 	ctx := context.Background()
-	var last uint64
-	for written := 0; written < logBytes; written += len(tmpl) {
-		r, err := p.Append(append([]byte(nil), tmpl...))
-		if err != nil {
-			b.Fatal(err)
-		}
-		last = r.Last
-	}
-	if err := p.WaitDurable(ctx, last); err != nil {
-		b.Fatal(err)
-	}
+	last := benchLog(b, p, logBytes, true)
 	var reuse []byte
 	readAllBench := func(b *testing.B) {
 		var total int
@@ -413,4 +402,32 @@ func BenchmarkAllocs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchLog appends logBytes of batches of 100 records of 1 KiB to p and
+// waits until they are written; it returns the last offset. With atTail a
+// consumer sits at the tail meanwhile (a read at the high watermark now
+// and then), so the tail cache keeps what its budget allows.
+func benchLog(b *testing.B, p *Partition, logBytes int, atTail bool) uint64 {
+	b.Helper()
+	tmpl := benchBatch(b, 100, 1024)
+	var last uint64
+	for written, i := 0, 0; written < logBytes; written, i = written+len(tmpl), i+1 {
+		if atTail && i%64 == 0 {
+			plan, err := p.PlanRead(p.State().HighWatermark, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			plan.Release()
+		}
+		r, err := p.Append(append([]byte(nil), tmpl...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = r.Last
+	}
+	if err := p.WaitDurable(context.Background(), last); err != nil {
+		b.Fatal(err)
+	}
+	return last
 }

@@ -19,19 +19,8 @@ func BenchmarkReplayPolls(b *testing.B) {
 		b.Fatal(err)
 	}
 	p, _ := top.Partition(0)
-	tmpl := benchBatch(b, 100, 1024)
 	ctx := context.Background()
-	var last uint64
-	for written := 0; written < logBytes; written += len(tmpl) {
-		r, err := p.Append(append([]byte(nil), tmpl...))
-		if err != nil {
-			b.Fatal(err)
-		}
-		last = r.Last
-	}
-	if err := p.WaitDurable(ctx, last); err != nil {
-		b.Fatal(err)
-	}
+	last := benchLog(b, p, logBytes, false)
 	tab := crc32.MakeTable(crc32.Castagnoli)
 	from := uint64(0)
 	b.SetBytes(4 << 20)
