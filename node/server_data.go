@@ -398,10 +398,16 @@ func durableNow(d Durable) bool {
 	if d.log == nil {
 		return true
 	}
+	return d.log.WaitDurable(endedContext, d.off) == nil
+}
+
+// endedContext is a context that has ended: a wait given it only reports
+// what holds already. One for all, as an ended context never changes.
+var endedContext = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	return d.log.WaitDurable(ctx, d.off) == nil
-}
+	return ctx
+}()
 
 // offsetStep is one partition of a commit or reset: its owner, what it
 // ordered and the offset it commits.
