@@ -367,14 +367,11 @@ func (p *Partition) writeBatches(batch []*pending) error {
 		p.mu.Lock()
 		interval := int64(p.e.opts.IndexIntervalBytes)
 		at := pos
-		released := 0
 		for _, q := range chunk {
 			seg.addBatch(at, q.base, q.last, q.maxTS, &p.maxTS, interval)
 			at += int64(len(q.b))
 			p.writtenEnd = q.last + 1
-			if q.cached = p.tailAddLocked(q, now); !q.cached && q.release != nil {
-				released++
-			}
+			q.cached = p.tailAddLocked(q, now)
 			if q.prod.id != 0 {
 				p.noteUnsyncedProdLocked(q.prod)
 			}
@@ -391,13 +388,11 @@ func (p *Partition) writeBatches(batch []*pending) error {
 			}
 		}
 		p.mu.Unlock()
-		if released > 0 {
-			// Outside the lock: the owners of the batches may take them
-			// back at once.
-			for _, q := range chunk {
-				if q.release != nil && !q.cached {
-					q.release()
-				}
+		// Outside the lock: the owners of the batches may take them back
+		// at once.
+		for _, q := range chunk {
+			if q.release != nil && !q.cached {
+				q.release()
 			}
 		}
 		batch = batch[n:]

@@ -8,14 +8,6 @@ import (
 )
 
 // ProduceResult says where a batch was appended.
-// ownedAppender is a PartitionLog that tells when it lets go of an
-// appended batch (EngineLog).
-type ownedAppender interface {
-	// AppendOwned is Append, calling release once the log no longer holds
-	// batch (never, if it keeps it; not at all if it returns an error).
-	AppendOwned(batch []byte, release func()) (base, last uint64, err error)
-}
-
 type ProduceResult struct {
 	Base, Last uint64 // offsets of the batch's first and last record
 	// Duplicate: the batch is a retry of one appended before; Base and Last
@@ -56,6 +48,14 @@ func (o *Owner) Produce(ctx context.Context, batch []byte) (ProduceResult, error
 // appended. A done ctx refuses the batch before anything is appended.
 func (o *Owner) OrderProduce(ctx context.Context, batch []byte) (ProduceResult, Durable, error) {
 	return o.OrderProduceOwned(ctx, batch, nil)
+}
+
+// ownedAppender is a PartitionLog that tells when it lets go of an
+// appended batch (EngineLog).
+type ownedAppender interface {
+	// AppendOwned is Append, calling release once the log no longer holds
+	// batch (never, if it keeps it; not at all if it returns an error).
+	AppendOwned(batch []byte, release func()) (base, last uint64, err error)
 }
 
 // OrderProduceOwned is OrderProduce for a caller that wants batch's memory

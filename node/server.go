@@ -202,22 +202,32 @@ func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, f *
 		out = n.finish(ctx, f.req.Frame, out.finish)
 	}
 	if !w.broken {
-		var err error
-		if out.parts != nil { // a deferred poll reply
-			err = s.WriteFrameParts(out.parts)
-		} else {
-			err = s.WriteFrame(out.frame)
-		}
+		err := writeServed(s, out)
 		if err == nil {
 			err = s.Flush()
 		}
 		w.broken = err != nil
 	}
+	f.done()
+	return true
+}
+
+// writeServed buffers a reply on s: its one frame, or its parts.
+func writeServed(s *quic.Stream, out served) error {
+	if out.parts != nil {
+		return s.WriteFrameParts(out.parts)
+	}
+	return s.WriteFrame(out.frame)
+}
+
+// done lets go of a request whose reply is written (or dropped with a
+// broken stream): its bytes go back to the in-flight budget, and its
+// frame, when shared with the engine, loses the stream's share.
+func (f *inflight) done() {
 	f.req.Release()
 	if f.out.shared != nil {
 		f.out.shared.Drop()
 	}
-	return true
 }
 
 // streamEnded logs why a stream stopped being read. The requests read
@@ -270,19 +280,10 @@ func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, w *replyWriter)
 			out = n.finish(ctx, f.req.Frame, out.finish)
 		}
 		if !broken {
-			var err error
-			if out.parts != nil {
-				err = s.WriteFrameParts(out.parts)
-			} else {
-				err = s.WriteFrame(out.frame)
-			}
-			broken = err != nil
+			broken = writeServed(s, out) != nil
 			dirty = true
 		}
-		f.req.Release()
-		if f.out.shared != nil {
-			f.out.shared.Drop()
-		}
+		f.done()
 	}
 	for f := range queue {
 		w.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -112,7 +113,6 @@ type partSender struct {
 	needFresh    bool // take a fresh identity before the next send
 	retryAt      time.Time
 	builder      wire.BatchBuilder
-	freeFrames   [][]byte // frames of acknowledged batches, for reuse
 	reqID        uint32
 	taken        []pendingRecord
 }
@@ -432,14 +432,14 @@ func (s *partSender) ensureStream() error {
 
 // build encodes recs as one batch inside a produce request frame, numbered
 // from the next sequence. The batch is built in place in the frame, which
-// comes from the frames of acknowledged batches when one is free.
+// may be one an acknowledged batch handed back (recycle).
 func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
 	size := wire.FrameHeaderSize + 2 + len(s.p.topic) + 16 + 4 + 4 + wire.BatchHeaderSize + 16
 	for _, r := range recs {
 		size += r.size
 	}
 	s.reqID++
-	dst, start := wire.StartFrame(s.frameBuffer(size), wire.FrameHeader{Version: wire.ProtocolVersion, Kind: wire.KindProduce, ID: s.reqID})
+	dst, start := wire.StartFrame(quic.FrameBuffer(size)[:0], wire.FrameHeader{Version: wire.ProtocolVersion, Kind: wire.KindProduce, ID: s.reqID})
 	dst, err := (&wire.ProduceRequest{Topic: s.p.topic, TopicID: s.p.topicID, Partition: s.part}).Encode(dst)
 	if err != nil {
 		return nil, nodeError("produce", s.p.topic, int32(s.part), err)
@@ -468,36 +468,18 @@ func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
 	return b, nil
 }
 
-// frameBuffer returns an empty buffer for a frame of about size bytes: a
-// free one if it is large enough, else a new one.
-func (s *partSender) frameBuffer(size int) []byte {
-	if n := len(s.freeFrames); n > 0 {
-		f := s.freeFrames[n-1]
-		s.freeFrames[n-1] = nil
-		s.freeFrames = s.freeFrames[:n-1]
-		if cap(f) >= size {
-			return f[:0]
-		}
-	}
-	return make([]byte, 0, size)
-}
-
-// recycle keeps the frame of a batch acknowledged on its first and only
-// send for a later batch. Its bytes were on the wire once, on one stream,
-// and the node's reply proves the stream has read all of them, so no
-// writer still holds them. A batch sent more than once is never recycled:
-// a broken stream's writer may still be holding its frame.
+// recycle hands back the frame of a batch acknowledged on its first and
+// only send, for a later frame. Its bytes were on the wire once, on one
+// stream, and the node's reply proves the stream has read all of them, so
+// no writer still holds them. A batch sent more than once is never
+// recycled: a broken stream's writer may still be holding its frame.
 func (s *partSender) recycle(b *prodBatch) {
-	if b.sends != 1 || len(s.freeFrames) >= maxInFlightBatches || cap(b.frame) > maxRecycledFrame {
+	if b.sends != 1 {
 		return
 	}
-	s.freeFrames = append(s.freeFrames, b.frame[:0])
+	quic.RecycleFrame(b.frame)
 	b.frame = nil
 }
-
-// maxRecycledFrame bounds the frames kept for reuse: an occasional huge
-// batch is left to the garbage collector.
-const maxRecycledFrame = 4 << 20
 
 // send puts b on the stream. It reports false when the stream refused it:
 // the stream is broken and recovery resends b.

@@ -119,7 +119,7 @@ func (fr *frameReader) readHeader() (int, error) {
 // readBody takes a buffer for the frame of total length n announced by
 // the last header and reads the rest of it.
 func (fr *frameReader) readBody(n int) ([]byte, error) {
-	frame := frameBuffer(n)
+	frame := FrameBuffer(n)
 	copy(frame, fr.header)
 	if _, err := io.ReadFull(fr.br, frame[fr.framing.HeaderLen:]); err != nil {
 		RecycleFrame(frame)

@@ -29,8 +29,11 @@ var freeFrames struct {
 	bytes   int
 }
 
-// frameBuffer returns a buffer of length n; its contents are garbage.
-func frameBuffer(n int) []byte {
+// FrameBuffer returns a buffer of length n for a frame — one recycled, if
+// one fits; its contents are garbage. ReadFrame reads into these, and a
+// client may build the frames it sends in them (and recycle those whose
+// reply has come).
+func FrameBuffer(n int) []byte {
 	if n < minPooledFrame || n > maxPooledFrame {
 		return make([]byte, n)
 	}
@@ -57,7 +60,8 @@ func frameBuffer(n int) []byte {
 }
 
 // RecycleFrame hands back a frame read by ReadFrame (a request on a node,
-// a reply on a client) for a later frame to be read into. Call it only
+// a reply on a client), or one from FrameBuffer a client has sent and is
+// done with, for a later frame. Call it only
 // when nothing holds frame or any slice of it any more: its bytes will be
 // overwritten. Recycling is optional; frames never recycled are garbage
 // collected, and so are frames recycled past the free frames' budget.

@@ -82,14 +82,14 @@ func BenchmarkReadFrame100KiB(b *testing.B) {
 
 // A shared frame goes back for reuse only when its last share is dropped.
 func TestSharedFrameRecycledByTheLastShare(t *testing.T) {
-	frame := frameBuffer(64 << 10)
+	frame := FrameBuffer(64 << 10)
 	for i := range frame {
 		frame[i] = 7
 	}
 	f := ShareFrame(frame, 2)
 	f.Drop()
 	for i := range 4 { // a frame taken now is never the one still shared
-		if b := frameBuffer(64 << 10); &b[0] == &frame[0] {
+		if b := FrameBuffer(64 << 10); &b[0] == &frame[0] {
 			t.Fatalf("take %d: a frame with a share left was handed out again", i)
 		}
 	}

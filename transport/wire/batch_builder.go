@@ -30,11 +30,11 @@ type Header struct {
 // offset, which must increase: that is how a node builds a filtered batch
 // with gaps. The two must not be mixed in one batch.
 type BatchBuilder struct {
-	// buf holds the records from recAt on. It is the builder's own buffer,
-	// or, between ResetInPlace and FinishInPlace, the caller's.
+	// buf holds the records from recAt on. It is the builder's own buffer
+	// (recAt 0), or, between ResetInPlace and FinishInPlace, the caller's
+	// (recAt past the caller's bytes and the header's room).
 	buf         []byte
 	recAt       int
-	inPlace     bool
 	own         []byte // the builder's own buffer while buf is the caller's
 	count       uint32
 	base        uint64
@@ -53,7 +53,7 @@ type BatchBuilder struct {
 // Reset empties the builder, keeping its buffers.
 func (b *BatchBuilder) Reset() {
 	own := b.buf
-	if b.inPlace {
+	if b.inPlace() {
 		own = b.own
 	}
 	*b = BatchBuilder{buf: own[:0], scratch: b.scratch[:0]}
@@ -67,9 +67,12 @@ func (b *BatchBuilder) Reset() {
 func (b *BatchBuilder) ResetInPlace(dst []byte) {
 	b.Reset()
 	own := b.buf
-	*b = BatchBuilder{buf: append(dst, make([]byte, BatchHeaderSize)...), inPlace: true, own: own, scratch: b.scratch}
+	*b = BatchBuilder{buf: append(dst, make([]byte, BatchHeaderSize)...), own: own, scratch: b.scratch}
 	b.recAt = len(b.buf)
 }
+
+// inPlace reports whether the builder builds in a caller's slice.
+func (b *BatchBuilder) inPlace() bool { return b.recAt > 0 }
 
 // SetProducer sets the idempotent producer fields of the batch: producer
 // id (0 = none), epoch, and the sequence of the first record (-1 = none).
@@ -205,12 +208,12 @@ func (b *BatchBuilder) AppendBatch(dst []byte, c Compression) ([]byte, error) {
 // outgrew it). The builder lets go of that slice: Reset or ResetInPlace it
 // before the next batch.
 func (b *BatchBuilder) FinishInPlace(c Compression) ([]byte, error) {
-	if !b.inPlace {
+	if !b.inPlace() {
 		return nil, fmt.Errorf("wire: BatchBuilder: FinishInPlace without ResetInPlace")
 	}
 	err := b.check(c)
 	dst, start := b.buf, b.recAt-BatchHeaderSize
-	b.buf, b.recAt, b.inPlace, b.own = b.own[:0], 0, false, nil
+	b.buf, b.recAt, b.own = b.own[:0], 0, nil
 	if err != nil {
 		return dst[:start], err
 	}
