@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -250,58 +249,35 @@ func parseUplinkPositionMeta(meta string) (fence.HistoryEpoch, bool) {
 }
 
 // resolvePosition carries a position committed in an earlier history of
-// the partition into the current one, through the transitions of its
-// lineage since:
-//
-//   - a purge moves a position below its start to the start: the records
-//     in between were purged before they were forwarded (dropped);
-//   - a lossy recovery (a power loss took records readers had seen) keeps
-//     a position at or below what survived, and moves one past it to where
-//     numbering resumed: records the forwarder had forwarded before the
-//     loss stay in Kafka, and the range of records lost before they were
-//     forwarded is logged. Offsets are never reused, so what the new
-//     history appends is forwarded after them.
+// the partition into the current one (fence.ResolveForwardPosition), and
+// counts and logs what the transitions since did to it: records purged
+// before they were forwarded are dropped; records a lossy recovery took
+// are logged (how many the lost offsets held is unknown), those already
+// forwarded staying in Kafka.
 func (f *Forwarder) resolvePosition(st PartitionState, pos uint64, h fence.HistoryEpoch) uint64 {
-	lineage := f.cfg.Source.Lineage()
-	if !slices.ContainsFunc(lineage, func(tr fence.HistoryTransition) bool { return tr.Epoch == h }) {
+	resolved, steps, known := fence.ResolveForwardPosition(f.cfg.Source.Lineage(), pos, h)
+	if !known {
 		// A restored backup older than the position: reconcile keeps the
 		// position within the log.
 		f.cfg.Logger.Warn("uplink: the committed position's history is unknown to the partition; keeping its offset",
 			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "position", pos, "history", h, "current_history", st.History)
 		return pos
 	}
-	for _, tr := range lineage {
-		if tr.Epoch <= h {
-			continue
+	for _, s := range steps {
+		if !s.Dropped.Empty() {
+			f.noteDropped(s.Dropped.From, s.Dropped.To, "the partition was purged")
 		}
-		from := pos
-		switch tr.Kind {
-		case fence.TransitionPurge:
-			if pos >= tr.Start {
-				continue
-			}
-			pos = tr.Start
-			f.noteDropped(from, pos, "the partition was purged")
-		case fence.TransitionLossyRecovery:
-			// The offsets [KeptEnd, Start) were handed out or reserved
-			// before the loss: how many records they held is unknown, so
-			// the loss is logged, not counted.
-			if pos > tr.KeptEnd {
-				f.cfg.Logger.Warn("uplink: a recovery lost records that were already forwarded; Kafka keeps them",
-					"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", tr.KeptEnd, "to", pos, "resume", tr.Start)
-				from = max(pos, tr.KeptEnd)
-				pos = max(pos, tr.Start)
-			} else {
-				from = tr.KeptEnd
-			}
-			if from < tr.Start {
-				f.cfg.Logger.Warn("uplink: a recovery lost records before they were forwarded (lossy recovery): "+
-					"whatever the offsets held never reaches Kafka",
-					"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", from, "to", tr.Start)
-			}
+		if r := s.ForwardedLost; !r.Empty() {
+			f.cfg.Logger.Warn("uplink: a recovery lost records that were already forwarded; Kafka keeps them",
+				"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", r.From, "to", r.To, "resume", s.UnforwardedLost.To)
+		}
+		if r := s.UnforwardedLost; !r.Empty() {
+			f.cfg.Logger.Warn("uplink: a recovery lost records before they were forwarded (lossy recovery): "+
+				"whatever the offsets held never reaches Kafka",
+				"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", r.From, "to", r.To)
 		}
 	}
-	return pos
+	return resolved
 }
 
 // noteDropped counts and logs the records [from, to) as gone before they
