@@ -140,6 +140,9 @@ func TestAuthentication(t *testing.T) {
 	if IsRetryable(err) {
 		t.Error("a refused authentication is reported as retryable")
 	}
+	// A stream can see the node's close before quic-go ends the
+	// connection's context; Err reports it once the context has ended.
+	wait(t, bad.Context().Done(), "the refused connection to end")
 	if !errors.Is(bad.Err(), ErrUnauthenticated) {
 		t.Errorf("ClientConn.Err() = %v", bad.Err())
 	}
