@@ -28,6 +28,7 @@ type Engine struct {
 	tailUsed atomic.Int64
 	chunks   sync.Pool // staging chunks (*[]byte) of the durability pipelines
 	readBufs sync.Pool // read buffers (*[]byte) of readBufBytes
+	bigBufs  bigBufs   // buffers of larger reads, given back by Release
 
 	metaSeq    atomic.Uint64 // commits applied
 	metaErr    atomic.Pointer[error]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,7 +56,7 @@ type ReadResult struct {
 // share the tail cache or a caller's buffer.
 func (r *ReadResult) Release() {
 	if r.pooled != nil {
-		r.e.readBufs.Put(r.pooled)
+		r.e.putReadBuf(r.pooled)
 		r.pooled, r.Batches = nil, nil
 	}
 }
@@ -63,6 +64,60 @@ func (r *ReadResult) Release() {
 // readBufBytes bounds the pooled read buffers: a read of up to 1 MiB plus
 // the index spacing fits.
 const readBufBytes = 1<<20 + 64<<10
+
+// bigBufs keeps the buffers of reads larger than readBufBytes (a replay's
+// polls, several MiB each, and their reads ahead) that released results
+// gave back, up to bigBufBudget bytes. A sync.Pool would lose them at
+// every garbage collection, and such reads are what makes collections
+// frequent: each allocated (and zeroed) its buffer anew.
+type bigBufs struct {
+	mu    sync.Mutex
+	free  []*[]byte
+	bytes int
+}
+
+const bigBufBudget = 32 << 20
+
+// get returns a buffer of length n: a free one large enough, or a new
+// one with its capacity rounded up to a MiB so that it fits reads of
+// nearby sizes later.
+func (b *bigBufs) get(n int) *[]byte {
+	b.mu.Lock()
+	for i, v := range b.free {
+		if cap(*v) >= n {
+			last := len(b.free) - 1
+			b.free[i], b.free[last] = b.free[last], nil
+			b.free = b.free[:last]
+			b.bytes -= cap(*v)
+			b.mu.Unlock()
+			*v = (*v)[:n]
+			return v
+		}
+	}
+	b.mu.Unlock()
+	s := make([]byte, n, (n+1<<20-1)&^(1<<20-1))
+	return &s
+}
+
+// put keeps v for a later get, unless the budget is spent.
+func (b *bigBufs) put(v *[]byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bytes+cap(*v) > bigBufBudget {
+		return
+	}
+	b.free = append(b.free, v)
+	b.bytes += cap(*v)
+}
+
+// putReadBuf gives a read buffer back to the pool it came from.
+func (e *Engine) putReadBuf(v *[]byte) {
+	if cap(*v) <= readBufBytes {
+		e.readBufs.Put(v)
+		return
+	}
+	e.bigBufs.put(v)
+}
 
 // From returns the offset the plan reads from.
 func (r ReadPlan) From() uint64 {
@@ -180,7 +235,7 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 			return ReadResult{}, err
 		}
 		if ra != nil {
-			buf, pos, ahead = ra.buf, ra.pos, true
+			buf, pos, pooled, ahead = ra.buf, ra.pos, ra.pooled, true
 		}
 	}
 	if !ahead && x.maxBytes < 64<<10 && x.limit-x.pos >= wire.BatchHeaderSize {
@@ -200,14 +255,14 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 		var err error
 		if buf, err = x.readAt(ctx, pos, chunk, buf); err != nil {
 			if pooled != nil {
-				e.readBufs.Put(pooled)
+				e.putReadBuf(pooled)
 			}
 			return ReadResult{}, err
 		}
 	}
 	res := ReadResult{Next: x.segEnd, pooled: pooled, e: e}
 	if pooled != nil && &buf[0] != &(*pooled)[0] {
-		e.readBufs.Put(pooled)
+		e.putReadBuf(pooled)
 		res.pooled = nil
 	}
 	total, off := 0, 0
@@ -272,13 +327,15 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 	return res, nil
 }
 
-// readBuf returns a buffer from the engine's pool for a read of n bytes
+// readBuf returns a buffer from the engine's pools for a read of n bytes
 // that Release can give back, or nil when the read takes a buffer of its
-// own. Large reads take a buffer a released result gave back, if one is
-// large enough; otherwise exactly what they need.
+// own (a small one: copying it costs less than keeping a buffer).
 func (x *readPlan) readBuf(pool bool, n int) *[]byte {
-	if !pool || n < readBufBytes/4 || n > readBufBytes {
+	if !pool || n < readBufBytes/4 {
 		return nil
+	}
+	if n > readBufBytes {
+		return x.p.e.bigBufs.get(n)
 	}
 	if v, ok := x.p.e.readBufs.Get().(*[]byte); ok && cap(*v) >= n {
 		return v
@@ -297,19 +354,20 @@ func (x *readPlan) readBuf(pool bool, n int) *[]byte {
 // checks them against its own plan (high watermark, logical size).
 //
 // Only reads larger than the engine's read buffers read ahead (a
-// replay's polls, several MiB each): those allocate a buffer per read
-// anyway, while a caller of smaller reads that releases its results
-// reuses their buffers, and a read ahead, started before the release,
-// could not. A partition has at most one read ahead; one that no read
-// takes within readAheadTTL is dropped, so memory stays bounded by the
+// replay's polls, several MiB each), where the file read is long enough
+// to matter; a read ahead takes its buffer from the large reads' pool and
+// the result that takes it gives it back. A partition has at most one
+// read ahead; one that no read takes within readAheadTTL is dropped (its
+// buffer left to the garbage collector), so memory stays bounded by the
 // partitions read sequentially in that time. Reads through
 // Options.BeforeRead (tests and fault injection) never read ahead.
 type readAhead struct {
-	seg  *segment
-	pos  int64  // file position of buf[0]: where a batch starts
-	from uint64 // the offset of the first record at pos or later
-	done chan struct{}
-	buf  []byte // set before done is closed; nil if the read failed
+	seg    *segment
+	pos    int64  // file position of buf[0]: where a batch starts
+	from   uint64 // the offset of the first record at pos or later
+	done   chan struct{}
+	buf    []byte  // set before done is closed; nil if the read failed
+	pooled *[]byte // buf's buffer, for the taking result to give back
 }
 
 const readAheadTTL = 500 * time.Millisecond
@@ -341,8 +399,11 @@ func (x *readPlan) startAhead(pos int64, from uint64, n int) {
 		// A plan of its own, so that nothing of the caller's plan is
 		// shared with the read ahead.
 		rx := &readPlan{p: p, seg: ra.seg}
-		if buf, err := rx.readAt(context.Background(), pos, n, nil); err == nil {
-			ra.buf = buf
+		pooled := e.bigBufs.get(n)
+		if buf, err := rx.readAt(context.Background(), pos, n, *pooled); err == nil {
+			ra.buf, ra.pooled = buf, pooled
+		} else {
+			e.bigBufs.put(pooled)
 		}
 	}()
 	time.AfterFunc(readAheadTTL, func() {
@@ -383,7 +444,7 @@ func (x *readPlan) takeAhead(ctx context.Context) (*readAhead, error) {
 	// The result owns the bytes from now on: the read ahead's timer
 	// keeps no reference to them.
 	got := *ra
-	ra.buf = nil
+	ra.buf, ra.pooled = nil, nil
 	return &got, nil
 }
 

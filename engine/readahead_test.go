@@ -148,3 +148,67 @@ func TestReadAheadAcrossPurge(t *testing.T) {
 		from = got.next
 	}
 }
+
+// TestReleasedLargeReadBuffersAreReused: a replay's large reads (and their
+// reads ahead) take their buffers from the buffers released results gave
+// back; a result read into a reused buffer holds what a fresh read holds,
+// and a result not released keeps its bytes while later reads go on.
+func TestReleasedLargeReadBuffersAreReused(t *testing.T) {
+	e := mustOpen(t, testOptions(vfs.NewMem(), newFakeClock()))
+	defer e.Close()
+	top, _ := e.CreateTopic("t", TopicConfig{SegmentBytes: 8 << 20, MaxBatchBytes: 256 << 10})
+	p, _ := top.Partition(0)
+	for i := 0; i < 200; i++ {
+		appendWait(t, p, bigBatch(t, 100, 1000, byte('a'+i%26)))
+	}
+	p.DropTailCache()
+
+	type kept struct {
+		res  ReadResult
+		copy []byte
+	}
+	var keep []kept
+	released := map[*[]byte]bool{}
+	reused := 0
+	for from, i := uint64(0), 0; from < p.State().HighWatermark; i++ {
+		plan, err := p.PlanRead(from, 2<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := plan.Execute(context.Background())
+		plan.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if released[res.pooled] {
+			reused++
+		}
+		want := readOnce(t, p, from, 2<<20, false)
+		var got []byte
+		for _, b := range res.Batches {
+			got = append(got, b...)
+		}
+		if res.Next != want.next || !bytes.Equal(got, want.batches) {
+			t.Fatalf("read %d from %d: %d bytes, next %d; want %v", i, from, len(got), res.Next, want)
+		}
+		from = res.Next
+		if i%3 == 0 {
+			keep = append(keep, kept{res, got})
+			continue
+		}
+		released[res.pooled] = true
+		res.Release()
+	}
+	if reused == 0 {
+		t.Fatal("no read reused a released buffer")
+	}
+	for i, k := range keep {
+		var now []byte
+		for _, b := range k.res.Batches {
+			now = append(now, b...)
+		}
+		if !bytes.Equal(now, k.copy) {
+			t.Fatalf("kept result %d changed after later reads", i)
+		}
+	}
+}

@@ -293,7 +293,7 @@ type enginePlan struct{ plan engine.ReadPlan }
 
 func (p enginePlan) Execute(ctx context.Context) (ReadResult, error) {
 	r, err := p.plan.Execute(ctx)
-	return ReadResult{Batches: r.Batches, Next: r.Next}, err
+	return ReadResult{Batches: r.Batches, Next: r.Next, Release: r.Release}, err
 }
 
 func (p enginePlan) Release() { p.plan.Release() }

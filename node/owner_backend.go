@@ -50,6 +50,9 @@ type Bookmark struct {
 type ReadResult struct {
 	Batches [][]byte
 	Next    uint64
+	// Release, when set, gives the batches' memory back to the storage
+	// engine; nothing may use them afterwards. Calling it is optional.
+	Release func()
 }
 
 // ReadPlan is a read planned on the owner and executed anywhere. It holds

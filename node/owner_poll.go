@@ -101,6 +101,19 @@ type PollResult struct {
 	Token fence.Token
 	// State is the partition's state at the completion.
 	State PartitionState
+
+	release func()
+}
+
+// Release gives the memory of Batches back to the storage engine once the
+// caller is done with them (a server, once the reply is written); nothing
+// may use them afterwards. Optional: a result never released is garbage
+// collected.
+func (r *PollResult) Release() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
 }
 
 // pendingPoll is a planned poll: its token, and either a read plan, a
@@ -154,14 +167,23 @@ func (o *Owner) readAndComplete(ctx context.Context, req PollRequest, pend pendi
 		}
 		res = limitMessages(res, pend.tok.From, req.MaxMessages)
 		if req.Transform != nil {
-			next := res.Next
+			// A filter's result may keep parts of the batches it was given:
+			// their memory goes back only with the result's.
+			next, release := res.Next, res.Release
 			if res, err = req.Transform(ctx, pend.tok.From, res); err != nil {
+				if release != nil {
+					release()
+				}
 				return PollResult{}, err
 			}
-			res.Next = next
+			res.Next, res.Release = next, release
 		}
 	}
-	return o.complete(ctx, req, pend.tok, res)
+	pr, err := o.complete(ctx, req, pend.tok, res)
+	if err != nil && res.Release != nil {
+		res.Release()
+	}
+	return pr, err
 }
 
 // limitMessages keeps the batches of res that a poll from position from
@@ -185,7 +207,7 @@ func limitMessages(res ReadResult, from uint64, maxMessages int) ReadResult {
 			count += last + 1 - max(from, h.BaseOffset)
 		}
 		if i > 0 && count > uint64(maxMessages) {
-			return ReadResult{Batches: res.Batches[:i], Next: prevLast + 1}
+			return ReadResult{Batches: res.Batches[:i], Next: prevLast + 1, Release: res.Release}
 		}
 		prevLast = last
 	}
@@ -372,7 +394,7 @@ func (o *Owner) complete(ctx context.Context, req PollRequest, tok fence.Token, 
 	if err := commit.Wait(ctx); err != nil {
 		return PollResult{}, err
 	}
-	return PollResult{Batches: res.Batches, Next: t.Next, Token: t, State: p}, nil
+	return PollResult{Batches: res.Batches, Next: t.Next, Token: t, State: p, release: res.Release}, nil
 }
 
 // PartitionPoll is one partition of a multi-partition poll.

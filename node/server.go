@@ -132,6 +132,9 @@ type served struct {
 	// the storage engine): the stream drops its share once the reply is
 	// written.
 	shared *quic.SharedFrame
+	// release gives the memory of the stored batches a poll reply's
+	// parts refer to back to the engine, once the reply is written.
+	release func()
 }
 
 // serveStream reads the requests of a stream in order and handles each on
@@ -227,6 +230,9 @@ func (f *inflight) done() {
 	f.req.Release()
 	if f.out.shared != nil {
 		f.out.shared.Drop()
+	}
+	if f.out.release != nil {
+		f.out.release()
 	}
 }
 
@@ -343,8 +349,12 @@ func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte) (out 
 	b := n.dispatch(ctx, r)
 	if r.out.finish != nil || r.out.parts != nil {
 		r.out.shared = r.shared
+		if r.polled != nil {
+			r.out.release = r.releasePolled
+		}
 		return r.out
 	}
+	r.releasePolled() // the reply, if any, holds copies
 	return served{frame: b, shared: r.shared}
 }
 
@@ -444,6 +454,18 @@ type request struct {
 	// out is the reply when it is not one frame made at once: the parts
 	// of a poll reply, or a deferred wait.
 	out served
+	// polled are the poll results the reply refers to, released once it
+	// is written (releasePolled).
+	polled []PollResult
+}
+
+// releasePolled gives the memory of the poll results the request's reply
+// referred to back to the engine.
+func (r *request) releasePolled() {
+	for i := range r.polled {
+		r.polled[i].Release()
+	}
+	r.polled = nil
 }
 
 // durable has the request's ordered effects made durable. A handler calls

@@ -290,6 +290,7 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 			continue
 		}
 		found = found || len(res.Result.Batches) > 0
+		r.polled = append(r.polled, res.Result)
 		r.n.applyPolicy(ctx, polls[j].Owner, c, t.name, p.Partition, res.Result)
 		tok, _ := res.Result.Token.MarshalBinary()
 		st := res.Result.State
