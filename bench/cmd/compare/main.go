@@ -193,8 +193,9 @@ func run() error {
 			fmt.Printf("ceilings: %v\n", err)
 		} else {
 			rep.Ceilings = append(rep.Ceilings, c)
-			fmt.Printf("[pair %d/%d] ceilings: quic %s msgs/s (%.0f MB/s), seq write %.0f MB/s, 64 KiB write+fdatasync %s/s (%.1f MB/s)\n",
-				pair+1, s.pairs, fmtNum(c.QUICMsgsPerSec), c.QUICBytesPerSec/1e6, c.SeqWriteBPS/1e6, fmtNum(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6)
+			fmt.Printf("[pair %d/%d] ceilings: quic %s msgs/s (%.0f MB/s; placed: %.0f MB/s in, %.0f out), seq write %.0f MB/s, 64 KiB write+fdatasync %s/s (%.1f MB/s)\n",
+				pair+1, s.pairs, fmtNum(c.QUICMsgsPerSec), c.QUICBytesPerSec/1e6, c.PlacedQUICInBytesPerSec/1e6, c.PlacedQUICOutBytesPerSec/1e6,
+				c.SeqWriteBPS/1e6, fmtNum(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6)
 		}
 		for ci, cs := range cells {
 			h.runPair(ctx, lo, cs, byID[cs.net+"|"+cs.id()], pair, ci)
@@ -262,8 +263,31 @@ func (h *harness) runPair(ctx context.Context, ns netSpec, cs cellSpec, cell *re
 }
 
 func (h *harness) measureCeilings(ctx context.Context) (ceiling.Set, error) {
-	// The ceilings get the whole machine, as client and server of a
-	// comparison run do together.
+	s, err := h.wholeMachineCeilings(ctx)
+	if err != nil || !h.layout.Pinned {
+		return s, err
+	}
+	// The raw QUIC stream again, placed as a comparison's server and load
+	// generator are: each end held to the CPUs (and the GOMAXPROCS) the
+	// systems measured get.
+	// A failure leaves these at zero (reported as not measured) and keeps
+	// the others.
+	spec := server.RawSpec{Proto: "quic", Host: "127.0.0.1", CPUs: h.layout.Server, Procs: h.layout.ServerProcs()}
+	if s.PlacedQUICInBytesPerSec, err = h.placedQUIC(ctx, spec, func(ctx context.Context, addr string) (float64, error) {
+		return ceiling.QUICTo(ctx, addr, h.s.ceilQUIC)
+	}); err != nil {
+		fmt.Printf("ceilings: placed raw quic, towards the server: %v\n", err)
+	}
+	spec.Source = h.s.ceilQUIC
+	if s.PlacedQUICOutBytesPerSec, err = h.placedQUIC(ctx, spec, ceiling.QUICFrom); err != nil {
+		fmt.Printf("ceilings: placed raw quic, from the server: %v\n", err)
+	}
+	return s, nil
+}
+
+// wholeMachineCeilings measures every ceiling in this process with every
+// CPU, as client and server of a comparison run have them together.
+func (h *harness) wholeMachineCeilings(ctx context.Context) (ceiling.Set, error) {
 	if h.layout.Pinned {
 		if err := sysstat.PinSelf(h.layout.All()); err != nil {
 			return ceiling.Set{}, err
@@ -271,6 +295,18 @@ func (h *harness) measureCeilings(ctx context.Context) (ceiling.Set, error) {
 		defer sysstat.PinSelf(h.layout.Load)
 	}
 	return ceiling.Measure(ctx, ceiling.Options{Dir: h.workDir, QUICFor: h.s.ceilQUIC, SeqBytes: h.s.ceilSeq, FsyncFor: h.s.ceilFsync, ChunkSize: 1 << 20})
+}
+
+// placedQUIC runs measure against a rawsink started as spec says.
+func (h *harness) placedQUIC(ctx context.Context, spec server.RawSpec, measure func(ctx context.Context, addr string) (float64, error)) (float64, error) {
+	addr, stop, err := server.StartRaw(ctx, h.bins, spec)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, h.s.ceilQUIC+time.Minute)
+	defer cancel()
+	return measure(ctx, addr)
 }
 
 func (h *harness) runWAN(ctx context.Context, rep *report.Report, selected []workload) {

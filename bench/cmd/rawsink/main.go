@@ -1,14 +1,20 @@
-// Command rawsink is the far end of the WAN ceilings: it accepts raw TCP
-// connections or raw QUIC streams, reads and discards everything, and
-// closes its side when the sender has finished, so the sender can time
-// the delivery of all it wrote.
+// Command rawsink is the far end of the raw-stream ceilings measured
+// across processes (the WAN link's, and the loopback ones placed as the
+// servers are): it accepts raw TCP connections or raw QUIC streams, reads
+// and discards everything, and closes its side when the sender has
+// finished, so the sender can time the delivery of all it wrote. With
+// --source it is the sending end instead: on each QUIC stream, once the
+// client has written a byte, it writes 1 KiB messages through a 64 KiB
+// buffer (as transport/quic's in-process ceiling does) for that long,
+// then closes the stream.
 //
-//	rawsink --proto tcp|quic --listen HOST:PORT
+//	rawsink --proto tcp|quic --listen HOST:PORT [--source 5s]
 //
 // It prints "rawsink listening on HOST:PORT" once it accepts.
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"flag"
@@ -16,6 +22,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 
@@ -29,13 +36,14 @@ const ALPN = "ledge-bench-raw"
 func main() {
 	proto := flag.String("proto", "tcp", "tcp or quic")
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	source := flag.Duration("source", 0, "QUIC only: send 1 KiB messages on each stream for this long instead of reading")
 	flag.Parse()
 	var err error
 	switch *proto {
 	case "tcp":
 		err = serveTCP(*listen)
 	case "quic":
-		err = serveQUIC(*listen)
+		err = serveQUIC(*listen, *source)
 	default:
 		err = fmt.Errorf("--proto: %q is neither tcp nor quic", *proto)
 	}
@@ -57,13 +65,21 @@ func serveTCP(addr string) error {
 			return err
 		}
 		go func() {
-			_, _ = io.Copy(io.Discard, c)
+			_, _ = io.CopyBuffer(io.Discard, c, make([]byte, readBuf))
 			c.Close()
 		}()
 	}
 }
 
-func serveQUIC(addr string) error {
+// readBuf is what the sink reads at a time, and sendBuf what the source
+// buffers: the stream buffer of transport/quic, which its in-process
+// ceiling uses on both ends.
+const (
+	readBuf = 64 << 10
+	sendBuf = 64 << 10
+)
+
+func serveQUIC(addr string, source time.Duration) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
@@ -95,8 +111,40 @@ func serveQUIC(addr string) error {
 			if err != nil {
 				return
 			}
-			_, _ = io.Copy(io.Discard, s)
+			if source > 0 {
+				send(s, source)
+				return
+			}
+			_, _ = io.CopyBuffer(io.Discard, s, make([]byte, readBuf))
 			s.Close()
 		}()
+	}
+}
+
+// send waits for the client's first byte, then writes 1 KiB messages on s
+// for d and closes it.
+func send(s *quicgo.Stream, d time.Duration) {
+	var b [1]byte
+	if _, err := io.ReadFull(s, b[:]); err != nil {
+		s.CancelWrite(0)
+		return
+	}
+	bw := bufio.NewWriterSize(s, sendBuf)
+	msg := make([]byte, 1024)
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	start := time.Now()
+	for i := 0; ; i++ {
+		if _, err := bw.Write(msg); err != nil {
+			return
+		}
+		// Reading the clock every 64 writes keeps it off the profile.
+		if i&63 == 0 && time.Since(start) >= d {
+			break
+		}
+	}
+	if bw.Flush() == nil {
+		_ = s.Close()
 	}
 }

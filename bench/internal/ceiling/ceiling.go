@@ -23,6 +23,13 @@ type Set struct {
 	FsyncBytesPerSec float64 `json:"fsync64k_bytes_per_sec"`
 	FsyncP50us       int64   `json:"fsync64k_p50_us"`
 	FsyncP99us       int64   `json:"fsync64k_p99_us"`
+	// The raw QUIC stream placed as the servers are (zero where nothing
+	// is pinned): its server end a process of its own on the servers'
+	// CPUs with their GOMAXPROCS, its client end on the load generator's;
+	// towards the server (a produce's direction, QUICTo) and from it (a
+	// replay's, QUICFrom).
+	PlacedQUICInBytesPerSec  float64 `json:"placed_quic_in_bytes_per_sec,omitempty"`
+	PlacedQUICOutBytesPerSec float64 `json:"placed_quic_out_bytes_per_sec,omitempty"`
 }
 
 // Options bound the measurements.

@@ -1,6 +1,7 @@
 package ceiling
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -34,21 +35,11 @@ func Stream(ctx context.Context, proto, addr string, d time.Duration) (bytesPerS
 		w = closeWriter{tc}
 		wait = func() error { _, err := io.Copy(io.Discard, tc); return err }
 	case "quic":
-		cfg := &quicgo.Config{
-			InitialStreamReceiveWindow:     lquic.DefaultClientInitialStreamWindow,
-			MaxStreamReceiveWindow:         lquic.DefaultClientMaxStreamWindow,
-			InitialConnectionReceiveWindow: lquic.DefaultClientInitialConnectionWindow,
-			MaxConnectionReceiveWindow:     lquic.DefaultClientMaxConnectionWindow,
-		}
-		c, err := quicgo.DialAddr(ctx, addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{rawALPN}, MinVersion: tls.VersionTLS13}, cfg)
+		c, s, err := dialRaw(ctx, addr)
 		if err != nil {
 			return 0, err
 		}
 		defer c.CloseWithError(0, "")
-		s, err := c.OpenStreamSync(ctx)
-		if err != nil {
-			return 0, err
-		}
 		w = s
 		wait = func() error { _, err := io.Copy(io.Discard, s); return err }
 	default:
@@ -83,3 +74,84 @@ func Stream(ctx context.Context, proto, addr string, d time.Duration) (bytesPerS
 type closeWriter struct{ *net.TCPConn }
 
 func (c closeWriter) Close() error { return c.CloseWrite() }
+
+// dialRaw dials a rawsink's QUIC listener with a Ledge client's windows
+// and no certificate check (the sink's is throwaway), and opens a stream.
+func dialRaw(ctx context.Context, addr string) (*quicgo.Conn, *quicgo.Stream, error) {
+	cfg := &quicgo.Config{
+		InitialStreamReceiveWindow:     lquic.DefaultClientInitialStreamWindow,
+		MaxStreamReceiveWindow:         lquic.DefaultClientMaxStreamWindow,
+		InitialConnectionReceiveWindow: lquic.DefaultClientInitialConnectionWindow,
+		MaxConnectionReceiveWindow:     lquic.DefaultClientMaxConnectionWindow,
+	}
+	c, err := quicgo.DialAddr(ctx, addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{rawALPN}, MinVersion: tls.VersionTLS13}, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := c.OpenStreamSync(ctx)
+	if err != nil {
+		c.CloseWithError(0, "")
+		return nil, nil, err
+	}
+	return c, s, nil
+}
+
+// QUICTo measures the raw QUIC ceiling towards a rawsink at addr (the
+// direction of a produce): 1 KiB messages written through a 64 KiB buffer
+// for d, as transport/quic's in-process ceiling writes them, timed until
+// the sink has read them all.
+func QUICTo(ctx context.Context, addr string, d time.Duration) (bytesPerSec float64, err error) {
+	c, s, err := dialRaw(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.CloseWithError(0, "")
+	bw := bufio.NewWriterSize(s, 64<<10)
+	msg := make([]byte, 1024)
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	start := time.Now()
+	var n int64
+	for i := 0; ; i++ {
+		if _, err := bw.Write(msg); err != nil {
+			return 0, err
+		}
+		n += int64(len(msg))
+		if i&63 == 0 && (time.Since(start) >= d || ctx.Err() != nil) {
+			break
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	if err := s.Close(); err != nil {
+		return 0, err
+	}
+	if _, err := io.Copy(io.Discard, s); err != nil { // the sink closes once it read everything
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// QUICFrom measures the raw QUIC ceiling from a rawsink --source at addr
+// (the direction of a replay): it asks for the stream and reads it to
+// its end in 64 KiB reads.
+func QUICFrom(ctx context.Context, addr string) (bytesPerSec float64, err error) {
+	c, s, err := dialRaw(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.CloseWithError(0, "")
+	stop := context.AfterFunc(ctx, func() { s.CancelRead(0) })
+	defer stop()
+	if _, err := s.Write([]byte{1}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	n, err := io.CopyBuffer(io.Discard, s, make([]byte, 64<<10))
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}

@@ -304,6 +304,12 @@ func (r *Report) ceilingsAndTargets(w io.Writer) {
 	}
 	p("| raw quic-go stream, 1 KiB writes, loopback | %s msgs/s = %.1f MB/s | %s |\n", num(c.QUICMsgsPerSec), c.QUICBytesPerSec/1e6,
 		all(func(i int) string { return num(r.Ceilings[i].QUICMsgsPerSec) }))
+	if c.PlacedQUICInBytesPerSec > 0 || c.PlacedQUICOutBytesPerSec > 0 {
+		p("| raw quic-go stream placed as the servers, towards the server | %.1f MB/s | %s |\n", c.PlacedQUICInBytesPerSec/1e6,
+			all(func(i int) string { return fmt.Sprintf("%.1f", r.Ceilings[i].PlacedQUICInBytesPerSec/1e6) }))
+		p("| raw quic-go stream placed as the servers, from the server | %.1f MB/s | %s |\n", c.PlacedQUICOutBytesPerSec/1e6,
+			all(func(i int) string { return fmt.Sprintf("%.1f", r.Ceilings[i].PlacedQUICOutBytesPerSec/1e6) }))
+	}
 	p("| sequential write (page cache) | %.0f MB/s | %s |\n", c.SeqWriteBPS/1e6, all(func(i int) string { return fmt.Sprintf("%.0f", r.Ceilings[i].SeqWriteBPS/1e6) }))
 	p("| sequential write + final fdatasync | %.0f MB/s | %s |\n", c.SeqWriteSyncBPS/1e6, all(func(i int) string { return fmt.Sprintf("%.0f", r.Ceilings[i].SeqWriteSyncBPS/1e6) }))
 	p("| 64 KiB write + fdatasync | %s ops/s = %.1f MB/s (p50 %d µs, p99 %d µs) | %s |\n", num(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6, c.FsyncP50us, c.FsyncP99us,

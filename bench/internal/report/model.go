@@ -276,6 +276,9 @@ func (r *Report) MedianCeiling() {
 		FsyncBytesPerSec: m(func(c ceiling.Set) float64 { return c.FsyncBytesPerSec }),
 		FsyncP50us:       int64(m(func(c ceiling.Set) float64 { return float64(c.FsyncP50us) })),
 		FsyncP99us:       int64(m(func(c ceiling.Set) float64 { return float64(c.FsyncP99us) })),
+
+		PlacedQUICInBytesPerSec:  m(func(c ceiling.Set) float64 { return c.PlacedQUICInBytesPerSec }),
+		PlacedQUICOutBytesPerSec: m(func(c ceiling.Set) float64 { return c.PlacedQUICOutBytesPerSec }),
 	}
 }
 

@@ -114,3 +114,38 @@ func TestTargetsAndOutputs(t *testing.T) {
 		}
 	}
 }
+
+// Where the raw QUIC stream was also measured placed as the servers are,
+// the ceiling targets are judged against it, in the workload's direction.
+func TestCeilingTargetsUsePlacedStream(t *testing.T) {
+	r := &Report{
+		Params: Params{Systems: []string{"ledge", "nats-tls"}},
+		Ceilings: []ceiling.Set{{QUICMsgsPerSec: 400000, QUICBytesPerSec: 409.6e6,
+			PlacedQUICInBytesPerSec: 512e6, PlacedQUICOutBytesPerSec: 300e6}},
+		Cells: []*Cell{
+			{ID: "T0/async-1k", Net: "loopback", Tier: "T0", Workload: "async-1k", Runs: []Run{
+				{System: "ledge", Msgs: 1, MsgsPerSec: 300000, MBPerSec: 307.2}, {System: "nats-tls", Msgs: 1, MsgsPerSec: 100000}}},
+			{ID: "T0/replay-1k", Net: "loopback", Tier: "T0", Workload: "replay-1k", Runs: []Run{
+				{System: "ledge", Msgs: 1, MsgsPerSec: 250000, MBPerSec: 256}, {System: "nats-tls", Msgs: 1, MsgsPerSec: 100000}}},
+		},
+	}
+	for _, c := range r.Cells {
+		c.Summarize()
+	}
+	r.MedianCeiling()
+	r.EvaluateTargets()
+	for _, tg := range r.Targets {
+		switch tg.Name {
+		case "T0 async produce 1 KiB vs raw QUIC ceiling":
+			// 0.75 of the whole-machine stream, 0.60 of the placed one.
+			if tg.Met || tg.Got < 0.59 || tg.Got > 0.61 || !strings.Contains(tg.Detail, "placed") {
+				t.Errorf("%s: got %.2f met %v (%s), want 0.60 against the placed stream", tg.Name, tg.Got, tg.Met, tg.Detail)
+			}
+		case "Replay 1 KiB vs raw QUIC ceiling":
+			// 0.63 of the whole-machine stream, 0.85 of the placed one.
+			if !tg.Met || tg.Got < 0.84 || tg.Got > 0.86 {
+				t.Errorf("%s: got %.2f met %v (%s), want 0.85 against the placed stream", tg.Name, tg.Got, tg.Met, tg.Detail)
+			}
+		}
+	}
+}

@@ -49,17 +49,35 @@ func (r *Report) EvaluateTargets() {
 	}
 
 	c := r.Ceiling
-	if s, ok := ledge(idAsync1kT0); ok && c.QUICMsgsPerSec > 0 {
+	// Against the raw stream placed as the servers are (its server end on
+	// their CPUs, with their GOMAXPROCS, in the workload's direction)
+	// where it was measured, else against the whole-machine one; the
+	// detail gives the ratio to the whole-machine stream as well.
+	quicCeiling := func(placed float64) (float64, string) {
+		if placed > 0 {
+			return placed, "placed as the servers"
+		}
+		return c.QUICBytesPerSec, "whole machine"
+	}
+	if s, ok := ledge(idAsync1kT0); ok && c.QUICBytesPerSec > 0 {
+		bps, what := quicCeiling(c.PlacedQUICInBytesPerSec)
+		detail := fmt.Sprintf("%.0f of %.0f msgs/s (%s)", s.MsgsPerSec, bps/1024, what)
+		if c.PlacedQUICInBytesPerSec > 0 {
+			detail += fmt.Sprintf("; %.2f of the whole-machine stream's %.0f", s.MsgsPerSec/c.QUICMsgsPerSec, c.QUICMsgsPerSec)
+		}
 		atLeast("T0 async produce 1 KiB vs raw QUIC ceiling", "≥ 0.70 of the ceiling (msgs/s)",
-			s.MsgsPerSec/c.QUICMsgsPerSec, 0.70, true,
-			fmt.Sprintf("%.0f of %.0f msgs/s", s.MsgsPerSec, c.QUICMsgsPerSec))
+			s.MsgsPerSec*1024/bps, 0.70, true, detail)
 	} else {
 		atLeast("T0 async produce 1 KiB vs raw QUIC ceiling", "≥ 0.70 of the ceiling (msgs/s)", math.NaN(), 0.70, false, "not measured")
 	}
 	if s, ok := ledge(idReplay); ok && c.QUICBytesPerSec > 0 {
+		bps, what := quicCeiling(c.PlacedQUICOutBytesPerSec)
+		detail := fmt.Sprintf("%.1f of %.1f MB/s (%s)", s.MBPerSec, bps/1e6, what)
+		if c.PlacedQUICOutBytesPerSec > 0 {
+			detail += fmt.Sprintf("; %.2f of the whole-machine stream's %.1f", s.MBPerSec*1e6/c.QUICBytesPerSec, c.QUICBytesPerSec/1e6)
+		}
 		atLeast("Replay 1 KiB vs raw QUIC ceiling", "≥ 0.70 of the ceiling (bytes/s)",
-			s.MBPerSec*1e6/c.QUICBytesPerSec, 0.70, true,
-			fmt.Sprintf("%.1f of %.1f MB/s", s.MBPerSec, c.QUICBytesPerSec/1e6))
+			s.MBPerSec*1e6/bps, 0.70, true, detail)
 	} else {
 		atLeast("Replay 1 KiB vs raw QUIC ceiling", "≥ 0.70 of the ceiling (bytes/s)", math.NaN(), 0.70, false, "not measured")
 	}

@@ -302,16 +302,37 @@ func DirBytes(dir string) int64 {
 // StartSink starts bench/cmd/rawsink (proto tcp or quic) on host inside
 // netns and returns its address and what stops it.
 func StartSink(ctx context.Context, bins Binaries, proto, host, netns string) (string, func(), error) {
+	return StartRaw(ctx, bins, RawSpec{Proto: proto, Host: host, Netns: netns})
+}
+
+// RawSpec says where and how to run bench/cmd/rawsink.
+type RawSpec struct {
+	Proto, Host, Netns string
+	CPUs               []int         // CPU mask; nil = unpinned
+	Procs              int           // GOMAXPROCS; 0 = Go's default
+	Source             time.Duration // QUIC: send for this long per stream instead of reading
+}
+
+// StartRaw starts bench/cmd/rawsink as spec says and returns its address
+// and what stops it.
+func StartRaw(ctx context.Context, bins Binaries, spec RawSpec) (string, func(), error) {
+	proto, host, netns := spec.Proto, spec.Host, spec.Netns
 	args := []string{bins.RawSink, "--proto", proto, "--listen", host + ":0"}
+	if spec.Source > 0 {
+		args = append(args, "--source", spec.Source.String())
+	}
 	if netns != "" {
 		args = append([]string{"ip", "netns", "exec", netns}, args...)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
+	if spec.Procs > 0 {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(spec.Procs))
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := sysstat.StartPinned(cmd, spec.CPUs); err != nil {
 		return "", nil, err
 	}
 	stop := func() {
