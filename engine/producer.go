@@ -18,7 +18,8 @@ import (
 // The live state is updated by Append (so in-flight batches count) and
 // rolled back if their append fails. A durable copy follows the fsyncs of
 // the log; it is snapshotted into the metadata store (with the offset it is
-// valid as of) when a segment is sealed, at purge and at a clean shutdown.
+// valid as of) when a sealed segment is fsynced, at purge and at a clean
+// shutdown.
 // Recovery loads the snapshot and replays the batch headers of the log from
 // that offset on. Purge keeps producer state: a purge that erased it would
 // let a zombie producer in.

@@ -18,8 +18,9 @@ import (
 // directory when entries changed, and only then advances the durable end,
 // the checkpoint and the durable producer state. Under DurabilityAlways
 // the flusher calls it after each round of writes; under interval and none
-// the syncer goroutine does, on its timer, when a segment is sealed, and on
-// request (purge, close), so a write never waits for an fsync.
+// the syncer goroutine does, on its timer, when a segment is sealed (under
+// none, deferred: below), and on request (purge, close), so a write never
+// waits for an fsync.
 //
 // A failed fsync is never retried: the partition fails, and what was not
 // durable is not acknowledged (always) or is lost at a crash (the recovery
