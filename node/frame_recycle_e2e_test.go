@@ -27,16 +27,9 @@ func TestE2ERecycledFramesNeverChangeStoredRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	value := func(i int) []byte {
-		v := make([]byte, 1024)
-		for j := 0; j+8 <= len(v); j += 8 {
-			binary.LittleEndian.PutUint64(v[j:], uint64(i)<<20|uint64(j))
-		}
-		return v
-	}
 	check := func(who string, r *sdk.Record) {
 		t.Helper()
-		want := value(int(r.Offset))
+		want := recordValue(int(r.Offset))
 		if string(r.Value) != string(want) {
 			t.Fatalf("%s: record %d does not read back as produced", who, r.Offset)
 		}
@@ -45,7 +38,7 @@ func TestE2ERecycledFramesNeverChangeStoredRecords(t *testing.T) {
 		t.Helper()
 		recs := make([]*sdk.Record, 0, to-from)
 		for i := from; i < to; i++ {
-			recs = append(recs, &sdk.Record{Value: value(i)})
+			recs = append(recs, &sdk.Record{Value: recordValue(i)})
 		}
 		if err := p.ProduceSync(ctx, recs...); err != nil {
 			t.Fatal(err)
@@ -127,17 +120,10 @@ func TestE2EReplaysReuseReadBuffersWithoutChangingRecords(t *testing.T) {
 	}
 	defer p.Close(context.Background())
 	const total = 16000 // 16 MiB: four polls of 4 MiB each
-	value := func(i int) []byte {
-		v := make([]byte, 1024)
-		for j := 0; j+8 <= len(v); j += 8 {
-			binary.LittleEndian.PutUint64(v[j:], uint64(i)<<20|uint64(j))
-		}
-		return v
-	}
 	for i := 0; i < total; i += 1000 {
 		recs := make([]*sdk.Record, 0, 1000)
 		for j := i; j < i+1000; j++ {
-			recs = append(recs, &sdk.Record{Value: value(j)})
+			recs = append(recs, &sdk.Record{Value: recordValue(j)})
 		}
 		if err := p.ProduceSync(ctx, recs...); err != nil {
 			t.Fatal(err)
@@ -159,7 +145,7 @@ func TestE2EReplaysReuseReadBuffersWithoutChangingRecords(t *testing.T) {
 					return
 				}
 				for _, r := range recs {
-					if int(r.Offset) != next || string(r.Value) != string(value(next)) {
+					if int(r.Offset) != next || string(r.Value) != string(recordValue(next)) {
 						t.Errorf("consumer %d: record %d (offset %d) does not read back as produced", k, next, r.Offset)
 						return
 					}
@@ -169,4 +155,14 @@ func TestE2EReplaysReuseReadBuffersWithoutChangingRecords(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// recordValue is the 1 KiB value of record i: every 8 bytes name the
+// record and their place in it, so a byte from anywhere else shows.
+func recordValue(i int) []byte {
+	v := make([]byte, 1024)
+	for j := 0; j+8 <= len(v); j += 8 {
+		binary.LittleEndian.PutUint64(v[j:], uint64(i)<<20|uint64(j))
+	}
+	return v
 }
