@@ -139,7 +139,9 @@ func (r RetentionResult) HeldBack() bool { return r.HeldSegments > 0 }
 // is due: older than SegmentAge since it was created, or (with
 // RetentionAge) holding nothing appended within RetentionAge. The call
 // waits until it is sealed, fsynced and indexed, so the same call can
-// delete it; a partition that failed or is closing is not sealed.
+// delete it; a partition that failed or is closing is not sealed. A
+// sealed segment retention wants whose fsync is deferred (policy none)
+// is fsynced first, for the same reason.
 func (p *Partition) EnforceRetention(now time.Time, floor uint64) (RetentionResult, error) {
 	eff := p.e.clock.observe(now)
 	p.e.persistClock(eff)
@@ -151,9 +153,20 @@ func (p *Partition) EnforceRetention(now time.Time, floor uint64) (RetentionResu
 	p.mu.Unlock()
 	// Sealed segments first: on a full disk that frees room before the
 	// seal needs any.
-	res, err := p.retain(eff, floor)
+	res, unsynced, err := p.retain(eff, floor)
 	if err != nil {
 		return RetentionResult{}, err
+	}
+	if unsynced {
+		// Retention wants a sealed segment whose fsync is deferred (policy
+		// none): it cannot go before it has its index, so it is made
+		// durable now rather than when the syncer's delay runs out.
+		if err := p.syncNow(); err != nil {
+			return RetentionResult{}, err
+		}
+		if res, _, err = p.retain(eff, floor); err != nil {
+			return RetentionResult{}, err
+		}
 	}
 	p.mu.Lock()
 	due := p.sealDueLocked(eff)
@@ -164,7 +177,7 @@ func (p *Partition) EnforceRetention(now time.Time, floor uint64) (RetentionResu
 			return RetentionResult{}, err
 		}
 		if sealed {
-			if res, err = p.retain(eff, floor); err != nil {
+			if res, _, err = p.retain(eff, floor); err != nil {
 				return RetentionResult{}, err
 			}
 			res.Sealed = true
@@ -177,8 +190,9 @@ func (p *Partition) EnforceRetention(now time.Time, floor uint64) (RetentionResu
 }
 
 // retain deletes the sealed segments retention allows at eff (jump-free
-// ms) below floor; see EnforceRetention.
-func (p *Partition) retain(eff int64, floor uint64) (RetentionResult, error) {
+// ms) below floor; see EnforceRetention. It stops at a segment not yet
+// fsynced and indexed, and reports whether retention wanted that one.
+func (p *Partition) retain(eff int64, floor uint64) (RetentionResult, bool, error) {
 	cfg := p.cfg
 	var res RetentionResult
 	p.mu.Lock()
@@ -188,13 +202,18 @@ func (p *Partition) retain(eff int64, floor uint64) (RetentionResult, error) {
 	}
 	newStart := p.start
 	wanted := p.start
+	unsynced := false
 	for _, s := range p.segs {
-		if !s.sealed || !s.indexed {
+		if !s.sealed {
 			break
 		}
 		byAge := cfg.RetentionAge > 0 && eff-s.effLast > cfg.RetentionAge.Milliseconds()
 		bySize := cfg.RetentionBytes > 0 && total-s.size >= cfg.RetentionBytes
 		if !byAge && !bySize {
+			break
+		}
+		if !s.indexed {
+			unsynced = true
 			break
 		}
 		total -= s.size
@@ -212,10 +231,10 @@ func (p *Partition) retain(eff int64, floor uint64) (RetentionResult, error) {
 	res.LogStart, res.Wanted = p.start, wanted
 	p.mu.Unlock()
 	if newStart <= res.LogStart {
-		return res, nil
+		return res, unsynced, nil
 	}
 	if err := p.writeState(func(s *partState) { s.start = max(s.start, newStart) }, true); err != nil {
-		return RetentionResult{}, err
+		return RetentionResult{}, false, err
 	}
 	p.mu.Lock()
 	p.start = max(p.start, newStart)
@@ -225,7 +244,7 @@ func (p *Partition) retain(eff int64, floor uint64) (RetentionResult, error) {
 	p.mu.Unlock()
 	p.e.opts.Logger.Info("retention raised the start offset", "topic", p.t.name, "partition", p.index, "start", newStart)
 	p.awaitCleanup()
-	return res, nil
+	return res, unsynced, nil
 }
 
 // sealDueLocked reports whether the active segment holds data and is due

@@ -91,3 +91,43 @@ func TestNoneDefersTheFsyncOfSealedSegments(t *testing.T) {
 		}
 	})
 }
+
+// Retention by size does not wait for the deferred fsyncs: a burst under
+// none that takes the partition past RetentionBytes is cut back to it by
+// the next EnforceRetention, which makes the segments it deletes durable
+// (and indexed) first.
+func TestRetentionDoesNotWaitForDeferredFsyncs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := newFakeClock()
+		e := mustOpen(t, testOptions(vfs.NewCrashableMem(), clock))
+		defer e.Close()
+		top, err := e.CreateTopic("t", TopicConfig{Durability: DurabilityNone, SegmentBytes: 4096, MaxBatchBytes: 2048, RetentionBytes: 3 * 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := top.Partition(0)
+		for i := 0; p.sealedAwaitingSync() < 10; i++ {
+			appendWait(t, p, makeBatch(t, fmt.Sprintf("r%d", i), 20, clock.Now().UnixMilli()))
+			synctest.Wait()
+		}
+		res, err := p.EnforceRetention(clock.Now(), NoRetentionFloor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.LogStart == 0 {
+			t.Fatal("retention deleted nothing while the sealed segments waited for their deferred fsync")
+		}
+		// What is left is what retention keeps: without its oldest
+		// segment the partition would hold less than RetentionBytes.
+		p.mu.Lock()
+		var total int64
+		for _, s := range p.segs {
+			total += s.size
+		}
+		oldest := p.segs[0].size
+		p.mu.Unlock()
+		if total-oldest >= 3*4096 {
+			t.Fatalf("%d bytes kept in %d-byte segments: retention stopped short of its %d", total, 4096, 3*4096)
+		}
+	})
+}

@@ -238,7 +238,11 @@ func (p *Partition) stopSyncer() {
 // about 420k records/s until the kernel's own writeback began, and at
 // 220-270k records/s with an fsync at every seal). Until its fsync a
 // sealed segment has no index file: a recovery after a crash rebuilds the
-// index from the segment's checksummed batches, as it always could.
+// index from the segment's checksummed batches, as it always could. Nor
+// can retention delete it: EnforceRetention, when it wants such a
+// segment, has the syncer make it durable at once (so a burst past
+// RetentionBytes is cut back by the next pass, not 30 s later), and a
+// purge's cleanup syncs first as it always did.
 const (
 	noneSealSyncDelay       = 30 * time.Second
 	noneSealSyncMaxSegments = 32
