@@ -255,13 +255,8 @@ func BenchmarkRead256MiB(b *testing.B) {
 	dir := b.TempDir()
 	e := benchEngine(b, dir, 512<<20)
 	defer e.Close()
-	top, err := e.CreateTopic("bench", TopicConfig{Durability: DurabilityNone, SegmentBytes: 64 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, _ := top.Partition(0)
+	p, last := benchLog(b, e, logBytes, true)
 	ctx := context.Background()
-	last := benchLog(b, p, logBytes, true)
 	var reuse []byte
 	readAllBench := func(b *testing.B) {
 		var total int
@@ -404,12 +399,19 @@ func BenchmarkAllocs(b *testing.B) {
 	}
 }
 
-// benchLog appends logBytes of batches of 100 records of 1 KiB to p and
-// waits until they are written; it returns the last offset. With atTail a
-// consumer sits at the tail meanwhile (a read at the high watermark now
-// and then), so the tail cache keeps what its budget allows.
-func benchLog(b *testing.B, p *Partition, logBytes int, atTail bool) uint64 {
+// benchLog creates a topic of 64 MiB segments under policy none in e,
+// appends logBytes of batches of 100 records of 1 KiB to its partition and
+// waits until they are written; it returns the partition and the last
+// offset. With atTail a consumer sits at the tail meanwhile (a read at the
+// high watermark now and then), so the tail cache keeps what its budget
+// allows.
+func benchLog(b *testing.B, e *Engine, logBytes int, atTail bool) (*Partition, uint64) {
 	b.Helper()
+	top, err := e.CreateTopic("bench", TopicConfig{Durability: DurabilityNone, SegmentBytes: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := top.Partition(0)
 	tmpl := benchBatch(b, 100, 1024)
 	var last uint64
 	for written, i := 0, 0; written < logBytes; written, i = written+len(tmpl), i+1 {
@@ -429,5 +431,5 @@ func benchLog(b *testing.B, p *Partition, logBytes int, atTail bool) uint64 {
 	if err := p.WaitDurable(context.Background(), last); err != nil {
 		b.Fatal(err)
 	}
-	return last
+	return p, last
 }

@@ -39,14 +39,21 @@ func (s *ackStream) Send(_ context.Context, frame []byte, cb func([]byte, error)
 
 func (s *ackStream) Close(context.Context) error { return nil }
 
-// BenchmarkProduce measures the producer's cost per 1 KiB record: batching,
-// encoding, callbacks.
-func BenchmarkProduce(b *testing.B) {
+// ackProducer is a producer of a one-partition topic on an ackNode.
+func ackProducer(b *testing.B) *Producer {
+	b.Helper()
 	info := TopicInfo{Name: "bench", Config: TopicConfig{Partitions: 1}}
 	p, err := newProducer(context.Background(), &ackNode{}, slog.New(slog.DiscardHandler), info, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return p
+}
+
+// BenchmarkProduce measures the producer's cost per 1 KiB record: batching,
+// encoding, callbacks.
+func BenchmarkProduce(b *testing.B) {
+	p := ackProducer(b)
 	value := make([]byte, 1024)
 	ctx := context.Background()
 	b.SetBytes(1024)
@@ -63,11 +70,7 @@ func BenchmarkProduce(b *testing.B) {
 // acknowledgement, against a node that answers at once: the producer's
 // own latency per record (hand-offs between goroutines included).
 func BenchmarkProduceOneAtATime(b *testing.B) {
-	info := TopicInfo{Name: "bench", Config: TopicConfig{Partitions: 1}}
-	p, err := newProducer(context.Background(), &ackNode{}, slog.New(slog.DiscardHandler), info, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := ackProducer(b)
 	value := make([]byte, 1024)
 	ctx := context.Background()
 	done := make(chan error, 1)

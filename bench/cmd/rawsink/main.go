@@ -5,8 +5,7 @@
 // finished, so the sender can time the delivery of all it wrote. With
 // --source it is the sending end instead: on each QUIC stream, once the
 // client has written a byte, it writes 1 KiB messages through a 64 KiB
-// buffer (as transport/quic's in-process ceiling does) for that long,
-// then closes the stream.
+// buffer (ceiling.WriteMessages) for that long, then closes the stream.
 //
 //	rawsink --proto tcp|quic --listen HOST:PORT [--source 5s]
 //
@@ -14,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"flag"
@@ -26,6 +24,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 
+	"github.com/ledgemq/ledge/bench/internal/ceiling"
 	lquic "github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
 )
@@ -71,13 +70,9 @@ func serveTCP(addr string) error {
 	}
 }
 
-// readBuf is what the sink reads at a time, and sendBuf what the source
-// buffers: the stream buffer of transport/quic, which its in-process
-// ceiling uses on both ends.
-const (
-	readBuf = 64 << 10
-	sendBuf = 64 << 10
-)
+// readBuf is what the sink reads at a time: the stream buffer of
+// transport/quic, which its in-process ceiling reads with.
+const readBuf = 64 << 10
 
 func serveQUIC(addr string, source time.Duration) error {
 	host, _, err := net.SplitHostPort(addr)
@@ -129,22 +124,7 @@ func send(s *quicgo.Stream, d time.Duration) {
 		s.CancelWrite(0)
 		return
 	}
-	bw := bufio.NewWriterSize(s, sendBuf)
-	msg := make([]byte, 1024)
-	for i := range msg {
-		msg[i] = byte(i)
-	}
-	start := time.Now()
-	for i := 0; ; i++ {
-		if _, err := bw.Write(msg); err != nil {
-			return
-		}
-		// Reading the clock every 64 writes keeps it off the profile.
-		if i&63 == 0 && time.Since(start) >= d {
-			break
-		}
-	}
-	if bw.Flush() == nil {
+	if _, err := ceiling.WriteMessages(context.Background(), s, d); err == nil {
 		_ = s.Close()
 	}
 }
