@@ -347,6 +347,13 @@ type requestStream interface {
 	Close(ctx context.Context) error
 }
 
+// headSender is a requestStream that shows the start of a large reply
+// before the rest is read (quic.Pipeline.SendHead); a consumer sends its
+// next poll from it.
+type headSender interface {
+	SendHead(ctx context.Context, frame []byte, headLen int, head func(start []byte), cb func(reply []byte, err error)) error
+}
+
 // streamOpener opens request streams; *Client is the real one.
 type streamOpener interface {
 	openStream(ctx context.Context, depth int) (requestStream, int, error)

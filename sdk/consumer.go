@@ -70,6 +70,11 @@ type consumerBackend interface {
 type inflightPoll struct {
 	parts []*cursor // in request order
 	done  chan pollResult
+	// head receives where the poll's partition continues, read from the
+	// start of a large reply (a poll of one partition sent with a head
+	// hook); ahead is the poll then sent from there.
+	head  chan uint64
+	ahead *inflightPoll
 }
 
 type pollResult struct {
@@ -174,19 +179,26 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	limit := time.NewTimer(c.cfg.maxWait + c.b.requestTimeout())
 	defer limit.Stop()
 	var res pollResult
-	select {
-	case res = <-inflight.done:
-	case <-ctx.Done():
-		c.pending = inflight
-		return nil, context.Cause(ctx)
-	case <-limit.C:
-		if c.stream != nil {
-			c.b.streamTimedOut(c.stream)
-		}
-		c.abortStream()
-		res = <-inflight.done
-		if res.err != nil {
-			return nil, fmt.Errorf("sdk: poll %s: no reply within %v: %w", c.topic, c.cfg.maxWait+c.b.requestTimeout(), res.err)
+	for waiting := true; waiting; {
+		select {
+		case res = <-inflight.done:
+			waiting = false
+		case next := <-inflight.head:
+			c.sendAhead(ctx, inflight, next)
+		case <-ctx.Done():
+			c.pending = inflight
+			return nil, context.Cause(ctx)
+		case <-limit.C:
+			if c.stream != nil {
+				c.b.streamTimedOut(c.stream)
+			}
+			c.abortStream()
+			inflight.ahead = nil // it went with the stream
+			res = <-inflight.done
+			if res.err != nil {
+				return nil, fmt.Errorf("sdk: poll %s: no reply within %v: %w", c.topic, c.cfg.maxWait+c.b.requestTimeout(), res.err)
+			}
+			waiting = false
 		}
 	}
 	if res.err != nil {
@@ -195,9 +207,42 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	}
 	var reply wire.PollReply
 	if err := decodeReply(res.raw, &reply); err != nil {
+		if inflight.ahead != nil {
+			// The poll sent ahead assumed this reply: drop it with the
+			// stream; the next poll starts where this one did.
+			c.abortStream()
+		}
 		return nil, c.noteFenced(nodeError("poll", c.topic, -1, err))
 	}
+	c.pending = inflight.ahead
 	return c.deliver(ctx, inflight, &reply)
+}
+
+// pollHeadLen is how much of a poll reply's start the consumer looks at
+// before the rest arrives: the fields of its first partition up to its
+// batches, with a token of fence.TokenSize bytes, fit.
+const pollHeadLen = 256
+
+// sendAhead sends, while the rest of inflight's reply is still on its
+// way, the poll that follows it: from next, where the start of the reply
+// says its one partition continues. The node then reads while the client
+// receives, and starts the next reply as soon as this one is written,
+// instead of a round trip later. It does what deliver's prefetch would,
+// earlier; deliver moves the cursor to the same offset.
+func (c *Consumer) sendAhead(ctx context.Context, inflight *inflightPoll, next uint64) {
+	if inflight.ahead != nil || c.stream == nil || len(inflight.parts) != 1 {
+		return
+	}
+	c.mu.Lock()
+	cur := inflight.parts[0]
+	current := c.byPart[cur.partition] == cur
+	c.mu.Unlock()
+	if !current {
+		return // a Seek moved the partition: its next poll starts there
+	}
+	if ahead, err := c.sendPollOf(ctx, []*cursor{cur}, []Position{AtOffset(next)}); err == nil {
+		inflight.ahead = ahead
+	}
 }
 
 func (c *Consumer) state() error {
@@ -230,13 +275,27 @@ func (c *Consumer) sendPoll(ctx context.Context) (*inflightPoll, error) {
 		return nil, err
 	}
 	if c.stream == nil {
-		st, _, err := c.b.openStream(ctx, 1)
+		// Two polls in flight: one being received, one sent ahead.
+		st, _, err := c.b.openStream(ctx, 2)
 		if err != nil {
 			return nil, err
 		}
 		c.stream = st
 	}
 	c.mu.Lock()
+	parts := slices.Clone(c.cursors)
+	pos := make([]Position, len(parts))
+	for i, cur := range parts {
+		pos[i] = cur.pos
+	}
+	c.mu.Unlock()
+	return c.sendPollOf(ctx, parts, pos)
+}
+
+// sendPollOf sends a poll of parts, each from its position in pos, on the
+// consumer's stream. A poll of one partition that may be followed by a
+// poll sent ahead asks for the start of its reply (sendAhead).
+func (c *Consumer) sendPollOf(ctx context.Context, parts []*cursor, pos []Position) (*inflightPoll, error) {
 	req := &wire.PollRequest{
 		Consumer:    c.who,
 		MaxWait:     c.cfg.maxWait,
@@ -245,19 +304,31 @@ func (c *Consumer) sendPoll(ctx context.Context) (*inflightPoll, error) {
 		AutoCommit:  c.cfg.autoCommit,
 		Filter:      c.cfg.filter,
 	}
-	inflight := &inflightPoll{parts: slices.Clone(c.cursors), done: make(chan pollResult, 1)}
-	for _, cur := range inflight.parts {
+	inflight := &inflightPoll{parts: parts, done: make(chan pollResult, 1)}
+	for i, cur := range parts {
 		req.Partitions = append(req.Partitions, wire.PollPartition{
-			Topic: c.topic, TopicID: c.topicID, Partition: uint32(cur.partition), Position: cur.pos.wire(c.cfg.reset),
+			Topic: c.topic, TopicID: c.topicID, Partition: uint32(cur.partition), Position: pos[i].wire(c.cfg.reset),
 		})
 	}
-	c.mu.Unlock()
-	frame, err := wire.AppendRequest(nil, c.b.nextID(), req)
+	id := c.b.nextID()
+	frame, err := wire.AppendRequest(nil, id, req)
 	if err != nil {
 		return nil, nodeError("poll", c.topic, -1, err)
 	}
 	cb := func(raw []byte, err error) { inflight.done <- pollResult{raw, err} }
-	if err := c.stream.Send(ctx, frame, cb); err != nil {
+	hs, ok := c.stream.(headSender)
+	if ok && len(parts) == 1 && c.cfg.prefetch && c.cfg.autoCommit == AutoCommitNone {
+		inflight.head = make(chan uint64, 1)
+		head := func(start []byte) {
+			if h, ok := wire.ParsePollReplyHead(start); ok && h.ID == id && h.Partitions == 1 && h.First.Status == wire.StatusOK {
+				inflight.head <- h.First.Next
+			}
+		}
+		err = hs.SendHead(ctx, frame, pollHeadLen, head, cb)
+	} else {
+		err = c.stream.Send(ctx, frame, cb)
+	}
+	if err != nil {
 		c.abortStream()
 		return nil, transportError("poll", err)
 	}

@@ -222,7 +222,10 @@ func WithMaxBytes(n int) ConsumerOption {
 
 // WithPrefetch sends the next poll as soon as a poll's reply arrives,
 // from where that reply ends, so the node reads and sends while the
-// application processes: Poll then returns what arrived meanwhile. A Seek
+// application processes: Poll then returns what arrived meanwhile. A
+// consumer of one partition sends it earlier still, as soon as the start
+// of a large reply says where the partition continues, so the node's next
+// reply follows this one without a round trip between them. A Seek
 // wastes the poll sent ahead for its partition (the next Poll returns
 // nothing for it, the one after reads from the new position).
 //

@@ -131,10 +131,20 @@ func (s *ClientStream) Flush() error {
 // answered every request it read, so requests still without a reply were
 // not processed.
 func (s *ClientStream) ReadFrame() ([]byte, error) {
+	return s.readFrame(nil)
+}
+
+// readFrame is ReadFrame; once a frame's header is read, pick (when set)
+// may ask to see the frame's start before the rest is read.
+func (s *ClientStream) readFrame(pick func() headHook) ([]byte, error) {
 	n, err := s.fr.readHeader()
 	if err == nil {
+		var head headHook
+		if pick != nil {
+			head = pick()
+		}
 		var frame []byte
-		if frame, err = s.fr.readBody(n); err == nil {
+		if frame, err = s.fr.readBody(n, head); err == nil {
 			return frame, nil
 		}
 	}

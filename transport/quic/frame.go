@@ -117,18 +117,43 @@ func (fr *frameReader) readHeader() (int, error) {
 }
 
 // readBody takes a buffer for the frame of total length n announced by
-// the last header and reads the rest of it.
-func (fr *frameReader) readBody(n int) ([]byte, error) {
+// the last header and reads the rest of it. With a head hook, a frame
+// longer than the hook's length is read in two steps, and the hook sees
+// its start before the rest is read.
+func (fr *frameReader) readBody(n int, head headHook) ([]byte, error) {
 	frame := FrameBuffer(n)
 	copy(frame, fr.header)
-	if _, err := io.ReadFull(fr.br, frame[fr.framing.HeaderLen:]); err != nil {
-		RecycleFrame(frame)
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("%w: stream ended inside a frame", ErrProtocol)
+	from := fr.framing.HeaderLen
+	if head.fn != nil && head.len > from && n > head.len {
+		if err := fr.readFull(frame[from:head.len]); err != nil {
+			RecycleFrame(frame)
+			return nil, err
 		}
+		head.fn(frame[:head.len:head.len])
+		from = head.len
+	}
+	if err := fr.readFull(frame[from:]); err != nil {
+		RecycleFrame(frame)
 		return nil, err
 	}
 	return frame, nil
+}
+
+func (fr *frameReader) readFull(b []byte) error {
+	if _, err := io.ReadFull(fr.br, b); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return fmt.Errorf("%w: stream ended inside a frame", ErrProtocol)
+		}
+		return err
+	}
+	return nil
+}
+
+// headHook asks a frame reader to hand the first len bytes of a longer
+// frame (header included) to fn before it reads the rest.
+type headHook struct {
+	len int
+	fn  func(head []byte)
 }
 
 // checkFrame verifies that frame is exactly one frame under f.

@@ -29,7 +29,7 @@ func TestFramings(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := fr.readBody(n)
+				got, err := fr.readBody(n, headHook{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -55,7 +55,7 @@ func TestFramings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := fr.readBody(n); !errors.Is(err, ErrProtocol) {
+			if _, err := fr.readBody(n, headHook{}); !errors.Is(err, ErrProtocol) {
 				t.Errorf("truncated body: %v, want ErrProtocol", err)
 			}
 			fr = newFrameReader(bytes.NewReader(big[:2]), tc.f, 1<<20)
@@ -142,7 +142,7 @@ func TestFramesThroughShortReads(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: frame %d: %v", name, i, err)
 			}
-			got, err := fr.readBody(n)
+			got, err := fr.readBody(n, headHook{})
 			if err != nil {
 				t.Fatalf("%s: frame %d: %v", name, i, err)
 			}

@@ -30,7 +30,7 @@ func TestRecycledFramesHoldOnlyTheirOwnBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.readBody(n)
+			got, err := r.readBody(n, headHook{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func BenchmarkReadFrame100KiB(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				got, err := r.readBody(n)
+				got, err := r.readBody(n, headHook{})
 				if err != nil {
 					b.Fatal(err)
 				}

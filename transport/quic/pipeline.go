@@ -38,7 +38,8 @@ type Pipeline struct {
 }
 
 type call struct {
-	cb func(reply []byte, err error)
+	cb   func(reply []byte, err error)
+	head headHook
 }
 
 // NotProcessedError is the error of a request that got no reply because
@@ -83,6 +84,20 @@ func NewPipeline(s *ClientStream, depth int) *Pipeline {
 // they must not block. Send waits while depth requests are in flight.
 // When Send returns an error, cb is not called.
 func (p *Pipeline) Send(ctx context.Context, frame []byte, cb func(reply []byte, err error)) error {
+	return p.send(ctx, frame, cb, headHook{})
+}
+
+// SendHead is Send, and when the reply frame is longer than headLen bytes
+// (header included), head sees its first headLen bytes on the reader
+// goroutine before the rest is read; like cb, it must not block, and the
+// bytes are only valid during the call. A consumer learns from the start
+// of a large reply where its next request starts, and sends it while the
+// rest of the reply is still on its way.
+func (p *Pipeline) SendHead(ctx context.Context, frame []byte, headLen int, head func(start []byte), cb func(reply []byte, err error)) error {
+	return p.send(ctx, frame, cb, headHook{len: headLen, fn: head})
+}
+
+func (p *Pipeline) send(ctx context.Context, frame []byte, cb func(reply []byte, err error), head headHook) error {
 	if err := checkFrame(p.s.c.cfg.Framing, frame, 0); err != nil {
 		return err
 	}
@@ -103,7 +118,7 @@ func (p *Pipeline) Send(ctx context.Context, frame []byte, cb func(reply []byte,
 		<-p.window
 		return err
 	}
-	p.pending = append(p.pending, &call{cb: cb})
+	p.pending = append(p.pending, &call{cb: cb, head: head})
 	if len(frame) <= inlineWriteMax && p.queued == 0 && p.wmu.TryLock() {
 		// Nothing is waiting to be written before this frame, and nobody
 		// is writing: write it here rather than wake the writer.
@@ -263,8 +278,16 @@ func (p *Pipeline) writeFailed(err error) {
 
 func (p *Pipeline) reader() {
 	defer close(p.readerDone)
+	pick := func() headHook {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if len(p.pending) == 0 {
+			return headHook{}
+		}
+		return p.pending[0].head
+	}
 	for {
-		reply, err := p.s.ReadFrame()
+		reply, err := p.s.readFrame(pick)
 		if err != nil {
 			p.fail(err)
 			return

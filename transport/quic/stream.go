@@ -177,7 +177,7 @@ func (s *Stream) readFrame() (*Request, error) {
 	if s.fr.br.Buffered() < n-s.fr.framing.HeaderLen {
 		s.flushDeferred()
 	}
-	frame, err := s.fr.readBody(n)
+	frame, err := s.fr.readBody(n, headHook{})
 	if err != nil {
 		l.budget.release(int64(n))
 		if errors.Is(err, ErrProtocol) {

@@ -374,3 +374,57 @@ func NextBatch(b []byte) (batch, rest []byte, err error) {
 	}
 	return b[:h.Length:h.Length], b[h.Length:], nil
 }
+
+// PollReplyHead is what the start of a successful poll reply frame says
+// before the batches of its first partition: how many partitions it
+// answers, and the first one's fields. A consumer that reads one
+// partition learns from it where its next poll starts while the rest of a
+// large reply is still on its way.
+type PollReplyHead struct {
+	ID         uint32 // the request the frame answers
+	Partitions int
+	// First is the first partition's reply without its batches; its Token
+	// aliases the frame. BatchesLen is the length of its batches.
+	First      PollPartitionReply
+	BatchesLen int
+}
+
+// ParsePollReplyHead parses the start of a poll reply frame (header
+// included), which may be cut anywhere after the first partition's
+// batches length. It reports false for anything else: a frame cut
+// earlier, another kind, a reply with an error status, a malformed field.
+// A head it accepts says nothing about the rest of the frame, which the
+// whole frame's decoding still checks.
+func ParsePollReplyHead(b []byte) (PollReplyHead, bool) {
+	var hd PollReplyHead
+	if len(b) < FrameHeaderSize {
+		return hd, false
+	}
+	h, _, err := ParseFrameHeader(b, math.MaxInt)
+	if err != nil || !h.IsReply() || h.Kind != KindPoll || h.Version != ProtocolVersion {
+		return hd, false
+	}
+	hd.ID = h.ID
+	r := newFieldReader(b[FrameHeaderSize:], "poll reply head")
+	if Status(r.u16("status")) != StatusOK {
+		return hd, false
+	}
+	var msg string
+	r.str16(&msg, MaxTextLen, "message")
+	hd.Partitions = int(r.u32("partitions"))
+	p := &hd.First
+	p.Status = Status(r.u16("status"))
+	r.str16(&p.Message, MaxTextLen, "message")
+	copy(p.TopicID[:], r.fixed(16, "topic id"))
+	p.History = r.u64("history")
+	p.StartOffset = r.u64("start offset")
+	p.HighWatermark = r.u64("high watermark")
+	p.Next = r.u64("next")
+	p.Token = r.bytes16(MaxFenceTokenLen, "token")
+	p.Payload = PayloadKind(r.enum(uint8(payloadKindMax), "payload kind"))
+	hd.BatchesLen = int(r.u32("batches"))
+	if r.err != nil || hd.Partitions < 1 {
+		return PollReplyHead{}, false
+	}
+	return hd, true
+}
