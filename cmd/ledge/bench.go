@@ -220,6 +220,20 @@ type benchResult struct {
 	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb,omitempty"`
 	// Ceiling is the raw quic-go stream measured in the same run.
 	Ceiling *ceilingJSON `json:"ceiling,omitempty"`
+	// Write is what writing new data into the page cache of the node's
+	// file system cost, measured after a produce run (in-process node
+	// only); Bound is what the stream and those writes allow together.
+	Write *writeCeiling `json:"page_cache_write,omitempty"`
+	Bound *boundJSON    `json:"stream_and_write_bound,omitempty"`
+}
+
+// boundJSON is the fastest a produce could go if it cost no more than the
+// raw stream plus writing its bytes into the page cache, on as many CPUs
+// as the stream kept busy: R / (1 + w·R/U) for the stream's R bytes/s
+// with U CPUs busy, and w CPU-seconds per byte written.
+type boundJSON struct {
+	MBPerSec float64 `json:"mb_per_sec"`
+	Ratio    float64 `json:"ratio_bytes_per_sec"`
 }
 
 type ceilingJSON struct {
@@ -230,6 +244,10 @@ type ceilingJSON struct {
 	RatioBytes      float64 `json:"ratio_bytes_per_sec"`
 	// Samples are the messages/s of each measurement (before, after).
 	Samples []float64 `json:"samples_messages_per_sec"`
+	// CPUSecondsPerGB is this process's CPU per GB the stream moved, and
+	// CPUsBusy its CPU-seconds per second (sender and receiver together).
+	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb,omitempty"`
+	CPUsBusy        float64 `json:"cpus_busy,omitempty"`
 }
 
 func newLatencyHistogram() *hdrhistogram.Histogram {
@@ -277,23 +295,31 @@ func (r *benchResult) setCPU(seconds float64) {
 	}
 }
 
+// measuredCeiling is one measurement of the raw stream, with the CPU this
+// process spent on it.
+type measuredCeiling struct {
+	quic.Ceiling
+	cpuSeconds float64
+}
+
 // rawCeiling measures the raw quic-go stream for d (nothing when d is 0).
-func rawCeiling(ctx context.Context, d time.Duration) (*quic.Ceiling, error) {
+func rawCeiling(ctx context.Context, d time.Duration) (*measuredCeiling, error) {
 	if d <= 0 {
 		return nil, nil
 	}
+	cpu := startCPU()
 	c, err := quic.MeasureRawCeiling(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("raw quic-go ceiling: %w", err)
 	}
-	return &c, nil
+	return &measuredCeiling{Ceiling: c, cpuSeconds: cpu.used()}, nil
 }
 
 // relate sets r's ceiling to the mean of the measurements taken before and
 // after the run (the load of a shared machine drifts), and r's ratio to it.
-func (r *benchResult) relate(before, after *quic.Ceiling) {
-	var cs []*quic.Ceiling
-	for _, c := range []*quic.Ceiling{before, after} {
+func (r *benchResult) relate(before, after *measuredCeiling) {
+	var cs []*measuredCeiling
+	for _, c := range []*measuredCeiling{before, after} {
 		if c != nil {
 			cs = append(cs, c)
 		}
@@ -302,10 +328,16 @@ func (r *benchResult) relate(before, after *quic.Ceiling) {
 		return
 	}
 	cj := &ceilingJSON{MessageSize: cs[0].MessageSize}
+	var cpu, bytes, secs float64
 	for _, c := range cs {
 		cj.MsgsPerSec += c.MessagesPerSec / float64(len(cs))
 		cj.MBPerSec += c.BytesPerSec / 1e6 / float64(len(cs))
 		cj.Samples = append(cj.Samples, c.MessagesPerSec)
+		cpu, bytes, secs = cpu+c.cpuSeconds, bytes+float64(c.Bytes), secs+c.Elapsed.Seconds()
+	}
+	if cpu > 0 && bytes > 0 && secs > 0 {
+		cj.CPUSecondsPerGB = cpu / (bytes / 1e9)
+		cj.CPUsBusy = cpu / secs
 	}
 	if cj.MsgsPerSec > 0 {
 		cj.RatioMsgsPerSec = r.MsgsPerSec / cj.MsgsPerSec
@@ -314,6 +346,22 @@ func (r *benchResult) relate(before, after *quic.Ceiling) {
 		cj.RatioBytes = r.MBPerSec / cj.MBPerSec
 	}
 	r.Ceiling = cj
+	r.bound()
+}
+
+// bound relates the run to what the stream and the page-cache writes
+// allow together, once both are measured.
+func (r *benchResult) bound() {
+	c, w := r.Ceiling, r.Write
+	if c == nil || w == nil || c.CPUsBusy <= 0 || w.CPUSecondsPerGB <= 0 {
+		return
+	}
+	perMB := w.CPUSecondsPerGB / 1e3 // CPU-seconds per MB written
+	b := &boundJSON{MBPerSec: c.MBPerSec / (1 + perMB*c.MBPerSec/c.CPUsBusy)}
+	if b.MBPerSec > 0 {
+		b.Ratio = r.MBPerSec / b.MBPerSec
+	}
+	r.Bound = b
 }
 
 func (r *benchResult) print(w io.Writer, asJSON bool) error {
@@ -343,6 +391,17 @@ func (r *benchResult) print(w io.Writer, asJSON bool) error {
 			c.MessageSize, c.MsgsPerSec, c.MBPerSec)
 		fmt.Fprintf(w, "  ratio to the ceiling: %.0f%% of its messages/s, %.0f%% of its bytes/s\n",
 			100*c.RatioMsgsPerSec, 100*c.RatioBytes)
+		if c.CPUsBusy > 0 {
+			fmt.Fprintf(w, "  the stream's CPU: %.2f s per GB, %.2f CPUs busy\n", c.CPUSecondsPerGB, c.CPUsBusy)
+		}
+	}
+	if wc := r.Write; wc != nil {
+		fmt.Fprintf(w, "  writing new data into the page cache (%s in 1 MiB writes to a new file beside the log, after the run): %.1f MB/s, %.2f CPU-s per GB\n",
+			formatBytes(wc.Bytes), wc.MBPerSec, wc.CPUSecondsPerGB)
+	}
+	if b := r.Bound; b != nil {
+		fmt.Fprintf(w, "  stream and page-cache writes together, on the CPUs the stream kept busy: at most %.1f MB/s; the run reached %.0f%% of it\n",
+			b.MBPerSec, 100*b.Ratio)
 	}
 	return nil
 }
