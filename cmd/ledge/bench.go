@@ -37,6 +37,7 @@ type benchFlags struct {
 	linger      time.Duration
 	topic       string
 	logSize     string
+	pollBytes   string
 	jsonOut     bool
 	ceiling     time.Duration
 	seed        uint64
@@ -73,6 +74,7 @@ process on a temporary data directory and removes it afterwards.`,
 	fs.DurationVar(&f.linger, "linger", 0, "producer linger")
 	fs.StringVar(&f.topic, "topic", "", "topic to use (default: a new bench-<random> topic, deleted afterwards)")
 	fs.StringVar(&f.logSize, "log-size", "256MiB", "consume: size of the log to preload and read when --count is 0")
+	fs.StringVar(&f.pollBytes, "poll-bytes", "", "consume: bytes per poll at most (default: the SDK's, 4MiB)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the results as JSON")
 	fs.DurationVar(&f.ceiling, "ceiling-duration", 2*time.Second, "how long to measure the raw quic-go ceiling, before and again after the run (0 skips it)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the payloads")

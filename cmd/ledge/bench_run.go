@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,7 +229,15 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	cons, err := env.client.NewConsumer(ctx, env.topic, sdk.WithStart(sdk.AtFirst()), sdk.WithMaxWait(time.Second))
+	copts := []sdk.ConsumerOption{sdk.WithStart(sdk.AtFirst()), sdk.WithMaxWait(time.Second)}
+	if f.pollBytes != "" {
+		n, err := parseSize(f.pollBytes)
+		if err != nil || n <= 0 || n > math.MaxInt32 {
+			return fmt.Errorf("--poll-bytes: %q is not a size between 1 byte and 2GiB", f.pollBytes)
+		}
+		copts = append(copts, sdk.WithMaxBytes(int(n)))
+	}
+	cons, err := env.client.NewConsumer(ctx, env.topic, copts...)
 	if err != nil {
 		return err
 	}
