@@ -38,6 +38,7 @@ type benchFlags struct {
 	topic       string
 	logSize     string
 	pollBytes   string
+	pollBytesN  int // pollBytes, parsed by checkBenchFlags
 	jsonOut     bool
 	ceiling     time.Duration
 	seed        uint64
@@ -469,6 +470,13 @@ func checkBenchFlags(f *benchFlags) error {
 		return fmt.Errorf("--batch, --in-flight and --partitions must be at least 1")
 	case f.count < 0 || f.count > math.MaxInt32:
 		return fmt.Errorf("--count %d out of range", f.count)
+	}
+	if f.pollBytes != "" {
+		n, err := parseSize(f.pollBytes)
+		if err != nil || n <= 0 || n > math.MaxInt32 {
+			return fmt.Errorf("--poll-bytes %q: want a size from 1 byte to 2GiB (e.g. 8MiB)", f.pollBytes)
+		}
+		f.pollBytesN = int(n)
 	}
 	return nil
 }

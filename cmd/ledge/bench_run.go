@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -230,12 +229,8 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 		return err
 	}
 	copts := []sdk.ConsumerOption{sdk.WithStart(sdk.AtFirst()), sdk.WithMaxWait(time.Second)}
-	if f.pollBytes != "" {
-		n, err := parseSize(f.pollBytes)
-		if err != nil || n <= 0 || n > math.MaxInt32 {
-			return fmt.Errorf("--poll-bytes: %q is not a size between 1 byte and 2GiB", f.pollBytes)
-		}
-		copts = append(copts, sdk.WithMaxBytes(int(n)))
+	if f.pollBytesN > 0 {
+		copts = append(copts, sdk.WithMaxBytes(f.pollBytesN))
 	}
 	cons, err := env.client.NewConsumer(ctx, env.topic, copts...)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,21 @@ func TestBenchProduceReportsItsCeilings(t *testing.T) {
 	}
 	if r.Bound == nil || r.Bound.MBPerSec <= 0 || r.Bound.MBPerSec > r.Ceiling.MBPerSec {
 		t.Fatalf("bound %+v with a ceiling of %.1f MB/s: want a positive bound below the stream", r.Bound, r.Ceiling.MBPerSec)
+	}
+}
+
+// TestBenchRefusesABadPollSize: --poll-bytes is checked before anything
+// runs, with a reason.
+func TestBenchRefusesABadPollSize(t *testing.T) {
+	for _, v := range []string{"0", "-1", "lots", "3GiB"} {
+		cmd := newRootCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{"bench", "consume", "--poll-bytes", v, "--server", "127.0.0.1:1"})
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "--poll-bytes") {
+			t.Errorf("--poll-bytes %s: error %v, want one naming the flag", v, err)
+		}
 	}
 }
