@@ -65,6 +65,7 @@ func run() error {
 	profileDir := flag.String("profile-ledge", "", "write a CPU profile of the Ledge node per run into this directory (ledge serve --cpuprofile)")
 	ledgeprofBin := flag.String("ledgeprof-bin", "", "with --profile-ledge: run the node under this bench/cmd/ledgeprof binary (for a --ledge-bin older than serve --cpuprofile)")
 	loadProfile := flag.String("profile-loadgen", "", "write a CPU profile of the load generator (the SDK or nats.go client side) per run, over its measured phase, into this directory")
+	wanTCPCC := flag.String("wan-tcp-cc", wan.DefaultTCPCongestion, "TCP congestion control over the WAN link, at both ends (quic-go implements only Cubic; \"system\" keeps the kernel's default, which may be BBR)")
 	loopback := flag.Bool("loopback", true, "run the loopback comparison (--loopback=false --wan runs the WAN-like part alone)")
 	render := flag.String("render", "", "only rewrite the markdown and charts of --out from this results.json (no run)")
 	flag.Parse()
@@ -86,6 +87,10 @@ func run() error {
 		s.replayBytes = *replayBytes
 	}
 	s.wan = *useWAN
+	s.wanTCPCC = *wanTCPCC
+	if s.wanTCPCC == "system" {
+		s.wanTCPCC = ""
+	}
 	ws, err := selectWorkloads(*wls)
 	if err != nil {
 		return err
@@ -322,7 +327,7 @@ func (h *harness) runWAN(ctx context.Context, rep *report.Report, selected []wor
 		rep.WAN = "no WAN workload selected (they are " + strings.Join(wanWorkloads, ", ") + ")"
 		return
 	}
-	n, err := wan.Setup(ctx, wan.Config{RTT: h.s.wanRTT, Loss: h.s.wanLoss, Seed: h.s.seed})
+	n, err := wan.Setup(ctx, wan.Config{RTT: h.s.wanRTT, Loss: h.s.wanLoss, Seed: h.s.seed, TCPCongestion: h.s.wanTCPCC})
 	if err != nil {
 		rep.WAN = err.Error()
 		fmt.Printf("\nWAN-like run skipped: %v\n", err)
@@ -382,7 +387,7 @@ func (h *harness) linkCeiling(ctx context.Context, proto string) (float64, error
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, h.s.wanDuration+time.Minute)
 	defer cancel()
-	return ceiling.Stream(ctx, proto, addr, h.s.wanDuration)
+	return ceiling.Stream(ctx, proto, addr, h.s.wanDuration, wan.TCPCongestionControl(h.s.wanTCPCC))
 }
 
 func newCell(cs cellSpec) *report.Cell {

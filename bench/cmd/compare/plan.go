@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/bench/internal/server"
+	"github.com/ledgemq/ledge/bench/internal/wan"
 )
 
 // shape is what a workload does.
@@ -124,6 +125,7 @@ type settings struct {
 	wanDuration time.Duration
 	wanWarmup   time.Duration
 	wanBudget   time.Duration
+	wanTCPCC    string // TCP congestion control over the WAN link ("" the system's)
 }
 
 func defaultSettings(quick bool) settings {
@@ -147,6 +149,7 @@ func defaultSettings(quick bool) settings {
 		wanDuration: 8 * time.Second,
 		wanWarmup:   2 * time.Second,
 		wanBudget:   8 * time.Minute,
+		wanTCPCC:    wan.DefaultTCPCongestion,
 	}
 	if quick {
 		s.pairs = 1

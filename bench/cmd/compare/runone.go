@@ -81,6 +81,9 @@ func (h *harness) killAll() {
 
 func (h *harness) dial(ctx context.Context, p *server.Proc) (loadgen.Driver, error) {
 	t := loadgen.Target{Kind: string(p.Spec.Kind), Addr: p.Addr}
+	if p.Spec.Netns != "" {
+		t.TCPCongestion = h.s.wanTCPCC // a server across the WAN link
+	}
 	switch p.Spec.Kind {
 	case server.Ledge:
 		t.DataDir = filepath.Join(p.Spec.DataDir, "ledge-data")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
@@ -21,12 +22,14 @@ const rawALPN = "ledge-bench-raw"
 // d, then the time until the sink has read everything (it closes its side
 // at the end of the stream). proto is "tcp" or "quic"; QUIC uses a Ledge
 // client's windows and no certificate check (the sink's is throwaway).
-func Stream(ctx context.Context, proto, addr string, d time.Duration) (bytesPerSec float64, err error) {
+// TCP dials with control (nil: none), which may set socket options such
+// as the congestion control.
+func Stream(ctx context.Context, proto, addr string, d time.Duration, control func(network, address string, c syscall.RawConn) error) (bytesPerSec float64, err error) {
 	var w io.WriteCloser
 	var wait func() error
 	switch proto {
 	case "tcp":
-		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		c, err := (&net.Dialer{Control: control}).DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return 0, err
 		}

@@ -11,6 +11,9 @@ type Target struct {
 	Addr    string // host:port
 	CAFile  string // CA certificate of a TLS server
 	DataDir string // the server's data directory (Ledge: its admin token)
+	// TCPCongestion, when set, is the congestion control of the client's
+	// TCP sockets (the WAN run matches quic-go's Cubic).
+	TCPCongestion string
 }
 
 // Durability is a tier's policy as a driver applies it to the topic or

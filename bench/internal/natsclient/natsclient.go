@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ledgemq/ledge/bench/internal/loadgen"
+	"github.com/ledgemq/ledge/bench/internal/wan"
 	"github.com/ledgemq/ledge/transport/quic/certs"
 )
 
@@ -52,6 +54,10 @@ func connect(t loadgen.Target) (*nats.Conn, error) {
 		}
 		url = "tls://" + t.Addr
 		opts = append(opts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS13, RootCAs: pool}))
+	}
+	if t.TCPCongestion != "" {
+		opts = append(opts, nats.SetCustomDialer(&net.Dialer{Timeout: 10 * time.Second,
+			Control: wan.TCPCongestionControl(t.TCPCongestion)}))
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {

@@ -24,6 +24,11 @@ type Config struct {
 	RTT  time.Duration // round trip: each direction is delayed by half
 	Loss float64       // share of packets dropped in each direction, 0..1
 	Seed uint64        // the emulator's drop decisions
+	// TCPCongestion is the congestion control of TCP inside the servers'
+	// namespace (its sockets send the replies and the replays); the load
+	// generator sets it on its own sockets (TCPCongestionControl). Empty
+	// keeps the system's.
+	TCPCongestion string
 }
 
 // Net is a built WAN: servers run in Namespace and listen on ServerAddr.
@@ -52,13 +57,13 @@ func Setup(ctx context.Context, cfg Config) (*Net, error) {
 	n := &Net{cfg: cfg}
 	netemErr := n.setupNetem(ctx)
 	if netemErr == nil {
-		return n, nil
+		return n, n.setCongestion(ctx)
 	}
 	teardown()
 	emuErr := n.setupEmulator(ctx)
 	if emuErr == nil {
 		n.Mode = fmt.Sprintf("userspace emulator on TUN devices (tc netem unavailable: %v)", netemErr)
-		return n, nil
+		return n, n.setCongestion(ctx)
 	}
 	teardown()
 	return nil, fmt.Errorf("%w: tc netem: %v; TUN emulator: %v", ErrUnavailable, netemErr, emuErr)
@@ -116,6 +121,32 @@ func (n *Net) setupEmulator(ctx context.Context) error {
 	}
 	emu.Start()
 	n.emu = emu
+	return nil
+}
+
+// setCongestion gives TCP in the servers' namespace the configured
+// congestion control where the kernel lets it, and says in Mode what each
+// end runs. Linux lets a namespace other than the first choose only the
+// algorithms of net.ipv4.tcp_allowed_congestion_control, a setting of
+// the whole machine this package leaves alone; the servers then keep the
+// default. Every WAN workload sends its data from the load generator,
+// whose sockets set the algorithm themselves (TCPCongestionControl): the
+// servers' choice governs only their replies.
+func (n *Net) setCongestion(ctx context.Context) error {
+	cc := n.cfg.TCPCongestion
+	if cc == "" {
+		return nil
+	}
+	err := run(ctx, []string{"ip", "netns", "exec", Namespace, "sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=" + cc})
+	if err == nil {
+		n.Mode += fmt.Sprintf("; TCP congestion control %s at both ends", cc)
+		return nil
+	}
+	def := "the system's default"
+	if b, rerr := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control"); rerr == nil {
+		def = strings.TrimSpace(string(b))
+	}
+	n.Mode += fmt.Sprintf("; TCP congestion control %s on the load generator's sockets, %s on the servers' (the kernel refused %s in their namespace)", cc, def, cc)
 	return nil
 }
 
