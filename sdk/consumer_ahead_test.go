@@ -167,6 +167,20 @@ func pollAsync(ctx context.Context, c *Consumer) chan polled {
 	return out
 }
 
+// firstPollHead starts a Poll, has the node answer it, and hands the
+// start of the reply to the consumer; it returns the Poll's result, the
+// stream and the whole reply, whose rest the test delivers (finish).
+// Within a synctest bubble.
+func firstPollHead(t *testing.T, ctx context.Context, c *Consumer, hn *heldNode) (chan polled, *heldStream, []byte) {
+	t.Helper()
+	res := pollAsync(ctx, c)
+	synctest.Wait()
+	st := hn.stream(0)
+	reply := st.replyHead(t, hn.fakeConsumerNode)
+	synctest.Wait()
+	return res, st, reply
+}
+
 // TestConsumerSendsItsNextPollFromTheStartOfALargeReply: a consumer of
 // one partition sends its next poll as soon as the start of a reply says
 // where the partition continues, while the rest of the reply is still on
@@ -175,12 +189,7 @@ func pollAsync(ctx context.Context, c *Consumer) chan polled {
 func TestConsumerSendsItsNextPollFromTheStartOfALargeReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, hn := heldConsumer(t, 9)
-		first := pollAsync(context.Background(), c)
-		synctest.Wait()
-		st := hn.stream(0)
-
-		reply := st.replyHead(t, hn.fakeConsumerNode)
-		synctest.Wait()
+		first, st, reply := firstPollHead(t, context.Background(), c, hn)
 		if st.sent() != 2 {
 			t.Fatalf("%d polls sent once the start of the first reply came, want 2 (the next one sent ahead)", st.sent())
 		}
@@ -216,11 +225,7 @@ func TestConsumerSendsItsNextPollFromTheStartOfALargeReply(t *testing.T) {
 func TestConsumerDropsThePollSentAheadOfACorruptReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, hn := heldConsumer(t, 6)
-		first := pollAsync(context.Background(), c)
-		synctest.Wait()
-		st := hn.stream(0)
-		reply := st.replyHead(t, hn.fakeConsumerNode)
-		synctest.Wait()
+		first, st, reply := firstPollHead(t, context.Background(), c, hn)
 		reply[len(reply)-1] ^= 0xff // the last record's value: the batch checksum fails
 		st.finish(reply)
 		if p := <-first; p.err == nil || len(p.values) != 0 {
@@ -256,11 +261,7 @@ func TestConsumerKeepsThePollSentAheadWhenItsCallerStopsWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, hn := heldConsumer(t, 9)
 		ctx, cancel := context.WithCancel(context.Background())
-		first := pollAsync(ctx, c)
-		synctest.Wait()
-		st := hn.stream(0)
-		reply := st.replyHead(t, hn.fakeConsumerNode)
-		synctest.Wait()
+		first, st, reply := firstPollHead(t, ctx, c, hn)
 		cancel()
 		if p := <-first; p.err == nil {
 			t.Fatalf("Poll with an ended context returned %v without an error", p.values)

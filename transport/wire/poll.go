@@ -345,19 +345,25 @@ func (m *PollReply) Decode(b []byte) error {
 	m.Partitions = resize(m.Partitions, r.count(pollPartitionReplyMinSize, "partitions"))
 	for i := range m.Partitions {
 		p := &m.Partitions[i]
-		p.Status = Status(r.u16("status"))
-		r.str16(&p.Message, MaxTextLen, "message")
-		copy(p.TopicID[:], r.fixed(16, "topic id"))
-		p.History = r.u64("history")
-		p.StartOffset = r.u64("start offset")
-		p.HighWatermark = r.u64("high watermark")
-		p.Next = r.u64("next")
-		p.Token = r.bytes16(MaxFenceTokenLen, "token")
-		p.Payload = PayloadKind(r.enum(uint8(payloadKindMax), "payload kind"))
+		readPollPartitionFields(&r, p)
 		p.Batches = r.bytes32(math.MaxInt32, "batches")
 		p.BatchParts = p.BatchParts[:0]
 	}
 	return r.finish()
+}
+
+// readPollPartitionFields reads a poll partition reply's fields before
+// its batches.
+func readPollPartitionFields(r *fieldReader, p *PollPartitionReply) {
+	p.Status = Status(r.u16("status"))
+	r.str16(&p.Message, MaxTextLen, "message")
+	copy(p.TopicID[:], r.fixed(16, "topic id"))
+	p.History = r.u64("history")
+	p.StartOffset = r.u64("start offset")
+	p.HighWatermark = r.u64("high watermark")
+	p.Next = r.u64("next")
+	p.Token = r.bytes16(MaxFenceTokenLen, "token")
+	p.Payload = PayloadKind(r.enum(uint8(payloadKindMax), "payload kind"))
 }
 
 // NextBatch splits the first record batch off b, a poll reply's Batches,
@@ -412,16 +418,7 @@ func ParsePollReplyHead(b []byte) (PollReplyHead, bool) {
 	var msg string
 	r.str16(&msg, MaxTextLen, "message")
 	hd.Partitions = int(r.u32("partitions"))
-	p := &hd.First
-	p.Status = Status(r.u16("status"))
-	r.str16(&p.Message, MaxTextLen, "message")
-	copy(p.TopicID[:], r.fixed(16, "topic id"))
-	p.History = r.u64("history")
-	p.StartOffset = r.u64("start offset")
-	p.HighWatermark = r.u64("high watermark")
-	p.Next = r.u64("next")
-	p.Token = r.bytes16(MaxFenceTokenLen, "token")
-	p.Payload = PayloadKind(r.enum(uint8(payloadKindMax), "payload kind"))
+	readPollPartitionFields(&r, &hd.First)
 	hd.BatchesLen = int(r.u32("batches"))
 	if r.err != nil || hd.Partitions < 1 {
 		return PollReplyHead{}, false
