@@ -92,19 +92,26 @@ type readRec struct {
 	value string
 }
 
+// execRead plans a read from from of at most maxBytes and executes it.
+func execRead(t testing.TB, p *Partition, from uint64, maxBytes int) ReadResult {
+	t.Helper()
+	plan, err := p.PlanRead(from, maxBytes)
+	if err != nil {
+		t.Fatalf("plan read %d: %v", from, err)
+	}
+	res, err := plan.Execute(context.Background())
+	plan.Release()
+	if err != nil {
+		t.Fatalf("read %d: %v", from, err)
+	}
+	return res
+}
+
 func readAll(t testing.TB, p *Partition, from uint64) ([]readRec, uint64) {
 	t.Helper()
 	var out []readRec
 	for {
-		plan, err := p.PlanRead(from, 64<<10)
-		if err != nil {
-			t.Fatalf("plan read %d: %v", from, err)
-		}
-		res, err := plan.Execute(context.Background())
-		plan.Release()
-		if err != nil {
-			t.Fatalf("read %d: %v", from, err)
-		}
+		res := execRead(t, p, from, 64<<10)
 		for _, b := range res.Batches {
 			it, err := wire.NewRecordIterator(b, 0)
 			if err != nil {

@@ -171,15 +171,7 @@ func TestReleasedLargeReadBuffersAreReused(t *testing.T) {
 	released := map[*[]byte]bool{}
 	reused := 0
 	for from, i := uint64(0), 0; from < p.State().HighWatermark; i++ {
-		plan, err := p.PlanRead(from, 2<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := plan.Execute(context.Background())
-		plan.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := execRead(t, p, from, 2<<20)
 		if released[res.pooled] {
 			reused++
 		}

@@ -73,15 +73,7 @@ func TestIndexLookupByOffset(t *testing.T) {
 		t.Helper()
 		p.DropTailCache()
 		for _, off := range []uint64{0, 1, 2, 77, 150, 151, 398, 399} {
-			plan, err := p.PlanRead(off, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := plan.Execute(context.Background())
-			plan.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := execRead(t, p, off, 1)
 			if len(res.Batches) != 1 {
 				t.Fatalf("read at %d returned %d batches, want 1", off, len(res.Batches))
 			}

@@ -218,6 +218,13 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	return c.deliver(ctx, inflight, &reply)
 }
 
+// prefetches says whether polls are sent ahead (WithPrefetch): never
+// with automatic commits, which would commit records before the
+// application saw them.
+func (c *Consumer) prefetches() bool {
+	return c.cfg.prefetch && c.cfg.autoCommit == AutoCommitNone
+}
+
 // pollHeadLen is how much of a poll reply's start the consumer looks at
 // before the rest arrives: the fields of its first partition up to its
 // batches, with a token of fence.TokenSize bytes, fit.
@@ -317,7 +324,7 @@ func (c *Consumer) sendPollOf(ctx context.Context, parts []*cursor, pos []Positi
 	}
 	cb := func(raw []byte, err error) { inflight.done <- pollResult{raw, err} }
 	hs, ok := c.stream.(headSender)
-	if ok && len(parts) == 1 && c.cfg.prefetch && c.cfg.autoCommit == AutoCommitNone {
+	if ok && len(parts) == 1 && c.prefetches() {
 		inflight.head = make(chan uint64, 1)
 		head := func(start []byte) {
 			if h, ok := wire.ParsePollReplyHead(start); ok && h.ID == id && h.Partitions == 1 && h.First.Status == wire.StatusOK {
@@ -469,7 +476,7 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 	}
 	c.mu.Unlock()
 
-	if c.cfg.prefetch && c.cfg.autoCommit == AutoCommitNone && c.pending == nil {
+	if c.prefetches() && c.pending == nil {
 		if next, err := c.sendPoll(ctx); err == nil {
 			c.pending = next
 			// The poll sent ahead is only queued: the stream's writer and
