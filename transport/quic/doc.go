@@ -18,7 +18,7 @@
 // leave in one write), or with WriteFrame, Flush and [Request.Release].
 // [Stream.WriteFrameParts] writes a frame given in pieces, handing large
 // ones (a poll reply's stored batches) to QUIC without joining them first.
-// Frames of 32 KiB and more are read into buffers that [RecycleFrame]
+// Frames of 256 bytes and more are read into buffers that [RecycleFrame]
 // (or the last owner of a [SharedFrame]) hands back once nothing holds
 // them: a node reads its next produce request into the memory of one whose
 // batch the engine has written, instead of allocating and zeroing it.

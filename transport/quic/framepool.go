@@ -6,17 +6,20 @@ import (
 	"sync/atomic"
 )
 
-// Frames of 32 KiB and more are read into buffers that callers may hand
-// back with RecycleFrame once nothing holds them. A fresh buffer is
+// Frames of 256 bytes and more are read into buffers that callers may
+// hand back with RecycleFrame once nothing holds them. A fresh buffer is
 // allocated, and zeroed, for every frame otherwise: for a node taking in
 // batches of 100 KiB, zeroing its request buffers cost as much CPU as
-// checksumming them twice. Nothing is recycled unless a caller says so,
-// so a frame kept forever (a batch in the engine's tail cache) is simply
-// left to the garbage collector.
+// checksumming them twice; for one taking in a 1 KiB message at a time,
+// the fresh frames were most of what it allocated, and the garbage
+// collections they caused (several a second on a 4 MB heap) were the
+// slowest percent of its replies. Nothing is recycled unless a caller says
+// so, so a frame kept forever (a batch in the engine's tail cache) is
+// simply left to the garbage collector.
 const (
-	minPooledFrame = 32 << 10
+	minPooledFrame = 256
 	maxPooledFrame = 8 << 20
-	frameClasses   = 24 // by floor(log2(capacity)); classes below 15 and above 23 stay empty
+	frameClasses   = 24 // by floor(log2(capacity)); classes below 8 and above 23 stay empty
 	// maxFreeFrameBytes bounds the memory of the free frames. A
 	// sync.Pool would drop them at every garbage collection, which a
 	// node taking in hundreds of MB/s runs several times a second.
@@ -37,13 +40,15 @@ func FrameBuffer(n int) []byte {
 	if n < minPooledFrame || n > maxPooledFrame {
 		return make([]byte, n)
 	}
-	// A buffer in class k has a capacity in [2^k, 2^(k+1)). The last one
-	// freed in n's own class is taken if it holds n bytes without wasting
-	// more than a quarter of them (a frame may be kept, by length, in a
-	// cache with a byte budget).
+	// A buffer in class k has a capacity in [2^k, 2^(k+1)). Frames of n
+	// bytes get buffers of frameCap(n), so the last one freed in that
+	// capacity's class is taken if it holds n bytes without wasting more
+	// than a quarter of them (a frame may be kept, by length, in a cache
+	// with a byte budget).
+	c := frameCap(n)
 	f := &freeFrames
 	f.mu.Lock()
-	class := &f.classes[bits.Len(uint(n))-1]
+	class := &f.classes[bits.Len(uint(c))-1]
 	if k := len(*class); k > 0 {
 		if b := (*class)[k-1]; cap(b) >= n && cap(b)-n <= n/4 {
 			(*class)[k-1] = nil
@@ -54,9 +59,15 @@ func FrameBuffer(n int) []byte {
 		}
 	}
 	f.mu.Unlock()
-	// Rounded up a little, so that frames of nearly the same size share
-	// buffers.
-	return make([]byte, n, (n+4095)&^4095)
+	return make([]byte, n, c)
+}
+
+// frameCap is the capacity of a new buffer for a frame of n bytes:
+// rounded up a little, to an eighth of n's power of two and at most to
+// 4 KiB, so that frames of nearly the same size share buffers.
+func frameCap(n int) int {
+	step := min(1<<(bits.Len(uint(n))-1)/8, 4096)
+	return (n + step - 1) / step * step
 }
 
 // RecycleFrame hands back a frame read by ReadFrame (a request on a node,

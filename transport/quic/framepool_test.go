@@ -15,7 +15,7 @@ func TestRecycledFramesHoldOnlyTheirOwnBytes(t *testing.T) {
 		binary.LittleEndian.PutUint32(b, uint32(n))
 		return b
 	}
-	sizes := []int{40 << 10, 100 << 10, 90 << 10, 101 << 10, 33 << 10, 1 << 20, 100 << 10, 16, 5 << 20}
+	sizes := []int{40 << 10, 100 << 10, 90 << 10, 101 << 10, 33 << 10, 1 << 20, 100 << 10, 16, 5 << 20, 1100, 300, 2000, 1100, 257}
 	for round := range 3 {
 		var stream bytes.Buffer
 		var want [][]byte
@@ -37,7 +37,7 @@ func TestRecycledFramesHoldOnlyTheirOwnBytes(t *testing.T) {
 			if len(got) != len(w) || !bytes.Equal(got, w) {
 				t.Fatalf("round %d frame %d (%d bytes): read bytes differ from those sent", round, i, len(w))
 			}
-			if cap(got) < len(got) || (len(got) >= minPooledFrame && cap(got)-len(got) > max(len(got)/4, 4095)) {
+			if cap(got) < len(got) || (len(got) >= minPooledFrame && cap(got)-len(got) > len(got)/4) {
 				t.Fatalf("frame of %d bytes in a buffer of %d", len(got), cap(got))
 			}
 			// Scribble over it, as a later user of the buffer would.
@@ -77,6 +77,24 @@ func BenchmarkReadFrame100KiB(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A node taking one small message at a time reads each request into the
+// buffer of the one before, whatever the size: sizes just below a power of
+// two included, whose buffers are rounded up past it.
+func TestSmallFramesAreReused(t *testing.T) {
+	for _, n := range []int{minPooledFrame, 1100, 2000, 4095, 32<<10 - 1, 60 << 10} {
+		first := FrameBuffer(n)
+		RecycleFrame(first)
+		got := FrameBuffer(n)
+		if &got[0] != &first[0] {
+			t.Errorf("a frame of %d bytes was not read into the buffer of the last one (capacity %d)", n, cap(first))
+		}
+		RecycleFrame(got)
+		if allocs := testing.AllocsPerRun(100, func() { RecycleFrame(FrameBuffer(n)) }); allocs != 0 {
+			t.Errorf("a frame of %d bytes, taken and handed back: %.0f allocations, want 0", n, allocs)
+		}
 	}
 }
 
