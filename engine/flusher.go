@@ -57,6 +57,11 @@ type flusher struct {
 	failureMarked bool
 }
 
+// maxSpareQueue is the most queue entries whose array a partition keeps
+// between rounds. An entry holds a producer's state for its undo, so this
+// is about 340 KiB, less than a staging chunk.
+const maxSpareQueue = 1024
+
 // stagingChunkBytes is the size of a staging chunk, and so of the largest
 // writes of small batches.
 const stagingChunkBytes = 512 << 10
@@ -73,6 +78,7 @@ func (p *Partition) runFlusher() {
 	f := &p.fl
 	var released int           // appends the last fsync acknowledged
 	var lastSync time.Duration // how long it took
+	var spare []pending        // the array of the last round's batches, for the next queue
 	defer func() {
 		p.mu.Lock()
 		p.endExtensionLocked()
@@ -92,7 +98,8 @@ func (p *Partition) runFlusher() {
 		f.turn.Lock()
 		p.mu.Lock()
 		batch := p.queue
-		p.queue, p.queued, p.stage = nil, 0, nil // the chunks go with the batches
+		p.queue, p.queued, p.stage = spare, 0, nil // the chunks go with the batches
+		spare = nil
 		p.freeRoomLocked()
 		roll := p.rollWanted
 		p.rollWanted = false
@@ -117,6 +124,14 @@ func (p *Partition) runFlusher() {
 			}
 		}
 		p.recycleChunks(batch)
+		// Nothing refers to the round's entries any more (the tail cache
+		// keeps slices of its own, and every release was called): their
+		// array takes the next round's appends, unless a burst made it
+		// large.
+		clear(batch)
+		if cap(batch) <= maxSpareQueue {
+			spare = batch[:0]
+		}
 		if roll && failed == nil {
 			failed = p.roll(p.nextWriteBase())
 		}
@@ -166,9 +181,10 @@ func (p *Partition) runFlusher() {
 }
 
 // recycleChunks returns the staging chunks of a written round to the pool.
-func (p *Partition) recycleChunks(batch []*pending) {
+func (p *Partition) recycleChunks(batch []pending) {
 	var last *[]byte
-	for _, q := range batch {
+	for i := range batch {
+		q := &batch[i]
 		if q.chunk != last && q.chunk != nil {
 			last = q.chunk
 			if cap(*q.chunk) == stagingChunkBytes {
@@ -230,9 +246,9 @@ func (p *Partition) inlineLocked(q *pending) bool {
 // the syncer's (told here, as at the end of a round), a failure is
 // recorded by the flusher (failLocked wakes it), and batches appended
 // meanwhile woke the flusher when they were queued.
-func (p *Partition) writeInline(q *pending) {
+func (p *Partition) writeInline(q pending) {
 	f := &p.fl
-	_ = p.writeBatches([]*pending{q})
+	_ = p.writeBatches([]pending{q})
 	kick := f.kickSyncer
 	f.kickSyncer = false
 	f.turn.Unlock()
@@ -300,7 +316,7 @@ func (p *Partition) active() *segment {
 
 // writeBatches writes batch (oldest first) to the log, rolling segments as
 // needed. It returns the partition's failure, if the round caused one.
-func (p *Partition) writeBatches(batch []*pending) error {
+func (p *Partition) writeBatches(batch []pending) error {
 	f := &p.fl
 	now := p.e.clock.now()
 	var unnotified int // bytes written that waiters were not told of
@@ -331,7 +347,7 @@ func (p *Partition) writeBatches(batch []*pending) error {
 		}
 		// One write per run of batches staged together in one chunk that
 		// fits in the segment, or per batch written from its own slice.
-		first := batch[0]
+		first := &batch[0]
 		n, size := 1, seg.size+int64(len(first.b))
 		for first.chunk != nil && n < len(batch) && batch[n].chunk == first.chunk && size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes {
 			size += int64(len(batch[n].b))
@@ -367,7 +383,8 @@ func (p *Partition) writeBatches(batch []*pending) error {
 		p.mu.Lock()
 		interval := int64(p.e.opts.IndexIntervalBytes)
 		at := pos
-		for _, q := range chunk {
+		for i := range chunk {
+			q := &chunk[i]
 			seg.addBatch(at, q.base, q.last, q.maxTS, &p.maxTS, interval)
 			at += int64(len(q.b))
 			p.writtenEnd = q.last + 1
@@ -390,8 +407,8 @@ func (p *Partition) writeBatches(batch []*pending) error {
 		p.mu.Unlock()
 		// Outside the lock: the owners of the batches may take them back
 		// at once.
-		for _, q := range chunk {
-			if q.release != nil && !q.cached {
+		for i := range chunk {
+			if q := &chunk[i]; q.release != nil && !q.cached {
 				q.release()
 			}
 		}

@@ -48,7 +48,7 @@ type Partition struct {
 	changed    chan struct{}
 	segs       []*segment // by base; the last is the active one
 	maxTS      int64      // largest record timestamp so far
-	queue      []*pending
+	queue      []pending
 	queued     int
 	stage      *[]byte       // the staging chunk being filled
 	roomCh     chan struct{} // closed when queue room frees
@@ -84,7 +84,9 @@ type Partition struct {
 	stats            partStats
 }
 
-// pending is an appended batch waiting for the flusher.
+// pending is an appended batch waiting for the flusher. The queue holds
+// it by value, and the flusher hands the queue's array back for the
+// appends after its round, so an append allocates nothing for it.
 type pending struct {
 	b          []byte
 	release    func()  // AppendOwned's: called once the partition lets go of b
@@ -94,7 +96,7 @@ type pending struct {
 	base, last uint64
 	maxTS      int64
 	prod       prodRec
-	undo       *producerUndo
+	undo       producerUndo
 }
 
 type failedRange struct {
@@ -261,7 +263,7 @@ func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, err
 	if p.ceiling-p.next < p.e.opts.ReservationStep/2 {
 		p.extendLocked(0)
 	}
-	q := &pending{b: batch, release: release, base: base, last: base + n - 1, maxTS: h.MaxTimestamp}
+	q := pending{b: batch, release: release, base: base, last: base + n - 1, maxTS: h.MaxTimestamp}
 	if h.ProducerID != 0 {
 		q.prod = prodRec{id: fence.ProducerID(h.ProducerID), epoch: fence.ProducerEpoch(h.ProducerEpoch),
 			seq: h.BaseSequence, count: int32(h.RecordCount), base: q.base, last: q.last}
@@ -269,13 +271,13 @@ func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, err
 	}
 	p.stats.appends.Add(1)
 	p.stats.appendedBytes.Add(uint64(len(batch)))
-	if p.inlineLocked(q) {
+	if p.inlineLocked(&q) {
 		p.mu.Unlock()
 		p.writeInline(q)
 		return AppendResult{Base: q.base, Last: q.last}, nil
 	}
+	p.stageLocked(&q)
 	p.queue = append(p.queue, q)
-	p.stageLocked(q)
 	p.queued += len(batch)
 	p.mu.Unlock()
 	p.wakeFlusher()
@@ -389,7 +391,7 @@ func (p *Partition) wakeFlusher() {
 // page cache may hold data the disk does not, and a recovery that found
 // it and fsynced it again would serve data that a power loss can still
 // take away.
-func (p *Partition) failLocked(cause error, inflight []*pending) {
+func (p *Partition) failLocked(cause error, inflight []pending) {
 	if p.failed == nil {
 		p.failed = partitionFailed(cause)
 		p.e.opts.Logger.Error("partition failed; restart to recover", "topic", p.t.name, "partition", p.index, "err", cause)
@@ -410,10 +412,10 @@ func (p *Partition) markFailure() {
 
 // failQueueLocked fails every queued batch (and the ones in flight, given
 // oldest first) with err, undoing their producer-state changes.
-func (p *Partition) failQueueLocked(err error, inflight []*pending) {
+func (p *Partition) failQueueLocked(err error, inflight []pending) {
 	all := append(slices.Clone(inflight), p.queue...)
 	for i := len(all) - 1; i >= 0; i-- {
-		p.undoProducerLocked(all[i].undo)
+		p.undoProducerLocked(&all[i].undo)
 	}
 	if len(all) > 0 {
 		p.addFailureLocked(all[0].base, all[len(all)-1].last, err)

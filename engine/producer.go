@@ -50,17 +50,20 @@ func applyProducer(m map[fence.ProducerID]*fence.ProducerState, r prodRec) {
 }
 
 // producerUndo restores one producer's state as it was before an append.
+// The zero value (producer id 0, which never appends as a producer)
+// restores nothing. It is kept by value in the append's pending entry:
+// an append of an idempotent producer allocates no undo record.
 type producerUndo struct {
 	id      fence.ProducerID
 	prev    fence.ProducerState
 	existed bool
 }
 
-func (p *Partition) applyProducerLocked(r prodRec) *producerUndo {
+func (p *Partition) applyProducerLocked(r prodRec) producerUndo {
 	if r.seq < 0 {
-		return nil
+		return producerUndo{}
 	}
-	u := &producerUndo{id: r.id}
+	u := producerUndo{id: r.id}
 	if s := p.producers[r.id]; s != nil {
 		u.prev, u.existed = *s, true
 	}
@@ -69,7 +72,7 @@ func (p *Partition) applyProducerLocked(r prodRec) *producerUndo {
 }
 
 func (p *Partition) undoProducerLocked(u *producerUndo) {
-	if u == nil {
+	if u.id == 0 {
 		return
 	}
 	if !u.existed {
