@@ -183,12 +183,25 @@ func (p *Partition) hwLocked() uint64 { return max(p.start, p.ackEndLocked()) }
 func (p *Partition) Changed() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.changedLocked()
+}
+
+// changedLocked returns the channel the next notifyLocked closes. It is
+// made only when someone asks for it: the appends of a partition nobody
+// waits on (a producer whose acknowledgements need no wait, say) make no
+// channel each.
+func (p *Partition) changedLocked() chan struct{} {
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
 	return p.changed
 }
 
 func (p *Partition) notifyLocked() {
-	close(p.changed)
-	p.changed = make(chan struct{})
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
 }
 
 // Append validates batch (magic, version, CRC, size, dense offsets),
@@ -321,7 +334,7 @@ func (p *Partition) WaitDurable(ctx context.Context, off uint64) error {
 			p.mu.Unlock()
 			return fmt.Errorf("engine: offset %d was not handed out (next is %d)", off, p.next)
 		}
-		ch := p.changed
+		ch := p.changedLocked()
 		p.mu.Unlock()
 		select {
 		case <-ch:

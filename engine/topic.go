@@ -144,7 +144,6 @@ func (e *Engine) newTopic(rec topicRecord) *Topic {
 		t.parts[i] = &Partition{
 			t: t, e: e, index: i, cfg: &t.cfg,
 			dir:       e.fs.PathJoin(t.dir, fmt.Sprintf(partitionDirFm, i)),
-			changed:   make(chan struct{}),
 			producers: make(map[fence.ProducerID]*fence.ProducerState),
 			wake:      make(chan struct{}, 1),
 		}
