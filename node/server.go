@@ -110,31 +110,11 @@ func (n *Node) serveConn(c *quic.Conn) {
 	}
 }
 
-// inflight is a request read from a stream and its reply: a frame, or the
-// parts of one (a poll reply's stored batches are written as they are),
-// or, for a request whose effects were ordered but may not be durable
-// yet, finish, which waits for them and returns the reply.
-type inflight struct {
-	req *quic.Request
-	out served
-}
-
-// served is what a handler answers: frame, or parts written back to back;
-// with finish set, neither yet — finish (called once, in request order)
-// waits for the request's effects to be durable and returns the reply,
-// and ready, when set, says without waiting whether finish would.
+// served is a reply: frame, or parts written back to back (a poll
+// reply's stored batches are written as they are).
 type served struct {
-	frame  []byte
-	parts  [][]byte
-	finish func() served
-	ready  func() bool
-	// shared is the request's frame when the handler shared it (with
-	// the storage engine): the stream drops its share once the reply is
-	// written.
-	shared *quic.SharedFrame
-	// release gives the memory of the stored batches a poll reply's
-	// parts refer to back to the engine, once the reply is written.
-	release func()
+	frame []byte
+	parts [][]byte
 }
 
 // serveStream reads the requests of a stream in order and handles each on
@@ -145,7 +125,7 @@ type served struct {
 // Replies leave in request order: from writeReplies, or from this
 // goroutine when nothing is owed (replyNow).
 func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream) {
-	w := &replyWriter{queue: make(chan *inflight, n.cfg.MaxStreamRequests)}
+	w := &replyWriter{queue: make(chan *request, n.cfg.MaxStreamRequests)}
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -157,9 +137,10 @@ func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream
 			n.streamEnded(s, err)
 			break
 		}
-		f := &inflight{req: req, out: n.handle(ctx, tok, req.Frame)}
-		if !n.replyNow(ctx, s, w, f) {
-			w.queue <- f
+		r := n.handle(ctx, tok, req.Frame)
+		r.read = req
+		if !n.replyNow(ctx, s, w, r) {
+			w.queue <- r
 		}
 	}
 	close(w.queue)
@@ -170,7 +151,7 @@ func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream
 // replyWriter is a stream's writer side: the queue of replies for
 // writeReplies, and how many of them it has not finished.
 type replyWriter struct {
-	queue chan *inflight
+	queue chan *request
 	// mu guards owed: replies queued and not yet written and flushed by
 	// writeReplies. The reading goroutine writes a reply itself only when
 	// nothing is owed, so replies keep the request order.
@@ -179,17 +160,16 @@ type replyWriter struct {
 	broken bool // a write or flush failed: later replies are dropped
 }
 
-// replyNow writes f's reply from the reading goroutine when it is one
+// replyNow writes r's reply from the reading goroutine when it is one
 // frame, ready, and no earlier reply is still with the writer, and
-// reports whether it did; otherwise it counts f as owed by the writer, to
+// reports whether it did; otherwise it counts r as owed by the writer, to
 // which the caller hands it. A one-at-a-time client then gets its reply
 // without a hand-off to the writer goroutine and back. A request that
 // must wait for its durability, replies behind one, and poll replies
 // (written in parts, possibly large) still go through the writer, so the
 // stream's next request is read meanwhile.
-func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, f *inflight) bool {
-	out := f.out
-	if out.parts != nil || (out.finish != nil && (out.ready == nil || !out.ready())) {
+func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, r *request) bool {
+	if r.out.parts != nil || (r.deferred && !r.durableNow()) {
 		w.mu.Lock()
 		w.owed++
 		w.mu.Unlock()
@@ -201,17 +181,17 @@ func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, f *
 		w.owed++
 		return false
 	}
-	if out.finish != nil {
-		out = n.finish(ctx, f.req.Frame, out.finish)
+	if r.deferred {
+		r.out = n.finish(ctx, r)
 	}
 	if !w.broken {
-		err := writeServed(s, out)
+		err := writeServed(s, r.out)
 		if err == nil {
 			err = s.Flush()
 		}
 		w.broken = err != nil
 	}
-	f.done()
+	r.done()
 	return true
 }
 
@@ -224,16 +204,15 @@ func writeServed(s *quic.Stream, out served) error {
 }
 
 // done lets go of a request whose reply is written (or dropped with a
-// broken stream): its bytes go back to the in-flight budget, and its
-// frame, when shared with the engine, loses the stream's share.
-func (f *inflight) done() {
-	f.req.Release()
-	if f.out.shared != nil {
-		f.out.shared.Drop()
+// broken stream): its bytes go back to the in-flight budget, its frame,
+// when shared with the engine, loses the stream's share, and the stored
+// batches a poll reply referred to go back to the engine.
+func (r *request) done() {
+	r.read.Release()
+	if r.shared != nil {
+		r.shared.Drop()
 	}
-	if f.out.release != nil {
-		f.out.release()
-	}
+	r.releasePolled()
 }
 
 // streamEnded logs why a stream stopped being read. The requests read
@@ -276,34 +255,33 @@ func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, w *replyWriter)
 		w.mu.Unlock()
 		written = 0
 	}
-	write := func(f *inflight) {
+	write := func(r *request) {
 		written++
-		out := f.out
-		if out.finish != nil {
-			if out.ready == nil || !out.ready() {
+		if r.deferred {
+			if !r.durableNow() {
 				flush() // do not hold earlier replies while this one waits
 			}
-			out = n.finish(ctx, f.req.Frame, out.finish)
+			r.out = n.finish(ctx, r)
 		}
 		if !broken {
-			broken = writeServed(s, out) != nil
+			broken = writeServed(s, r.out) != nil
 			dirty = true
 		}
-		f.done()
+		r.done()
 	}
-	for f := range queue {
+	for r := range queue {
 		w.mu.Lock()
 		broken = w.broken
 		w.mu.Unlock()
-		write(f)
+		write(r)
 	more:
 		for {
 			select {
-			case nf, ok := <-queue:
+			case nr, ok := <-queue:
 				if !ok {
 					break more
 				}
-				write(nf)
+				write(nr)
 			default:
 				break more
 			}
@@ -313,49 +291,50 @@ func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, w *replyWriter)
 	settle()
 }
 
-// finish runs a reply's finish, answering with StatusInternal should it
-// panic.
-func (n *Node) finish(ctx context.Context, frame []byte, fn func() served) (out served) {
+// finish waits for the effects of r's deferred reply to be durable and
+// encodes the reply, answering with StatusInternal should it panic.
+func (n *Node) finish(ctx context.Context, r *request) (out served) {
 	defer func() {
 		if p := recover(); p != nil {
-			h, _, _ := wire.ParseFrameHeader(frame, len(frame))
-			n.log.Error("request handler panicked", "kind", h.Kind, "panic", p, "stack", string(debug.Stack()))
-			out = served{frame: wire.AppendErrorReply(nil, h, wire.StatusInternal, "the node failed to handle the request")}
+			n.log.Error("request handler panicked", "kind", r.frame.Kind, "panic", p, "stack", string(debug.Stack()))
+			out = served{frame: wire.AppendErrorReply(nil, r.frame.FrameHeader, wire.StatusInternal, "the node failed to handle the request")}
 		}
 	}()
-	return fn()
+	return encodeReply(r, r.start, r.msg, r.rep, r.waitDurable(ctx))
 }
 
-// handle answers one request frame with one reply. It never panics:
-// a panic in a handler is logged and answered with StatusInternal.
-func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte) (out served) {
+// handle serves one request frame. It returns the request with its reply
+// in out, or deferred (finish encodes it). It never panics: a panic in a
+// handler is logged and answered with StatusInternal.
+func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte) (r *request) {
+	r = &request{n: n, tok: tok, raw: frame, deferring: true}
 	f, err := parseFrame(frame)
+	r.frame = f
 	if err != nil {
-		return served{frame: errorReply(f.FrameHeader, err)}
+		r.out.frame = errorReply(f.FrameHeader, err)
+		return r
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			n.log.Error("request handler panicked", "kind", f.Kind, "panic", p, "stack", string(debug.Stack()))
-			out = served{frame: wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusInternal, "the node failed to handle the request")}
+			r.out = served{frame: wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusInternal, "the node failed to handle the request")}
+			r.deferred = false
 		}
 	}()
 	if err := wire.CheckRequest(f.FrameHeader); err != nil {
-		return served{frame: errorReply(f.FrameHeader, err)}
+		r.out.frame = errorReply(f.FrameHeader, err)
+		return r
 	}
 	if err := tok.valid(n.cfg.Now()); err != nil {
-		return served{frame: errorReply(f.FrameHeader, err)}
+		r.out.frame = errorReply(f.FrameHeader, err)
+		return r
 	}
-	r := &request{n: n, tok: tok, frame: f, raw: frame, deferring: true}
 	b := n.dispatch(ctx, r)
-	if r.out.finish != nil || r.out.parts != nil {
-		r.out.shared = r.shared
-		if r.polled != nil {
-			r.out.release = r.releasePolled
-		}
-		return r.out
+	if !r.deferred && r.out.parts == nil {
+		r.releasePolled() // the reply, if any, holds copies
+		r.out.frame = b
 	}
-	r.releasePolled() // the reply, if any, holds copies
-	return served{frame: b, shared: r.shared}
+	return r
 }
 
 // dispatch runs the handler of r's kind and returns its reply frame (nil
@@ -439,24 +418,38 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 	return wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusUnknownKind, fmt.Sprintf("%s is not served by this node", f.Kind))
 }
 
-// request is one request being served.
+// request is one request being served, from its frame to its reply.
 type request struct {
-	n      *Node
-	tok    *tokenRecord
-	frame  wire.Frame
-	raw    []byte            // the whole frame, as read
-	shared *quic.SharedFrame // raw, when shared with the engine (shareFrame)
+	n     *Node
+	tok   *tokenRecord
+	frame wire.Frame
+	raw   []byte        // the whole frame, as read
+	read  *quic.Request // raw's budget on the stream, released by done
+	// shared is raw when the handler shared it with the engine
+	// (shareFrame): the stream drops its share once the reply is written.
+	shared *quic.SharedFrame
 	// deferring lets a handler leave the wait for its durability to the
-	// stream's writer (request.durable).
-	deferring bool
-	wait      func(context.Context) error
-	ready     func() bool
-	// out is the reply when it is not one frame made at once: the parts
-	// of a poll reply, or a deferred wait.
+	// stream's writer (durable, durableIn); deferred says it did.
+	deferring, deferred bool
+	// out is the reply, unless deferred.
 	out served
 	// polled are the poll results the reply refers to, released once it
 	// is written (releasePolled).
 	polled []PollResult
+
+	// A deferred reply waits for the effects its request ordered to be
+	// durable; finish then encodes rep, the handler's reply to msg (or
+	// the error of the wait), as serve would have at start.
+	start    time.Time
+	msg, rep wire.Message
+	// The effects waited for: every offset up to logEnd in log, of topic
+	// logTopic (whose errors they are); or those a goroutine waits for
+	// (durable), which sets waitErr and closes waited.
+	logTopic *topic
+	log      PartitionLog
+	logEnd   uint64
+	waited   chan struct{}
+	waitErr  error
 }
 
 // releasePolled gives the memory of the poll results the request's reply
@@ -470,68 +463,95 @@ func (r *request) releasePolled() {
 
 // durable has the request's ordered effects made durable. A handler calls
 // it once its owners returned from ordering, with wait, which waits for
-// durability and may complete the reply in place, and ready, which says
-// whether wait would return at once. On a stream, the wait happens after
-// the handler returns, in the stream's writer, so the stream's next
-// request starts (and its effects land after this one's) while this one
-// waits; the reply is encoded once wait returned, or wait's error is
-// answered. Without ready (metadata syncs, which a probe must not
-// start), wait starts at once in its own goroutine, so that the waits of
-// consecutive requests overlap. Elsewhere durable waits and returns wait's
-// error.
-func (r *request) durable(ctx context.Context, wait func(context.Context) error, ready func() bool) error {
+// durability and may complete the reply in place. On a stream, wait
+// starts at once in its own goroutine, so that the waits of consecutive
+// requests (metadata syncs, which no probe may start) overlap, and the
+// handler returns: the stream's next request starts (and its effects land
+// after this one's) while this one waits; the reply is encoded once wait
+// returned, or wait's error is answered. Elsewhere durable waits and
+// returns wait's error.
+func (r *request) durable(ctx context.Context, wait func(context.Context) error) error {
 	if !r.deferring {
 		return wait(ctx)
 	}
-	if ready != nil {
-		r.wait, r.ready = wait, ready
-		return nil
-	}
 	done := make(chan struct{})
-	var err error
 	kind := r.frame.Kind
 	r.n.work.Go(func() {
 		defer close(done)
 		defer func() {
 			if p := recover(); p != nil {
 				r.n.log.Error("request handler panicked", "kind", kind, "panic", p, "stack", string(debug.Stack()))
-				err = fmt.Errorf("node: the request handler panicked: %v", p)
+				r.waitErr = fmt.Errorf("node: the request handler panicked: %v", p)
 			}
 		}()
-		err = wait(ctx)
+		r.waitErr = wait(ctx)
 	})
-	r.wait = func(context.Context) error {
-		<-done
-		return err
+	r.deferred, r.waited = true, done
+	return nil
+}
+
+// durableIn is durable for d, an effect in the log of t, whose errors
+// are t's (topicError). When d is the log's alone, its durability can be
+// asked without waiting (durableNow), so nothing is started: on a stream
+// the writer waits for it, or the reading goroutine replies at once when
+// it is durable already. Every produce comes this way, and allocates
+// nothing for it.
+func (r *request) durableIn(ctx context.Context, t *topic, d Durable) error {
+	if !r.deferring || d.meta != nil {
+		return r.durable(ctx, func(ctx context.Context) error { return r.n.waitIn(ctx, t, d) })
 	}
-	r.ready = func() bool {
+	r.deferred, r.logTopic, r.log, r.logEnd = true, t, d.log, d.off
+	return nil
+}
+
+// waitIn waits for d, an effect in the log of t, to be durable.
+func (n *Node) waitIn(ctx context.Context, t *topic, d Durable) error {
+	if err := d.Wait(ctx); err != nil {
+		return n.topicError(t, err)
+	}
+	return nil
+}
+
+// waitDurable waits for the effects of r's deferred reply to be durable.
+func (r *request) waitDurable(ctx context.Context) error {
+	if r.waited != nil {
+		<-r.waited
+		return r.waitErr
+	}
+	return r.n.waitIn(ctx, r.logTopic, r.logDurable())
+}
+
+// durableNow reports whether waitDurable would return at once.
+func (r *request) durableNow() bool {
+	if r.waited != nil {
 		select {
-		case <-done:
+		case <-r.waited:
 			return true
 		default:
 			return false
 		}
 	}
-	return nil
+	return durableNow(r.logDurable())
 }
+
+// logDurable is the log's effect a deferred reply waits for.
+func (r *request) logDurable() Durable { return Durable{log: r.log, off: r.logEnd} }
 
 // serve decodes the request into req, runs fn, and encodes its reply or
 // error. A poll reply is left in r.out as parts that refer to the stored
-// batches; a reply whose durability fn deferred, as r.out.finish.
+// batches; a reply whose durability fn deferred is left to finish.
 func serve[Req, Rep wire.Message](ctx context.Context, r *request, req Req, fn func(context.Context, Req) (Rep, error)) []byte {
 	start := time.Now()
 	if err := wire.DecodeRequest(r.frame, req); err != nil {
 		return errorReply(r.frame.FrameHeader, err)
 	}
 	rep, err := fn(ctx, req)
-	if wait := r.wait; wait != nil {
-		r.wait = nil
+	if r.deferred {
 		if err == nil {
-			r.out = served{ready: r.ready, finish: func() served {
-				return encodeReply(r, start, req, rep, wait(ctx))
-			}}
+			r.start, r.msg, r.rep = start, req, rep
 			return nil
 		}
+		r.deferred = false
 	}
 	out := encodeReply(r, start, req, rep, err)
 	if out.parts != nil {
@@ -542,7 +562,7 @@ func serve[Req, Rep wire.Message](ctx context.Context, r *request, req Req, fn f
 
 // encodeReply observes a request that ended with rep or err, and encodes
 // its reply.
-func encodeReply[Req, Rep wire.Message](r *request, start time.Time, req Req, rep Rep, err error) served {
+func encodeReply(r *request, start time.Time, req, rep wire.Message, err error) served {
 	observeRequest(r.n.log, r.n.cfg.Metrics, r.frame.Kind, start, req, rep, err)
 	if err != nil {
 		s, _ := StatusOf(err)
@@ -551,7 +571,7 @@ func encodeReply[Req, Rep wire.Message](r *request, start time.Time, req Req, re
 		}
 		return served{frame: errorReply(r.frame.FrameHeader, err)}
 	}
-	if pr, ok := any(rep).(*wire.PollReply); ok && r.deferring {
+	if pr, ok := rep.(*wire.PollReply); ok && r.deferring {
 		// The stored batches are immutable: the stream writes them as
 		// they are, after the fields before them.
 		buf, parts, err := pr.AppendFrameParts(nil, r.frame.ID)
@@ -562,7 +582,7 @@ func encodeReply[Req, Rep wire.Message](r *request, start time.Time, req Req, re
 		return served{frame: errorReply(r.frame.FrameHeader, err)}
 	}
 	var buf []byte
-	if h, ok := any(rep).(interface{ SizeHint() int }); ok {
+	if h, ok := rep.(interface{ SizeHint() int }); ok {
 		// A poll reply copies its batches: one allocation of the right
 		// size instead of growing through every doubling.
 		buf = make([]byte, 0, wire.FrameHeaderSize+4+h.SizeHint())

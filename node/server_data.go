@@ -40,16 +40,11 @@ func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Pr
 	// The batch is appended in the stream's order; the stream's next
 	// request starts while this one waits for durability.
 	res, d, err := o.OrderProduceOwned(ctx, m.Batch, r.shareFrame())
-	if err == nil {
-		err = r.durable(ctx, func(ctx context.Context) error {
-			if err := d.Wait(ctx); err != nil {
-				return r.n.topicError(t, err)
-			}
-			return nil
-		}, func() bool { return durableNow(d) })
-	}
 	if err != nil {
 		return nil, r.n.topicError(t, err)
+	}
+	if err := r.durableIn(ctx, t, d); err != nil {
+		return nil, err
 	}
 	return &wire.ProduceReply{
 		BaseOffset: res.Base, LastOffset: res.Last, AppendTime: res.AppendTime, Duplicate: res.Duplicate,
@@ -385,7 +380,7 @@ func (r *request) commit(ctx context.Context, m *wire.CommitRequest) (*wire.Comm
 			r.finishOffset(ctx, c, &steps[i], &rep.Partitions[i])
 		}
 		return nil
-	}, nil)
+	})
 	return rep, err
 }
 
@@ -493,7 +488,7 @@ func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionReques
 			r.finishOffset(ctx, c, &steps[i], &rep.Partitions[i])
 		}
 		return nil
-	}, nil)
+	})
 	return rep, err
 }
 

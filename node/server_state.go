@@ -120,11 +120,6 @@ func (r *request) commitWithState(ctx context.Context, m *wire.CommitWithStateRe
 	if err != nil {
 		return nil, r.n.topicError(t, err)
 	}
-	err = r.durable(ctx, func(ctx context.Context) error {
-		if err := d.Wait(ctx); err != nil {
-			return r.n.topicError(t, err)
-		}
-		return nil
-	}, nil)
+	err = r.durableIn(ctx, t, d)
 	return &wire.CommitWithStateReply{Offset: m.Offset}, err
 }
