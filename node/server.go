@@ -581,19 +581,24 @@ func encodeReply(r *request, start time.Time, req, rep wire.Message, err error) 
 		r.n.log.Error("encoding a reply", "kind", r.frame.Kind, "err", err)
 		return served{frame: errorReply(r.frame.FrameHeader, err)}
 	}
-	var buf []byte
+	// One allocation of about the right size instead of growing through
+	// every doubling: a poll reply copies its batches, and most other
+	// replies (a produce's, say) are a few fields.
+	size := smallReplyBytes
 	if h, ok := rep.(interface{ SizeHint() int }); ok {
-		// A poll reply copies its batches: one allocation of the right
-		// size instead of growing through every doubling.
-		buf = make([]byte, 0, wire.FrameHeaderSize+4+h.SizeHint())
+		size = wire.FrameHeaderSize + 4 + h.SizeHint()
 	}
-	out, err := wire.AppendReply(buf, r.frame.ID, rep)
+	out, err := wire.AppendReply(make([]byte, 0, size), r.frame.ID, rep)
 	if err != nil {
 		r.n.log.Error("encoding a reply", "kind", r.frame.Kind, "err", err)
 		return served{frame: errorReply(r.frame.FrameHeader, err)}
 	}
 	return served{frame: out}
 }
+
+// smallReplyBytes is the buffer a reply without a size hint is encoded
+// into first: a produce reply takes 41 bytes.
+const smallReplyBytes = 48
 
 // errorReply answers h with the status of err.
 func errorReply(h wire.FrameHeader, err error) []byte {

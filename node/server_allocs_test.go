@@ -63,8 +63,8 @@ func TestServeProduceAllocations(t *testing.T) {
 		t.Fatalf("last produce: %+v, %v; want base offset %d", rep, err, next-1)
 	}
 	t.Logf("per produce: %.2f allocations, %.1f bytes", allocs, bytes)
-	if allocs > 9 || bytes > 576 {
-		t.Errorf("serving a produce allocates %.2f times, %.1f bytes (want at most 9 and 576)", allocs, bytes)
+	if allocs > 6 || bytes > 512 {
+		t.Errorf("serving a produce allocates %.2f times, %.1f bytes (want at most 6 and 512)", allocs, bytes)
 	}
 }
 
