@@ -201,6 +201,16 @@
 // records through the SDK ran at 220-270k records/s where it ran at about
 // 420k until the kernel's own writeback began.
 //
+// An append allocates nothing of its own (TestAppendOneAtATimeAllocations):
+// on a node with a small heap each allocated byte brings the next garbage
+// collection closer, and those collections were the slowest percent of a
+// one-at-a-time producer's acknowledgements. So the queue holds its
+// entries by value, each with the producer state its failure would
+// restore (336 bytes), and keeps its array between rounds (up to 1024
+// entries); the change channel is made only for a waiter. An idempotent
+// producer's append of one 1 KiB record, waited for under none, allocated
+// 464 bytes in 3 allocations before.
+//
 // Metadata fsyncs are not folded into segment fsyncs: the owners' metadata
 // (bookmarks, sessions) is committed without an fsync and made durable by
 // SyncMeta, whose one WAL sync covers every earlier commit of every
