@@ -16,8 +16,9 @@ import (
 // ClientConn is a client's connection to a node. The first stream opened on
 // it must carry the authentication frame (when the node expects one).
 type ClientConn struct {
-	qc  *quicgo.Conn
-	cfg ClientConfig
+	qc   *quicgo.Conn
+	cfg  ClientConfig
+	sock *yieldingConn // the connection's own socket, closed when it ends
 }
 
 // Dial connects to a node at addr (host:port) over QUIC with TLS 1.3 and
@@ -32,11 +33,30 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfi
 	if tlsConf == nil {
 		return nil, errors.New("quic: Dial needs a tls.Config")
 	}
-	qc, err := quicgo.DialAddr(ctx, addr, enforceTLS(tlsConf), cfg.quicConfig())
+	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
+		return nil, fmt.Errorf("quic: dial %s: %w", addr, err)
+	}
+	// A socket of the connection's own, as quic.DialAddr would make, read
+	// through yieldingConn.
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		return nil, fmt.Errorf("quic: dial %s: %w", addr, err)
+	}
+	sock := newYieldingConn(udp)
+	qc, err := quicgo.Dial(ctx, sock, raddr, enforceTLS(tlsConf), cfg.quicConfig())
+	if err != nil {
+		_ = udp.Close()
 		return nil, fmt.Errorf("quic: dial %s: %w", addr, mapError(err))
 	}
-	return &ClientConn{qc: qc, cfg: cfg}, nil
+	// quic-go stops reading the socket when the connection closes (after
+	// sending its CONNECTION_CLOSE) but leaves a socket it did not make
+	// open.
+	go func() {
+		<-qc.Context().Done()
+		_ = udp.Close()
+	}()
+	return &ClientConn{qc: qc, cfg: cfg, sock: sock}, nil
 }
 
 // OpenStream opens a bidirectional stream, waiting while the node's

@@ -18,6 +18,7 @@ import (
 type Listener struct {
 	cfg    Config
 	udp    *net.UDPConn
+	sock   *yieldingConn // udp, read by tr
 	tr     *quicgo.Transport
 	ln     *quicgo.Listener
 	budget *budget
@@ -115,7 +116,8 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 		byToken:   make(map[string]map[*Conn]struct{}),
 		connsGone: make(chan struct{}),
 	}
-	l.tr = &quicgo.Transport{Conn: udp, ConnContext: l.admit}
+	l.sock = newYieldingConn(udp)
+	l.tr = &quicgo.Transport{Conn: l.sock, ConnContext: l.admit}
 	if cfg.StatelessResetKey != nil {
 		key := quicgo.StatelessResetKey(*cfg.StatelessResetKey)
 		l.tr.StatelessResetKey = &key
