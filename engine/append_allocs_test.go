@@ -2,10 +2,10 @@ package engine
 
 import (
 	"context"
-	"runtime"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ledgemq/ledge/internal/allocs"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -43,30 +43,11 @@ func TestAppendOneAtATimeAllocations(t *testing.T) {
 	for range warm {
 		appendOne()
 	}
-	// The least of three measurements: the runtime or the race detector
-	// may allocate meanwhile, and is unlikely to in all three.
-	allocs, bytes := appendAllocations(runs, appendOne)
-	for range 2 {
-		a, b := appendAllocations(runs, appendOne)
-		allocs, bytes = min(allocs, a), min(bytes, b)
+	n, bytes := allocs.Least(runs, appendOne)
+	t.Logf("per append: %.2f allocations, %.1f bytes", n, bytes)
+	if n > 0.1 || bytes > 16 {
+		t.Errorf("an append of one record allocates %.2f times, %.1f bytes (want at most 0.1 and 16: the index's growth)", n, bytes)
 	}
-	t.Logf("per append: %.2f allocations, %.1f bytes", allocs, bytes)
-	if allocs > 0.1 || bytes > 16 {
-		t.Errorf("an append of one record allocates %.2f times, %.1f bytes (want at most 0.1 and 16: the index's growth)", allocs, bytes)
-	}
-}
-
-// appendAllocations runs fn runs times after a first call and returns the
-// heap allocations and bytes per run.
-func appendAllocations(runs int, fn func()) (allocs, bytes float64) {
-	fn()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		fn()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(runs), float64(after.TotalAlloc-before.TotalAlloc) / float64(runs)
 }
 
 // producerBatches returns n batches of one 1 KiB record of one idempotent

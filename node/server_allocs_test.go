@@ -2,9 +2,9 @@ package node
 
 import (
 	"context"
-	"runtime"
 	"testing"
 
+	"github.com/ledgemq/ledge/internal/allocs"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -50,33 +50,13 @@ func TestServeProduceAllocations(t *testing.T) {
 	for range warm {
 		serveOne()
 	}
-	// The least of three measurements: the runtime, the race detector or
-	// the node's other goroutines may allocate meanwhile, and are unlikely
-	// to in all three.
-	allocs, bytes := serveAllocations(runs, serveOne)
-	for range 2 {
-		a, b := serveAllocations(runs, serveOne)
-		allocs, bytes = min(allocs, a), min(bytes, b)
-	}
+	n, bytes := allocs.Least(runs, serveOne)
 	var rep wire.ProduceReply
 	if err := decodeReply(last, &rep); err != nil || rep.BaseOffset != uint64(next-1) {
 		t.Fatalf("last produce: %+v, %v; want base offset %d", rep, err, next-1)
 	}
-	t.Logf("per produce: %.2f allocations, %.1f bytes", allocs, bytes)
-	if allocs > 6 || bytes > 512 {
-		t.Errorf("serving a produce allocates %.2f times, %.1f bytes (want at most 6 and 512)", allocs, bytes)
+	t.Logf("per produce: %.2f allocations, %.1f bytes", n, bytes)
+	if n > 6 || bytes > 512 {
+		t.Errorf("serving a produce allocates %.2f times, %.1f bytes (want at most 6 and 512)", n, bytes)
 	}
-}
-
-// serveAllocations runs fn runs times after a first call and returns the
-// heap allocations and bytes per run.
-func serveAllocations(runs int, fn func()) (allocs, bytes float64) {
-	fn()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		fn()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(runs), float64(after.TotalAlloc-before.TotalAlloc) / float64(runs)
 }
