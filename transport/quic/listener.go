@@ -17,8 +17,7 @@ import (
 // [Listen]; it is safe for concurrent use.
 type Listener struct {
 	cfg    Config
-	udp    *net.UDPConn
-	sock   *yieldingConn // udp, read by tr
+	sock   *yieldingConn // the UDP socket tr reads
 	tr     *quicgo.Transport
 	ln     *quicgo.Listener
 	budget *budget
@@ -106,7 +105,7 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
 		cfg:       cfg,
-		udp:       udp,
+		sock:      newYieldingConn(udp),
 		budget:    newBudget(cfg.InflightBudget),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -116,7 +115,6 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 		byToken:   make(map[string]map[*Conn]struct{}),
 		connsGone: make(chan struct{}),
 	}
-	l.sock = newYieldingConn(udp)
 	l.tr = &quicgo.Transport{Conn: l.sock, ConnContext: l.admit}
 	if cfg.StatelessResetKey != nil {
 		key := quicgo.StatelessResetKey(*cfg.StatelessResetKey)
@@ -455,7 +453,7 @@ func (l *Listener) Close() error {
 			<-gone
 		}
 		_ = l.tr.Close()
-		err = l.udp.Close()
+		err = l.sock.Close()
 	})
 	return err
 }

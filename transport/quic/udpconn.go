@@ -13,20 +13,15 @@ import (
 // itself, and yields the processor after each batch.
 //
 // quic-go's Transport reads the socket on one goroutine and queues each
-// packet for its connection, whose own goroutine decrypts and handles it;
-// past 256 packets queued and not yet handled, it drops them. With one
-// processor (GOMAXPROCS 1, as on a small device, or a process held to one
-// CPU), the reading goroutine runs on until the socket is empty, and the
-// connection's goroutine waits for it: after anything else held the
-// processor for a while (a consumer decoding a 4 MiB poll reply, a
-// garbage collection), the socket holds more than 256 packets, and the
-// reader drains them into the queue faster than the connection can take
-// them. The dropped packets are declared lost, and the sender's congestion
-// window, cut by each loss, stays near 256 packets: a consumer replaying a
-// log, held to one CPU, received 20% less for it than with this socket,
-// whose yield lets the connection handle each batch before the next is
-// read. The socket's receive buffer (quic-go asks for 7 MiB) holds the
-// rest meanwhile. A yield where nothing else waits costs next to nothing.
+// packet for its connection, whose own goroutine handles it; past 256
+// packets queued it drops them. With one processor the reading goroutine
+// runs on until the socket is empty, so a backlog built up while the
+// processor was busy (a consumer decoding a large reply, a garbage
+// collection) overflowed the queue, and the drops, taken for losses, held
+// the sender's congestion window near 256 packets. The yield lets the
+// connection handle each batch before the next is read; the socket's
+// receive buffer holds the rest meanwhile. The package comment
+// (Rationale: the socket) gives the measurements.
 type yieldingConn struct {
 	*net.UDPConn
 	batch   *ipv4.PacketConn
