@@ -105,7 +105,9 @@ func TestE2ERecycledFramesNeverChangeStoredRecords(t *testing.T) {
 
 // Replays read the log in polls of several MiB into buffers the engine
 // takes back once each reply is written, and reads the next polls into
-// them. Three consumers replaying the same log at once, each reply
+// them; two of the consumers hand their records' buffers back too
+// (sdk.Recycle), for their next replies, and for the node's requests, to
+// be read into. Three consumers replaying the same log at once, each reply
 // written while the others' reads go on, all read every record as it was
 // produced.
 func TestE2EReplaysReuseReadBuffersWithoutChangingRecords(t *testing.T) {
@@ -150,6 +152,9 @@ func TestE2EReplaysReuseReadBuffersWithoutChangingRecords(t *testing.T) {
 						return
 					}
 					next++
+				}
+				if k < 2 {
+					sdk.Recycle(recs)
 				}
 			}
 		})

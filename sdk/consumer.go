@@ -8,9 +8,11 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -52,6 +54,22 @@ type pollPartition struct {
 	token     []byte
 	from      uint64
 	next      uint64
+	frame     *pollFrame // the reply the records' bytes alias
+}
+
+// pollFrame is a poll reply as read from the stream. The keys, values and
+// headers of its records are slices of it, so it is handed back for later
+// replies (Recycle) only when the application says it is done with them.
+type pollFrame struct {
+	buf      []byte
+	recycled atomic.Bool
+}
+
+// recycle hands the reply's buffer back to the transport, once.
+func (f *pollFrame) recycle() {
+	if f != nil && f.recycled.CompareAndSwap(false, true) {
+		quic.RecycleFrame(f.buf)
+	}
 }
 
 // consumerBackend is what a consumer needs of a client (and what tests
@@ -215,7 +233,12 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		return nil, c.noteFenced(nodeError("poll", c.topic, -1, err))
 	}
 	c.pending = inflight.ahead
-	return c.deliver(ctx, inflight, &reply)
+	frame := &pollFrame{buf: res.raw}
+	recs, err := c.deliver(ctx, inflight, &reply, frame)
+	if len(recs) == 0 {
+		frame.recycle() // nothing aliases it
+	}
+	return recs, err
 }
 
 // prefetches says whether polls are sent ahead (WithPrefetch): never
@@ -425,7 +448,7 @@ func (c *Consumer) abortStream() {
 // deliver applies a poll reply: it moves the cursors, sends the next poll
 // ahead (WithPrefetch) so the node reads while this one is decoded and
 // processed, then decodes the records.
-func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *wire.PollReply) ([]*Record, error) {
+func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *wire.PollReply, frame *pollFrame) ([]*Record, error) {
 	if len(reply.Partitions) != len(inflight.parts) {
 		return nil, fmt.Errorf("sdk: poll %s: %d partitions in the reply, %d asked", c.topic, len(reply.Partitions), len(inflight.parts))
 	}
@@ -450,7 +473,7 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 		err := statusError("poll", c.topic, uint32(cur.partition), p.Status, p.Message)
 		switch {
 		case err == nil:
-			pp := newPollPartition(c.topic, cur, p)
+			pp := newPollPartition(c.topic, cur, p, frame)
 			todo = append(todo, delivery{cur: cur, p: p, pp: pp, oldPos: cur.pos, oldLast: cur.last})
 			cur.pos, cur.last = AtOffset(p.Next), pp
 		case p.Status == wire.StatusStaleHistory:
@@ -513,8 +536,8 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 // newPollPartition is one partition's delivery: its token, and the range
 // the token says it covers (the node returns whole batches, which may
 // start before it).
-func newPollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) *pollPartition {
-	pp := &pollPartition{topic: topic, partition: cur.partition, token: slices.Clone(p.Token), next: p.Next}
+func newPollPartition(topic string, cur *cursor, p *wire.PollPartitionReply, frame *pollFrame) *pollPartition {
+	pp := &pollPartition{topic: topic, partition: cur.partition, token: slices.Clone(p.Token), next: p.Next, frame: frame}
 	if tok, err := fence.UnmarshalToken(p.Token); err == nil && !tok.IsZero() {
 		pp.from = tok.From
 	} else if cur.pos.mode == wire.PositionOffset {
@@ -653,8 +676,8 @@ func (c *Consumer) Close(ctx context.Context) error {
 
 // decodePollPartition decodes one partition's part of a poll reply and
 // moves the cursor past what the poll covered.
-func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply) ([]*Record, error) {
-	pp := newPollPartition(topic, cur, p)
+func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply, frame *pollFrame) ([]*Record, error) {
+	pp := newPollPartition(topic, cur, p, frame)
 	recs, err := decodeRecords(pp, p.Batches)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func BenchmarkDecodePollReply(b *testing.B) {
 		if err := decodeReply(frame, &reply); err != nil {
 			b.Fatal(err)
 		}
-		recs, err := decodePollPartition("bench", cur, &reply.Partitions[0])
+		recs, err := decodePollPartition("bench", cur, &reply.Partitions[0], nil)
 		if err != nil || len(recs) != n {
 			b.Fatal(err, len(recs))
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -39,7 +40,7 @@ func TestDecodePollPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := &cursor{partition: 3, pos: AtCommitted()}
-	pp := newPollPartition("t", cur, &wire.PollPartitionReply{Token: tok, Next: 17})
+	pp := newPollPartition("t", cur, &wire.PollPartitionReply{Token: tok, Next: 17}, nil)
 	recs, err := decodeRecords(pp, batches)
 	if err != nil {
 		t.Fatal(err)
@@ -57,5 +58,23 @@ func TestDecodePollPartition(t *testing.T) {
 	}
 	if pp.from != 11 || pp.next != 17 || !slices.Equal(pp.token, tok) {
 		t.Fatalf("delivery %+v", pp)
+	}
+}
+
+// Recycling a poll's records hands its buffer back once, however often
+// they are recycled: two later replies never share the buffer.
+func TestRecycleHandsAPollsBufferBackOnce(t *testing.T) {
+	const n = 64 << 10
+	frame := &pollFrame{buf: quic.FrameBuffer(n)}
+	pp := &pollPartition{frame: frame}
+	recs := []*Record{{poll: pp}, {poll: pp}, {}, {poll: &pollPartition{}}}
+	Recycle(recs)
+	Recycle(recs[:1])
+	a, b := quic.FrameBuffer(n), quic.FrameBuffer(n)
+	if &a[0] == &b[0] {
+		t.Fatal("two frames were given the same buffer")
+	}
+	if &a[0] != &frame.buf[0] && &b[0] != &frame.buf[0] {
+		t.Fatal("the recycled poll's buffer was not reused")
 	}
 }

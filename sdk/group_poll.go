@@ -76,7 +76,11 @@ func (g *GroupConsumer) Poll(ctx context.Context) ([]*Record, error) {
 		g.noteMemberFence(err)
 		return nil, errors.Join(append(errs, err)...)
 	}
-	recs, err := g.deliver(ctx, inflight, &reply)
+	frame := &pollFrame{buf: res.raw}
+	recs, err := g.deliver(ctx, inflight, &reply, frame)
+	if len(recs) == 0 {
+		frame.recycle() // nothing aliases it
+	}
 	return recs, errors.Join(append(errs, err)...)
 }
 
@@ -257,7 +261,7 @@ func (g *GroupConsumer) abortStream() {
 // deliver turns a poll reply into records. A partition refused as fenced
 // is lost: what was pending is dropped and it is blocked until assigned
 // again; a stale history resumes from the committed offset.
-func (g *GroupConsumer) deliver(ctx context.Context, p *groupPoll, reply *wire.PollReply) ([]*Record, error) {
+func (g *GroupConsumer) deliver(ctx context.Context, p *groupPoll, reply *wire.PollReply, frame *pollFrame) ([]*Record, error) {
 	if len(reply.Partitions) != len(p.parts) {
 		return nil, fmt.Errorf("ledge: poll group %s: %d partitions in the reply, %d asked", g.group, len(reply.Partitions), len(p.parts))
 	}
@@ -294,7 +298,7 @@ func (g *GroupConsumer) deliver(ctx context.Context, p *groupPoll, reply *wire.P
 			errs = append(errs, err)
 			continue
 		}
-		recs, err := decodePollPartition(hp.tp.Topic, hp.cur, rp)
+		recs, err := decodePollPartition(hp.tp.Topic, hp.cur, rp, frame)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -260,6 +260,7 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, f *benchFlags) error {
 			bytes += int64(len(r.Value) + len(r.Key))
 		}
 		read += int64(len(recs))
+		sdk.Recycle(recs)
 		prog.tick("read", read, bytes)
 	}
 	elapsed := time.Since(start)

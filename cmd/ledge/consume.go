@@ -218,6 +218,7 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 				return fmt.Errorf("commit: %w", err)
 			}
 		}
+		sdk.Recycle(recs)
 		switch {
 		case pollErr != nil && f.follow && sdk.IsRetryable(pollErr):
 			// The node restarted or the network moved: keep following.

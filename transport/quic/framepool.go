@@ -24,9 +24,14 @@ const (
 	// sync.Pool would drop them at every garbage collection, which a
 	// node taking in hundreds of MB/s runs several times a second.
 	maxFreeFrameBytes = 32 << 20
+	// frameFitTries is how many of a class's free buffers, the last
+	// freed first, FrameBuffer looks at.
+	frameFitTries = 4
 )
 
-var freeFrames struct {
+var freeFrames freeFrameList
+
+type freeFrameList struct {
 	mu      sync.Mutex
 	classes [frameClasses][][]byte
 	bytes   int
@@ -41,25 +46,45 @@ func FrameBuffer(n int) []byte {
 		return make([]byte, n)
 	}
 	// A buffer in class k has a capacity in [2^k, 2^(k+1)). Frames of n
-	// bytes get buffers of frameCap(n), so the last one freed in that
-	// capacity's class is taken if it holds n bytes without wasting more
-	// than a quarter of them (a frame may be kept, by length, in a cache
-	// with a byte budget).
+	// bytes get buffers of frameCap(n); one of the last few freed in that
+	// capacity's class, or in the next one, is taken if it holds n bytes
+	// without wasting more than a quarter of them (a frame may be kept, by
+	// length, in a cache with a byte budget). Looking past the last one,
+	// and in the next class, matters for frames of varying length near a
+	// power of two, such as poll replies filled up to a limit by whole
+	// batches: half of them are a little longer than the last buffer
+	// freed, or than every buffer of their class.
 	c := frameCap(n)
+	k := bits.Len(uint(c)) - 1
 	f := &freeFrames
 	f.mu.Lock()
-	class := &f.classes[bits.Len(uint(c))-1]
-	if k := len(*class); k > 0 {
-		if b := (*class)[k-1]; cap(b) >= n && cap(b)-n <= n/4 {
-			(*class)[k-1] = nil
-			*class = (*class)[:k-1]
-			f.bytes -= cap(b)
-			f.mu.Unlock()
-			return b[:n]
-		}
+	b := f.take(k, n)
+	if b == nil && k+1 < frameClasses {
+		b = f.take(k+1, n)
 	}
 	f.mu.Unlock()
+	if b != nil {
+		return b[:n]
+	}
 	return make([]byte, n, c)
+}
+
+// take removes and returns one of the last frameFitTries buffers of class
+// k that holds n bytes without wasting more than a quarter of them, or
+// nil. The caller holds f.mu.
+func (f *freeFrameList) take(k, n int) []byte {
+	class := &f.classes[k]
+	for i := len(*class) - 1; i >= max(0, len(*class)-frameFitTries); i-- {
+		if b := (*class)[i]; cap(b) >= n && cap(b)-n <= n/4 {
+			last := len(*class) - 1
+			(*class)[i] = (*class)[last]
+			(*class)[last] = nil
+			*class = (*class)[:last]
+			f.bytes -= cap(b)
+			return b
+		}
+	}
+	return nil
 }
 
 // frameCap is the capacity of a new buffer for a frame of n bytes:

@@ -98,6 +98,31 @@ func TestSmallFramesAreReused(t *testing.T) {
 	}
 }
 
+// A consumer replaying with polls of up to 4 MiB gets replies of varying
+// length just under that: each is read into one of the buffers of the
+// replies it recycled, whichever holds it, not into a fresh one.
+func TestVaryingPollRepliesReuseTheirBuffers(t *testing.T) {
+	const limit = 4 << 20
+	lengths := []int{limit - 9000, limit - 100, limit - 5000, limit - 20, limit - 16000, limit - 300}
+	held := map[*byte]bool{}
+	var bufs [][]byte
+	for _, n := range lengths[:2] {
+		b := FrameBuffer(n)
+		held[&b[:1][0]] = true
+		bufs = append(bufs, b)
+	}
+	for _, b := range bufs {
+		RecycleFrame(b)
+	}
+	for _, n := range lengths[2:] {
+		b := FrameBuffer(n)
+		if !held[&b[:1][0]] {
+			t.Fatalf("a reply of %d bytes got a fresh buffer; two recycled ones hold %d and %d bytes", n, cap(bufs[0]), cap(bufs[1]))
+		}
+		RecycleFrame(b)
+	}
+}
+
 // A shared frame goes back for reuse only when its last share is dropped.
 func TestSharedFrameRecycledByTheLastShare(t *testing.T) {
 	frame := FrameBuffer(64 << 10)

@@ -177,6 +177,9 @@ func (r *reader) Read(ctx context.Context) (int, int64, error) {
 	for _, rec := range recs {
 		b += int64(len(rec.Value))
 	}
+	// What a consumer at this rate does: it is done with the records, so
+	// the next replies are read into their buffer.
+	sdk.Recycle(recs)
 	return len(recs), b, err
 }
 
