@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
@@ -32,7 +33,7 @@ func (c Ceiling) String() string {
 
 // MeasureRawCeiling measures the throughput ceiling of the transport on
 // this machine: one quic-go connection on 127.0.0.1 with this package's
-// default windows, one stream, 1 KiB writes through a 64 KiB bufio.Writer
+// default windows and sockets (ListenUDP) at both ends, one stream, 1 KiB writes through a 64 KiB bufio.Writer
 // for duration d, the server reading into a 64 KiB buffer and discarding.
 // No framing, no budget, no node: other benchmarks are compared with it.
 func MeasureRawCeiling(ctx context.Context, d time.Duration) (Ceiling, error) {
@@ -63,7 +64,13 @@ func runRawStream(ctx context.Context, size int, done func(i int) bool) (Ceiling
 	}
 	srvTLS := ServerTLSConfig(nil)
 	srvTLS.Certificates = append(srvTLS.Certificates, eph.Server)
-	ln, err := quicgo.ListenAddr("127.0.0.1:0", srvTLS, scfg.quicConfig(nil))
+	loopback := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}
+	ssock, err := ListenUDP(loopback)
+	if err != nil {
+		return Ceiling{}, fmt.Errorf("quic: ceiling listener: %w", err)
+	}
+	defer ssock.Close()
+	ln, err := quicgo.Listen(ssock, srvTLS, scfg.quicConfig(nil))
 	if err != nil {
 		return Ceiling{}, fmt.Errorf("quic: ceiling listener: %w", err)
 	}
@@ -90,7 +97,12 @@ func runRawStream(ctx context.Context, size int, done func(i int) bool) (Ceiling
 		res <- result{n: n, end: time.Now(), err: err}
 	}()
 
-	qc, err := quicgo.DialAddr(ctx, ln.Addr().String(), ClientTLSConfig(eph.CA.Pool(), ""), ccfg.quicConfig())
+	csock, err := ListenUDP(loopback)
+	if err != nil {
+		return Ceiling{}, fmt.Errorf("quic: ceiling dial: %w", err)
+	}
+	defer csock.Close()
+	qc, err := quicgo.Dial(ctx, csock, ln.Addr(), ClientTLSConfig(eph.CA.Pool(), ""), ccfg.quicConfig())
 	if err != nil {
 		return Ceiling{}, fmt.Errorf("quic: ceiling dial: %w", err)
 	}

@@ -22,21 +22,128 @@ import (
 // connection handle each batch before the next is read; the socket's
 // receive buffer holds the rest meanwhile. The package comment
 // (Rationale: the socket) gives the measurements.
+//
+// Where the kernel offers it (Linux's UDP_GRO), the socket also takes
+// runs of datagrams of one flow as one buffer and splits them itself
+// (groReader): a sender's segmented burst (quic-go sends with UDP_SEGMENT)
+// crosses loopback as one, and is read with one system call rather than
+// one per datagram.
 type yieldingConn struct {
 	*net.UDPConn
-	batch   *ipv4.PacketConn
+	batch   batchReader
+	gro     *groReader    // nil without UDP_GRO
 	batches atomic.Uint64 // batch reads, for tests: quic-go uses ReadBatch only because it is there
 }
 
+// ListenUDP opens a UDP socket that quic-go reads as a node or a client of
+// this package reads its own: in batches, yielding after each, with
+// coalesced bursts where the kernel offers them (see Rationale: the
+// socket). Hand it to quic-go's Listen or Dial to measure quic-go as
+// Ledge runs it, as the raw-stream ceilings do; close it after.
+func ListenUDP(addr *net.UDPAddr) (net.PacketConn, error) {
+	udp, err := net.ListenUDP("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return newYieldingConn(udp), nil
+}
+
+// batchReader reads datagrams in batches: an ipv4.PacketConn, or a test's
+// fake.
+type batchReader interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
 func newYieldingConn(c *net.UDPConn) *yieldingConn {
-	return &yieldingConn{UDPConn: c, batch: ipv4.NewPacketConn(c)}
+	y := &yieldingConn{UDPConn: c, batch: ipv4.NewPacketConn(c)}
+	if enableGRO(c) {
+		y.gro = &groReader{}
+	}
+	return y
 }
 
 // ReadBatch reads datagrams as quic-go's own batch reader would (one
 // recvmmsg on Linux; it works for IPv6 sockets too), then yields.
 func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
-	n, err := c.batch.ReadBatch(ms, flags)
+	var n int
+	var err error
+	if c.gro != nil {
+		n, err = c.gro.read(c.batch, ms, flags)
+	} else {
+		n, err = c.batch.ReadBatch(ms, flags)
+	}
 	c.batches.Add(1)
 	runtime.Gosched()
 	return n, err
+}
+
+// groReader reads a socket with UDP_GRO into buffers of its own, large
+// enough for a coalesced run of datagrams (64 KiB at most), and hands the
+// datagrams out one per message of the caller's batch. What one system
+// call read is handed out over as many calls as it takes.
+type groReader struct {
+	msgs []ipv4.Message // read into by the last system call, msgs[:n]
+	n    int
+	next int // message being handed out
+	off  int // where its next datagram starts
+	seg  int // its datagrams' length (the last may be shorter)
+	// coalesced counts the messages that held more than one datagram,
+	// for tests: the kernel coalesces only where it can.
+	coalesced atomic.Uint64
+}
+
+const (
+	groBatch     = 8       // messages per system call, as quic-go reads
+	groBufSize   = 1 << 16 // a coalesced run is at most 64 KiB
+	groOOBBufLen = 128     // control messages, as quic-go sizes them
+)
+
+func (g *groReader) read(b batchReader, ms []ipv4.Message, flags int) (int, error) {
+	if g.next >= g.n {
+		if g.msgs == nil {
+			g.msgs = make([]ipv4.Message, groBatch)
+			for i := range g.msgs {
+				g.msgs[i].Buffers = [][]byte{make([]byte, groBufSize)}
+				g.msgs[i].OOB = make([]byte, groOOBBufLen)
+			}
+		}
+		n, err := b.ReadBatch(g.msgs, flags)
+		if n <= 0 || err != nil {
+			return 0, err
+		}
+		g.n, g.next, g.off = n, 0, 0
+		g.seg = g.segmentSize(0)
+	}
+	i := 0
+	for i < len(ms) && g.next < g.n {
+		m := &g.msgs[g.next]
+		payload := m.Buffers[0][:m.N]
+		end := len(payload)
+		if g.seg > 0 {
+			end = min(g.off+g.seg, end)
+		}
+		out := &ms[i]
+		out.N = copy(out.Buffers[0], payload[g.off:end])
+		out.NN = copy(out.OOB, m.OOB[:m.NN])
+		out.Addr, out.Flags = m.Addr, m.Flags
+		i++
+		if g.off = end; g.off >= len(payload) {
+			g.next, g.off = g.next+1, 0
+			if g.next < g.n {
+				g.seg = g.segmentSize(g.next)
+			}
+		}
+	}
+	return i, nil
+}
+
+// segmentSize is the length of the datagrams message i holds, 0 if it is
+// one datagram.
+func (g *groReader) segmentSize(i int) int {
+	m := &g.msgs[i]
+	seg := groSegmentSize(m.OOB[:m.NN])
+	if seg > 0 && seg < m.N {
+		g.coalesced.Add(1)
+	}
+	return seg
 }

@@ -198,9 +198,9 @@ func run() error {
 			fmt.Printf("ceilings: %v\n", err)
 		} else {
 			rep.Ceilings = append(rep.Ceilings, c)
-			fmt.Printf("[pair %d/%d] ceilings: quic %s msgs/s (%.0f MB/s; placed: %.0f MB/s in, %.0f out), seq write %.0f MB/s, 64 KiB write+fdatasync %s/s (%.1f MB/s)\n",
+			fmt.Printf("[pair %d/%d] ceilings: quic %s msgs/s (%.0f MB/s; placed: %.0f MB/s in, %.0f out; quic-go's own socket %.0f in, %.0f out), seq write %.0f MB/s, 64 KiB write+fdatasync %s/s (%.1f MB/s)\n",
 				pair+1, s.pairs, fmtNum(c.QUICMsgsPerSec), c.QUICBytesPerSec/1e6, c.PlacedQUICInBytesPerSec/1e6, c.PlacedQUICOutBytesPerSec/1e6,
-				c.SeqWriteBPS/1e6, fmtNum(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6)
+				c.PlacedQUICOwnInBytesPerSec/1e6, c.PlacedQUICOwnOutBytesPerSec/1e6, c.SeqWriteBPS/1e6, fmtNum(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6)
 		}
 		for ci, cs := range cells {
 			h.runPair(ctx, lo, cs, byID[cs.net+"|"+cs.id()], pair, ci)
@@ -277,15 +277,24 @@ func (h *harness) measureCeilings(ctx context.Context) (ceiling.Set, error) {
 	// systems measured get.
 	// A failure leaves these at zero (reported as not measured) and keeps
 	// the others.
-	spec := server.RawSpec{Proto: "quic", Host: "127.0.0.1", CPUs: h.layout.Server, Procs: h.layout.ServerProcs()}
-	if s.PlacedQUICInBytesPerSec, err = h.placedQUIC(ctx, spec, func(ctx context.Context, addr string) (float64, error) {
-		return ceiling.QUICTo(ctx, addr, h.s.ceilQUIC)
-	}); err != nil {
-		fmt.Printf("ceilings: placed raw quic, towards the server: %v\n", err)
-	}
-	spec.Source = h.s.ceilQUIC
-	if s.PlacedQUICOutBytesPerSec, err = h.placedQUIC(ctx, spec, ceiling.QUICFrom); err != nil {
-		fmt.Printf("ceilings: placed raw quic, from the server: %v\n", err)
+	// Then both again through quic-go's own sockets, for reference.
+	for _, own := range []bool{false, true} {
+		in, out, which := &s.PlacedQUICInBytesPerSec, &s.PlacedQUICOutBytesPerSec, ""
+		if own {
+			in, out, which = &s.PlacedQUICOwnInBytesPerSec, &s.PlacedQUICOwnOutBytesPerSec, " (quic-go's own socket)"
+		}
+		spec := server.RawSpec{Proto: "quic", Host: "127.0.0.1", CPUs: h.layout.Server, Procs: h.layout.ServerProcs(), OwnSocket: own}
+		if *in, err = h.placedQUIC(ctx, spec, func(ctx context.Context, addr string) (float64, error) {
+			return ceiling.QUICTo(ctx, addr, h.s.ceilQUIC, own)
+		}); err != nil {
+			fmt.Printf("ceilings: placed raw quic%s, towards the server: %v\n", which, err)
+		}
+		spec.Source = h.s.ceilQUIC
+		if *out, err = h.placedQUIC(ctx, spec, func(ctx context.Context, addr string) (float64, error) {
+			return ceiling.QUICFrom(ctx, addr, own)
+		}); err != nil {
+			fmt.Printf("ceilings: placed raw quic%s, from the server: %v\n", which, err)
+		}
 	}
 	return s, nil
 }

@@ -7,7 +7,10 @@
 // client has written a byte, it writes 1 KiB messages through a 64 KiB
 // buffer (ceiling.WriteMessages) for that long, then closes the stream.
 //
-//	rawsink --proto tcp|quic --listen HOST:PORT [--source 5s]
+// QUIC reads through the socket a Ledge node reads through
+// (transport/quic.ListenUDP), or quic-go's own with --own-socket.
+//
+//	rawsink --proto tcp|quic --listen HOST:PORT [--source 5s] [--own-socket]
 //
 // It prints "rawsink listening on HOST:PORT" once it accepts.
 package main
@@ -36,13 +39,14 @@ func main() {
 	proto := flag.String("proto", "tcp", "tcp or quic")
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	source := flag.Duration("source", 0, "QUIC only: send 1 KiB messages on each stream for this long instead of reading")
+	ownSocket := flag.Bool("own-socket", false, "QUIC only: let quic-go open its own socket rather than the one a Ledge node reads through")
 	flag.Parse()
 	var err error
 	switch *proto {
 	case "tcp":
 		err = serveTCP(*listen)
 	case "quic":
-		err = serveQUIC(*listen, *source)
+		err = serveQUIC(*listen, *source, *ownSocket)
 	default:
 		err = fmt.Errorf("--proto: %q is neither tcp nor quic", *proto)
 	}
@@ -74,7 +78,7 @@ func serveTCP(addr string) error {
 // transport/quic, which its in-process ceiling reads with.
 const readBuf = 64 << 10
 
-func serveQUIC(addr string, source time.Duration) error {
+func serveQUIC(addr string, source time.Duration, ownSocket bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
@@ -90,7 +94,21 @@ func serveQUIC(addr string, source time.Duration) error {
 		InitialConnectionReceiveWindow: lquic.DefaultServerInitialConnectionWindow,
 		MaxConnectionReceiveWindow:     lquic.DefaultServerMaxConnectionWindow,
 	}
-	ln, err := quicgo.ListenAddr(addr, &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{eph.Server}, NextProtos: []string{ALPN}}, cfg)
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{eph.Server}, NextProtos: []string{ALPN}}
+	var ln *quicgo.Listener
+	if ownSocket {
+		ln, err = quicgo.ListenAddr(addr, tlsConf, cfg)
+	} else {
+		var udpAddr *net.UDPAddr
+		if udpAddr, err = net.ResolveUDPAddr("udp", addr); err != nil {
+			return err
+		}
+		var sock net.PacketConn
+		if sock, err = lquic.ListenUDP(udpAddr); err != nil {
+			return err
+		}
+		ln, err = quicgo.Listen(sock, tlsConf, cfg)
+	}
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,11 @@ type Set struct {
 	// replay's, QUICFrom).
 	PlacedQUICInBytesPerSec  float64 `json:"placed_quic_in_bytes_per_sec,omitempty"`
 	PlacedQUICOutBytesPerSec float64 `json:"placed_quic_out_bytes_per_sec,omitempty"`
+	// The same two through quic-go's own sockets rather than those Ledge
+	// gives it (transport/quic.ListenUDP, which every other QUIC ceiling
+	// reads through): for reference, not a ceiling of Ledge.
+	PlacedQUICOwnInBytesPerSec  float64 `json:"placed_quic_own_socket_in_bytes_per_sec,omitempty"`
+	PlacedQUICOwnOutBytesPerSec float64 `json:"placed_quic_own_socket_out_bytes_per_sec,omitempty"`
 }
 
 // Options bound the measurements.

@@ -38,7 +38,7 @@ func Stream(ctx context.Context, proto, addr string, d time.Duration, control fu
 		w = closeWriter{tc}
 		wait = func() error { _, err := io.Copy(io.Discard, tc); return err }
 	case "quic":
-		c, s, err := dialRaw(ctx, addr)
+		c, s, err := dialRaw(ctx, addr, false)
 		if err != nil {
 			return 0, err
 		}
@@ -79,18 +79,42 @@ type closeWriter struct{ *net.TCPConn }
 func (c closeWriter) Close() error { return c.CloseWrite() }
 
 // dialRaw dials a rawsink's QUIC listener with a Ledge client's windows
-// and no certificate check (the sink's is throwaway), and opens a stream.
-func dialRaw(ctx context.Context, addr string) (*quicgo.Conn, *quicgo.Stream, error) {
+// and socket (quic-go's own with ownSocket) and no certificate check (the
+// sink's is throwaway), and opens a stream. The socket is closed with the
+// connection.
+func dialRaw(ctx context.Context, addr string, ownSocket bool) (*quicgo.Conn, *quicgo.Stream, error) {
 	cfg := &quicgo.Config{
 		InitialStreamReceiveWindow:     lquic.DefaultClientInitialStreamWindow,
 		MaxStreamReceiveWindow:         lquic.DefaultClientMaxStreamWindow,
 		InitialConnectionReceiveWindow: lquic.DefaultClientInitialConnectionWindow,
 		MaxConnectionReceiveWindow:     lquic.DefaultClientMaxConnectionWindow,
 	}
-	c, err := quicgo.DialAddr(ctx, addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{rawALPN}, MinVersion: tls.VersionTLS13}, cfg)
+	tlsConf := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{rawALPN}, MinVersion: tls.VersionTLS13}
+	if ownSocket {
+		c, err := quicgo.DialAddr(ctx, addr, tlsConf, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return openRaw(ctx, c)
+	}
+	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
+	sock, err := lquic.ListenUDP(&net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := quicgo.Dial(ctx, sock, raddr, tlsConf, cfg)
+	if err != nil {
+		sock.Close()
+		return nil, nil, err
+	}
+	context.AfterFunc(c.Context(), func() { sock.Close() })
+	return openRaw(ctx, c)
+}
+
+func openRaw(ctx context.Context, c *quicgo.Conn) (*quicgo.Conn, *quicgo.Stream, error) {
 	s, err := c.OpenStreamSync(ctx)
 	if err != nil {
 		c.CloseWithError(0, "")
@@ -103,8 +127,8 @@ func dialRaw(ctx context.Context, addr string) (*quicgo.Conn, *quicgo.Stream, er
 // direction of a produce): 1 KiB messages written through a 64 KiB buffer
 // for d, as transport/quic's in-process ceiling writes them, timed until
 // the sink has read them all.
-func QUICTo(ctx context.Context, addr string, d time.Duration) (bytesPerSec float64, err error) {
-	c, s, err := dialRaw(ctx, addr)
+func QUICTo(ctx context.Context, addr string, d time.Duration, ownSocket bool) (bytesPerSec float64, err error) {
+	c, s, err := dialRaw(ctx, addr, ownSocket)
 	if err != nil {
 		return 0, err
 	}
@@ -126,8 +150,8 @@ func QUICTo(ctx context.Context, addr string, d time.Duration) (bytesPerSec floa
 // QUICFrom measures the raw QUIC ceiling from a rawsink --source at addr
 // (the direction of a replay): it asks for the stream and reads it to
 // its end in 64 KiB reads.
-func QUICFrom(ctx context.Context, addr string) (bytesPerSec float64, err error) {
-	c, s, err := dialRaw(ctx, addr)
+func QUICFrom(ctx context.Context, addr string, ownSocket bool) (bytesPerSec float64, err error) {
+	c, s, err := dialRaw(ctx, addr, ownSocket)
 	if err != nil {
 		return 0, err
 	}

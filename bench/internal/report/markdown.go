@@ -310,6 +310,12 @@ func (r *Report) ceilingsAndTargets(w io.Writer) {
 		p("| raw quic-go stream placed as the servers, from the server | %.1f MB/s | %s |\n", c.PlacedQUICOutBytesPerSec/1e6,
 			all(func(i int) string { return fmt.Sprintf("%.1f", r.Ceilings[i].PlacedQUICOutBytesPerSec/1e6) }))
 	}
+	if c.PlacedQUICOwnInBytesPerSec > 0 || c.PlacedQUICOwnOutBytesPerSec > 0 {
+		p("| for reference, not a ceiling: the same through quic-go's own sockets, towards the server | %.1f MB/s | %s |\n", c.PlacedQUICOwnInBytesPerSec/1e6,
+			all(func(i int) string { return fmt.Sprintf("%.1f", r.Ceilings[i].PlacedQUICOwnInBytesPerSec/1e6) }))
+		p("| for reference, not a ceiling: the same through quic-go's own sockets, from the server | %.1f MB/s | %s |\n", c.PlacedQUICOwnOutBytesPerSec/1e6,
+			all(func(i int) string { return fmt.Sprintf("%.1f", r.Ceilings[i].PlacedQUICOwnOutBytesPerSec/1e6) }))
+	}
 	p("| sequential write (page cache) | %.0f MB/s | %s |\n", c.SeqWriteBPS/1e6, all(func(i int) string { return fmt.Sprintf("%.0f", r.Ceilings[i].SeqWriteBPS/1e6) }))
 	p("| sequential write + final fdatasync | %.0f MB/s | %s |\n", c.SeqWriteSyncBPS/1e6, all(func(i int) string { return fmt.Sprintf("%.0f", r.Ceilings[i].SeqWriteSyncBPS/1e6) }))
 	p("| 64 KiB write + fdatasync | %s ops/s = %.1f MB/s (p50 %d µs, p99 %d µs) | %s |\n", num(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6, c.FsyncP50us, c.FsyncP99us,

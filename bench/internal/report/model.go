@@ -279,6 +279,9 @@ func (r *Report) MedianCeiling() {
 
 		PlacedQUICInBytesPerSec:  m(func(c ceiling.Set) float64 { return c.PlacedQUICInBytesPerSec }),
 		PlacedQUICOutBytesPerSec: m(func(c ceiling.Set) float64 { return c.PlacedQUICOutBytesPerSec }),
+
+		PlacedQUICOwnInBytesPerSec:  m(func(c ceiling.Set) float64 { return c.PlacedQUICOwnInBytesPerSec }),
+		PlacedQUICOwnOutBytesPerSec: m(func(c ceiling.Set) float64 { return c.PlacedQUICOwnOutBytesPerSec }),
 	}
 }
 

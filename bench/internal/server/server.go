@@ -311,6 +311,7 @@ type RawSpec struct {
 	CPUs               []int         // CPU mask; nil = unpinned
 	Procs              int           // GOMAXPROCS; 0 = Go's default
 	Source             time.Duration // QUIC: send for this long per stream instead of reading
+	OwnSocket          bool          // QUIC: quic-go's own socket, not the one Ledge reads through
 }
 
 // StartRaw starts bench/cmd/rawsink as spec says and returns its address
@@ -320,6 +321,9 @@ func StartRaw(ctx context.Context, bins Binaries, spec RawSpec) (string, func(),
 	args := []string{bins.RawSink, "--proto", proto, "--listen", host + ":0"}
 	if spec.Source > 0 {
 		args = append(args, "--source", spec.Source.String())
+	}
+	if spec.OwnSocket {
+		args = append(args, "--own-socket")
 	}
 	if netns != "" {
 		args = append([]string{"ip", "netns", "exec", netns}, args...)

@@ -1,0 +1,41 @@
+package quic
+
+import (
+	"encoding/binary"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// enableGRO asks the kernel to deliver runs of datagrams of one flow as
+// one buffer (UDP_GRO, Linux 5.0 and later), and says whether it will.
+func enableGRO(c *net.UDPConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1)
+	}); err != nil {
+		return false
+	}
+	return serr == nil
+}
+
+// groSegmentSize is the length of the datagrams a coalesced message holds
+// (the last may be shorter), from its control messages; 0 if the message
+// is one datagram.
+func groSegmentSize(oob []byte) int {
+	for len(oob) > 0 {
+		h, body, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
+			return 0
+		}
+		if h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_GRO && len(body) >= 4 {
+			return int(binary.NativeEndian.Uint32(body)) // an int in the kernel
+		}
+		oob = rest
+	}
+	return 0
+}
