@@ -65,15 +65,22 @@ func newYieldingConn(c *net.UDPConn) *yieldingConn {
 // ReadBatch reads datagrams as quic-go's own batch reader would (one
 // recvmmsg on Linux; it works for IPv6 sockets too), then yields.
 func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
-	var n int
-	var err error
-	if c.gro != nil {
-		n, err = c.gro.read(c.batch, ms, flags)
-	} else {
-		n, err = c.batch.ReadBatch(ms, flags)
-	}
 	c.batches.Add(1)
-	runtime.Gosched()
+	if c.gro == nil {
+		n, err := c.batch.ReadBatch(ms, flags)
+		runtime.Gosched()
+		return n, err
+	}
+	n, err := c.gro.read(c.batch, ms, flags)
+	// Datagrams already read out of the socket are handed over in
+	// quic-go's batches of 8 without yielding in between, up to what the
+	// connection handles between two sends (32 packets): it then
+	// acknowledges a burst with one packet rather than one per batch.
+	// Far below the connection's queue of 256.
+	if c.gro.sinceYield += n; c.gro.sinceYield >= groYieldEvery || c.gro.next >= c.gro.n || err != nil {
+		c.gro.sinceYield = 0
+		runtime.Gosched()
+	}
 	return n, err
 }
 
@@ -87,6 +94,7 @@ type groReader struct {
 	next int // message being handed out
 	off  int // where its next datagram starts
 	seg  int // its datagrams' length (the last may be shorter)
+	sinceYield int // datagrams handed out since the last yield
 	// coalesced counts the messages that held more than one datagram,
 	// for tests: the kernel coalesces only where it can.
 	coalesced atomic.Uint64
@@ -96,6 +104,9 @@ const (
 	groBatch     = 8       // messages per system call, as quic-go reads
 	groBufSize   = 1 << 16 // a coalesced run is at most 64 KiB
 	groOOBBufLen = 128     // control messages, as quic-go sizes them
+	// groYieldEvery is how many datagrams are handed out between yields
+	// at most: what quic-go's connection handles between two sends.
+	groYieldEvery = 32
 )
 
 func (g *groReader) read(b batchReader, ms []ipv4.Message, flags int) (int, error) {
