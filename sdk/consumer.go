@@ -8,11 +8,9 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -55,21 +53,6 @@ type pollPartition struct {
 	from      uint64
 	next      uint64
 	frame     *pollFrame // the reply the records' bytes alias
-}
-
-// pollFrame is a poll reply as read from the stream. The keys, values and
-// headers of its records are slices of it, so it is handed back for later
-// replies (Recycle) only when the application says it is done with them.
-type pollFrame struct {
-	buf      []byte
-	recycled atomic.Bool
-}
-
-// recycle hands the reply's buffer back to the transport, once.
-func (f *pollFrame) recycle() {
-	if f != nil && f.recycled.CompareAndSwap(false, true) {
-		quic.RecycleFrame(f.buf)
-	}
 }
 
 // consumerBackend is what a consumer needs of a client (and what tests
@@ -528,7 +511,11 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 			errs = append(errs, err)
 			continue
 		}
-		out = append(out, recs...)
+		if out == nil {
+			out = recs // one partition's, as decoded: no copy
+		} else {
+			out = append(out, recs...)
+		}
 	}
 	return out, errors.Join(errs...)
 }
@@ -559,8 +546,12 @@ func decodeRecords(pp *pollPartition, batches []byte) ([]*Record, error) {
 		count += int(h.RecordCount)
 		rest = r
 	}
-	slab := make([]Record, 0, count)
-	out := make([]*Record, 0, count)
+	slab, out := recordArrays(count)
+	if f := pp.frame; f != nil {
+		// Handed back with the frame (Recycle); the slab is not
+		// appended to past its capacity, see below.
+		defer func() { f.slabs, f.lists = append(f.slabs, slab), append(f.lists, out) }()
+	}
 	var it wire.RecordIterator
 	for rest := batches; len(rest) > 0; {
 		batch, r, _ := wire.NextBatch(rest)
@@ -597,6 +588,7 @@ func decodeRecords(pp *pollPartition, batches []byte) ([]*Record, error) {
 			r.Topic, r.Partition, r.Offset = pp.topic, pp.partition, wr.Offset
 			r.Timestamp = time.UnixMilli(wr.Timestamp)
 			r.Key, r.Value, r.poll = wr.Key, wr.Value, pp
+			r.Headers = nil // a recycled record may have had some
 			if len(wr.Headers) > 0 {
 				r.Headers = slices.Clone(wr.Headers)
 			}

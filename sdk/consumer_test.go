@@ -78,3 +78,39 @@ func TestRecycleHandsAPollsBufferBackOnce(t *testing.T) {
 		t.Fatal("the recycled poll's buffer was not reused")
 	}
 }
+
+// A poll decoded after another was recycled reuses its records, and each
+// record reads as the new poll delivered it, nothing of the old one left:
+// not its headers either.
+func TestRecycledRecordsReadAsTheNextPoll(t *testing.T) {
+	withHeaders := storedBatch(t, 0, wire.CompressionNone, "a", "b", "c")
+	var plain wire.BatchBuilder
+	for _, v := range []string{"x", "y"} {
+		plain.Append(wire.Record{Timestamp: 5, Value: []byte(v)})
+	}
+	second, err := plain.Build(wire.CompressionNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire.StampBaseOffset(second, 40)
+
+	first := &pollFrame{}
+	recs, err := decodeRecords(&pollPartition{topic: "t", next: 3, frame: first}, withHeaders)
+	if err != nil || len(recs) != 3 {
+		t.Fatal(len(recs), err)
+	}
+	old := recs[0]
+	Recycle(recs)
+	again, err := decodeRecords(&pollPartition{topic: "t", from: 40, next: 42, frame: &pollFrame{}}, second)
+	if err != nil || len(again) != 2 {
+		t.Fatal(len(again), err)
+	}
+	if again[0] != old {
+		t.Error("the recycled records were not reused")
+	}
+	for i, r := range again {
+		if string(r.Value) != []string{"x", "y"}[i] || r.Offset != uint64(40+i) || r.Headers != nil || r.Key != nil {
+			t.Errorf("record %d reads %q@%d key %q headers %v", i, r.Value, r.Offset, r.Key, r.Headers)
+		}
+	}
+}

@@ -51,25 +51,3 @@ func (r *Record) size() int {
 func (r *Record) wire() wire.Record {
 	return wire.Record{Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value, Headers: r.Headers}
 }
-
-// Recycle hands the buffers behind consumed records back to the client,
-// for later polls to read into. Call it with records a Poll returned once
-// nothing holds them, their keys, values or headers any more: the bytes
-// are overwritten by a later poll. Records of one poll share one buffer,
-// so recycling any of them recycles the buffer for all of them; their
-// offsets and poll tokens stay valid, for a commit through them.
-//
-// Recycling is optional. Without it every poll reads into a fresh buffer
-// (zeroed, and garbage once its records are): a consumer replaying at
-// hundreds of MB/s spends a few percent of its processor on that.
-// Records a producer sent, or that no poll returned, are ignored.
-func Recycle(records []*Record) {
-	var last *pollFrame
-	for _, r := range records {
-		if r.poll == nil || r.poll.frame == last {
-			continue
-		}
-		last = r.poll.frame
-		last.recycle()
-	}
-}
