@@ -148,5 +148,6 @@ func ExampleConsumer_Poll() {
 		for _, r := range recs {
 			fmt.Printf("%s %s\n", r.Timestamp.Format(time.RFC3339), r.Value)
 		}
+		sdk.Recycle(recs) // done with them: the next polls reuse their memory
 	}
 }
