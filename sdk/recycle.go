@@ -52,14 +52,10 @@ func (f *pollFrame) recycle() {
 	spare := &spareRecords
 	spare.mu.Lock()
 	for _, s := range f.slabs {
-		if len(spare.slabs) < maxSpareRecordArrays {
-			spare.slabs = append(spare.slabs, s[:0])
-		}
+		putSpare(&spare.slabs, s)
 	}
 	for _, l := range f.lists {
-		if len(spare.lists) < maxSpareRecordArrays {
-			spare.lists = append(spare.lists, l[:0])
-		}
+		putSpare(&spare.lists, l)
 	}
 	spare.mu.Unlock()
 	f.slabs, f.lists = nil, nil
@@ -82,28 +78,9 @@ const maxSpareRecordArrays = 8
 // recordArrays returns empty arrays for n records, recycled ones where a
 // spare holds n.
 func recordArrays(n int) ([]Record, []*Record) {
-	var slab []Record
-	var list []*Record
 	spare := &spareRecords
 	spare.mu.Lock()
-	for i := len(spare.slabs) - 1; i >= 0; i-- {
-		if cap(spare.slabs[i]) >= n {
-			slab = spare.slabs[i]
-			spare.slabs[i] = spare.slabs[len(spare.slabs)-1]
-			spare.slabs[len(spare.slabs)-1] = nil
-			spare.slabs = spare.slabs[:len(spare.slabs)-1]
-			break
-		}
-	}
-	for i := len(spare.lists) - 1; i >= 0; i-- {
-		if cap(spare.lists[i]) >= n {
-			list = spare.lists[i]
-			spare.lists[i] = spare.lists[len(spare.lists)-1]
-			spare.lists[len(spare.lists)-1] = nil
-			spare.lists = spare.lists[:len(spare.lists)-1]
-			break
-		}
-	}
+	slab, list := takeSpare(&spare.slabs, n), takeSpare(&spare.lists, n)
 	spare.mu.Unlock()
 	if slab == nil {
 		slab = make([]Record, 0, n)
@@ -112,4 +89,27 @@ func recordArrays(n int) ([]Record, []*Record) {
 		list = make([]*Record, 0, n)
 	}
 	return slab, list
+}
+
+// takeSpare removes and returns a spare array of capacity n or more, the
+// latest first, or nil.
+func takeSpare[T any](spares *[][]T, n int) []T {
+	s := *spares
+	for i := len(s) - 1; i >= 0; i-- {
+		if b := s[i]; cap(b) >= n {
+			s[i] = s[len(s)-1]
+			s[len(s)-1] = nil
+			*spares = s[:len(s)-1]
+			return b
+		}
+	}
+	return nil
+}
+
+// putSpare keeps b, emptied, as a spare, if fewer than
+// maxSpareRecordArrays are kept.
+func putSpare[T any](spares *[][]T, b []T) {
+	if len(*spares) < maxSpareRecordArrays {
+		*spares = append(*spares, b[:0])
+	}
 }
