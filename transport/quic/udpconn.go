@@ -63,7 +63,9 @@ func newYieldingConn(c *net.UDPConn) *yieldingConn {
 }
 
 // ReadBatch reads datagrams as quic-go's own batch reader would (one
-// recvmmsg on Linux; it works for IPv6 sockets too), then yields.
+// recvmmsg on Linux; it works for IPv6 sockets too), then yields; with
+// UDP_GRO, it hands over datagrams already read first, and yields once
+// per system call or groYieldEvery datagrams.
 func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	c.batches.Add(1)
 	if c.gro == nil {
@@ -89,11 +91,11 @@ func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 // datagrams out one per message of the caller's batch. What one system
 // call read is handed out over as many calls as it takes.
 type groReader struct {
-	msgs []ipv4.Message // read into by the last system call, msgs[:n]
-	n    int
-	next int // message being handed out
-	off  int // where its next datagram starts
-	seg  int // its datagrams' length (the last may be shorter)
+	msgs       []ipv4.Message // read into by the last system call, msgs[:n]
+	n          int
+	next       int // message being handed out
+	off        int // where its next datagram starts
+	seg        int // its datagrams' length (the last may be shorter)
 	sinceYield int // datagrams handed out since the last yield
 	// coalesced counts the messages that held more than one datagram,
 	// for tests: the kernel coalesces only where it can.
