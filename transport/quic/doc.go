@@ -102,7 +102,7 @@
 //
 // Node and client hand quic-go a UDP socket of their own (yieldingConn)
 // that reads datagrams in batches, as quic-go would, and yields the
-// processor after each batch. quic-go queues at most 256 received packets
+// processor between batches. quic-go queues at most 256 received packets
 // per connection and drops the rest; with one processor its reading
 // goroutine could fill that queue from a backlog in the socket (built up
 // while a consumer decoded a large reply) before the connection's

@@ -10,7 +10,7 @@ import (
 
 // yieldingConn is the UDP socket under a quic-go Transport, for the node
 // and for clients alike: it reads datagrams in batches, as quic-go does
-// itself, and yields the processor after each batch.
+// itself, and yields the processor between batches.
 //
 // quic-go's Transport reads the socket on one goroutine and queues each
 // packet for its connection, whose own goroutine handles it; past 256
@@ -62,27 +62,31 @@ func newYieldingConn(c *net.UDPConn) *yieldingConn {
 	return y
 }
 
-// ReadBatch reads datagrams as quic-go's own batch reader would (one
-// recvmmsg on Linux; it works for IPv6 sockets too), then yields; with
-// UDP_GRO, it hands over datagrams already read first, and yields once
-// per system call or groYieldEvery datagrams.
+// ReadBatch yields the processor, then reads datagrams as quic-go's own
+// batch reader would (one recvmmsg on Linux; it works for IPv6 sockets
+// too). quic-go calls it once it has queued every datagram of the last
+// batch for its connection, so the yield lets the connection handle them
+// first: the next batch is read only then, and a lone request is answered
+// before the reader looks at the socket again. With UDP_GRO, datagrams
+// already read are handed over first, and the yield comes before each
+// system call, or after groYieldEvery datagrams.
 func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	c.batches.Add(1)
 	if c.gro == nil {
-		n, err := c.batch.ReadBatch(ms, flags)
 		runtime.Gosched()
-		return n, err
+		return c.batch.ReadBatch(ms, flags)
 	}
-	n, err := c.gro.read(c.batch, ms, flags)
 	// Datagrams already read out of the socket are handed over in
 	// quic-go's batches of 8 without yielding in between, up to what the
 	// connection handles between two sends (32 packets): it then
 	// acknowledges a burst with one packet rather than one per batch.
 	// Far below the connection's queue of 256.
-	if c.gro.sinceYield += n; c.gro.sinceYield >= groYieldEvery || c.gro.next >= c.gro.n || err != nil {
-		c.gro.sinceYield = 0
+	if g := c.gro; g.next >= g.n || g.sinceYield >= groYieldEvery {
+		g.sinceYield = 0
 		runtime.Gosched()
 	}
+	n, err := c.gro.read(c.batch, ms, flags)
+	c.gro.sinceYield += n
 	return n, err
 }
 
