@@ -33,8 +33,9 @@ func (c Ceiling) String() string {
 
 // MeasureRawCeiling measures the throughput ceiling of the transport on
 // this machine: one quic-go connection on 127.0.0.1 with this package's
-// default windows and sockets (ListenUDP) at both ends, one stream, 1 KiB writes through a 64 KiB bufio.Writer
-// for duration d, the server reading into a 64 KiB buffer and discarding.
+// default windows and sockets (ListenUDP) at both ends, one stream, 1 KiB
+// writes through a 64 KiB bufio.Writer for duration d, the server reading
+// into a 64 KiB buffer and discarding.
 // No framing, no budget, no node: other benchmarks are compared with it.
 func MeasureRawCeiling(ctx context.Context, d time.Duration) (Ceiling, error) {
 	start := time.Now()

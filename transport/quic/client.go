@@ -39,14 +39,13 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfi
 	}
 	// A socket of the connection's own, as quic.DialAddr would make, read
 	// through yieldingConn.
-	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4zero})
+	sock, err := listenUDP(&net.UDPAddr{IP: net.IPv4zero})
 	if err != nil {
 		return nil, fmt.Errorf("quic: dial %s: %w", addr, err)
 	}
-	sock := newYieldingConn(udp)
 	qc, err := quicgo.Dial(ctx, sock, raddr, enforceTLS(tlsConf), cfg.quicConfig())
 	if err != nil {
-		_ = udp.Close()
+		_ = sock.Close()
 		return nil, fmt.Errorf("quic: dial %s: %w", addr, mapError(err))
 	}
 	// quic-go stops reading the socket when the connection closes (after
@@ -54,7 +53,7 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfi
 	// open.
 	go func() {
 		<-qc.Context().Done()
-		_ = udp.Close()
+		_ = sock.Close()
 	}()
 	return &ClientConn{qc: qc, cfg: cfg, sock: sock}, nil
 }

@@ -98,14 +98,14 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quic: resolve %q: %w", addr, err)
 	}
-	udp, err := net.ListenUDP("udp", udpAddr)
+	sock, err := listenUDP(udpAddr)
 	if err != nil {
 		return nil, fmt.Errorf("quic: listen on %s: %w", addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
 		cfg:       cfg,
-		sock:      newYieldingConn(udp),
+		sock:      sock,
 		budget:    newBudget(cfg.InflightBudget),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -124,7 +124,7 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 	if err != nil {
 		cancel()
 		_ = l.tr.Close()
-		_ = udp.Close()
+		_ = sock.Close()
 		return nil, fmt.Errorf("quic: listen on %s: %w", addr, err)
 	}
 	l.ln = ln

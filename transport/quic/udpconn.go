@@ -41,6 +41,12 @@ type yieldingConn struct {
 // socket). Hand it to quic-go's Listen or Dial to measure quic-go as
 // Ledge runs it, as the raw-stream ceilings do; close it after.
 func ListenUDP(addr *net.UDPAddr) (net.PacketConn, error) {
+	return listenUDP(addr)
+}
+
+// listenUDP opens the socket a Listener or a client connection hands
+// quic-go.
+func listenUDP(addr *net.UDPAddr) (*yieldingConn, error) {
 	udp, err := net.ListenUDP("udp", addr)
 	if err != nil {
 		return nil, err
