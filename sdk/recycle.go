@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -21,13 +22,26 @@ import (
 // several percent of its processor on that. Records a producer sent, or
 // that no poll returned, are ignored.
 func Recycle(records []*Record) {
-	var last *pollFrame
+	// Every record is read before anything is handed back: the records,
+	// and the slice holding them, go back too, and another consumer may
+	// decode into them at once.
+	var first *pollFrame
+	var more []*pollFrame // records of several polls, recycled together
 	for _, r := range records {
-		if r.poll == nil || r.poll.frame == last {
+		if r.poll == nil {
 			continue
 		}
-		last = r.poll.frame
-		last.recycle()
+		switch f := r.poll.frame; {
+		case f == nil || f == first || slices.Contains(more, f):
+		case first == nil:
+			first = f
+		default:
+			more = append(more, f)
+		}
+	}
+	first.recycle()
+	for _, f := range more {
+		f.recycle()
 	}
 }
 
