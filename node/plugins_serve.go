@@ -122,6 +122,9 @@ func (f *pollFilter) transform(topic string, partition uint32, maxBatchBytes int
 		if err != nil {
 			return ReadResult{}, err
 		}
+		// The filtered batches are copies: the view's memory goes back
+		// for the next poll's.
+		defer v.Release()
 		keep, err := f.host.Filter(ctx, f.name, f.params, v)
 		if err != nil {
 			return ReadResult{}, err
@@ -235,6 +238,7 @@ func (reg *pluginRegistry) runPolicy(ctx context.Context, o *Owner, c Consumer, 
 	var prop plugins.Proposal
 	if err == nil {
 		prop, err = host.Propose(ctx, pol.Plugin, pol.Params, v)
+		v.Release()
 	}
 	if err != nil {
 		reg.log.Warn("commit policy failed; nothing committed", "plugin", pol.Plugin, "consumer", who,

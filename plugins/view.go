@@ -3,6 +3,7 @@ package plugins
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/ledgemq/ledge/plugins/abi"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -31,17 +32,60 @@ type PollResult struct {
 // View is a poll result prepared for plugin calls: decoded once and laid
 // out in the ABI's input format, ready to be copied into an instance. A
 // View is immutable and safe for concurrent use; calls on several plugins
-// may share one.
+// may share one. Release hands its memory back for later views.
 type View struct {
 	region []byte
 	abi    abi.View
+	bufs   *viewBufs
+}
+
+// viewBufs are the buffers a view is built in: the encoder's sections and
+// the region. A poll's view is a few MiB, laid out, copied into an
+// instance and dropped within the poll; a fresh, zeroed allocation per
+// poll cost a filtered replay more CPU than its plugin calls.
+type viewBufs struct {
+	enc    abi.Encoder
+	it     wire.RecordIterator
+	region []byte
+}
+
+var viewPool = sync.Pool{New: func() any { return new(viewBufs) }}
+
+// maxPooledView is the largest region a released view hands back
+// (MaxInputBytes is 16 MiB by default).
+const maxPooledView = 32 << 20
+
+// Release hands the view's memory back for a later view, once every call
+// on it has returned and nothing read from it (records, their keys and
+// values) is used any more; Filtered's batches do not share it. The view
+// must not be used after. Releasing is optional: a view that is not
+// released is garbage collected.
+func (v *View) Release() {
+	b := v.bufs
+	if b == nil {
+		return
+	}
+	v.bufs, v.region, v.abi = nil, nil, abi.View{}
+	if cap(b.region) > maxPooledView {
+		return
+	}
+	viewPool.Put(b)
 }
 
 // NewView decodes r's batches (verifying each) and prepares the view. An
 // error means the batches are corrupt (wire.ErrCorruptBatch and friends).
 func NewView(r PollResult) (*View, error) {
-	var enc abi.Encoder
-	var it wire.RecordIterator
+	bufs := viewPool.Get().(*viewBufs)
+	v, err := bufs.build(r)
+	if err != nil {
+		viewPool.Put(bufs)
+		return nil, err
+	}
+	return v, nil
+}
+
+func (bufs *viewBufs) build(r PollResult) (*View, error) {
+	enc, it := &bufs.enc, &bufs.it
 	next := r.Next
 	if next == 0 {
 		next = math.MaxUint64
@@ -90,7 +134,8 @@ func NewView(r PollResult) (*View, error) {
 	if size := enc.Size(); uint64(size) > math.MaxUint32 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrInputTooLarge, size)
 	}
-	v := &View{region: enc.AppendRegion(nil)}
+	bufs.region = enc.AppendRegion(bufs.region[:0])
+	v := &View{region: bufs.region, bufs: bufs}
 	var err error
 	if v.abi, err = abi.Parse(v.region); err != nil {
 		return nil, fmt.Errorf("plugins: %w", err) // a bug of the encoder
@@ -131,19 +176,34 @@ func (v *View) Filtered(keep Bitmap, c wire.Compression, maxBatchBytes int) ([][
 	if maxBatchBytes <= 0 || maxBatchBytes > wire.BatchMaxSize {
 		maxBatchBytes = wire.BatchMaxSize
 	}
+	// The kept records are copied once: the batches are built in place,
+	// one after another, in one buffer sized for all of them.
+	need := 0
+	for i := 0; i < v.Len(); i++ {
+		if keep.Kept(i) {
+			need += recordBound(v.abi.Record(i))
+		}
+	}
+	if need == 0 {
+		return nil, nil
+	}
+	buf := make([]byte, 0, need+(need/maxBatchBytes+1)*wire.BatchHeaderSize)
 	var out [][]byte
 	var b wire.BatchBuilder
+	open := false
 	var hdrs []wire.Header
 	flush := func() error {
-		if b.Len() == 0 {
+		if !open {
 			return nil
 		}
-		batch, err := b.Build(c)
+		open = false
+		start := len(buf)
+		nb, err := b.FinishInPlace(c)
 		if err != nil {
 			return fmt.Errorf("plugins: building the filtered batch: %w", err)
 		}
-		out = append(out, batch)
-		b.Reset()
+		buf = nb
+		out = append(out, buf[start:len(buf):len(buf)])
 		return nil
 	}
 	var base uint64
@@ -159,13 +219,14 @@ func (v *View) Filtered(keep Bitmap, c wire.Compression, maxBatchBytes int) ([][
 			hdrs = append(hdrs, wire.Header{Key: string(k), Value: val})
 			size += 16 + len(k) + len(val)
 		}
-		if b.Len() > 0 && (b.Size()+size > maxBatchBytes || r.Offset()-base > math.MaxUint32) {
+		if open && (b.Size()+size > maxBatchBytes || r.Offset()-base > math.MaxUint32) {
 			if err := flush(); err != nil {
 				return nil, err
 			}
 		}
-		if b.Len() == 0 {
-			base = r.Offset()
+		if !open {
+			b.ResetInPlace(buf)
+			open, base = true, r.Offset()
 		}
 		rec := wire.Record{Offset: r.Offset(), Timestamp: r.Timestamp(), Key: r.Key(), Value: r.Value()}
 		if len(hdrs) > 0 {
@@ -177,4 +238,15 @@ func (v *View) Filtered(keep Bitmap, c wire.Compression, maxBatchBytes int) ([][
 		return nil, err
 	}
 	return out, nil
+}
+
+// recordBound is at least the bytes r takes in a batch: its key, value
+// and headers with every length and delta at its longest varint.
+func recordBound(r abi.Record) int {
+	n := 48 + len(r.Key()) + len(r.Value())
+	for j := 0; j < r.HeaderCount(); j++ {
+		k, val := r.Header(j)
+		n += 10 + len(k) + len(val)
+	}
+	return n
 }

@@ -526,6 +526,8 @@ func reportParams(s settings) report.Params {
 		NATSBatch:      fmt.Sprintf("one message per publish (no client batching), PublishAsync with at most %d pending, no message ids", s.window),
 		NATSReplayPull: natsclient.ReplayPullMessages,
 		Compression:    "no compression on either side",
+		FilterTags:     FilterTags,
+		FilterPlugin:   "sdk/plugin/examples/jsonfilter (match=native: one host call per poll decides the batch)",
 	}
 	if s.wan {
 		p.WANRTTms, p.WANLossPct = float64(s.wanRTT.Milliseconds()), s.wanLoss*100

@@ -30,6 +30,9 @@ type workload struct {
 	shared     bool // producers share one connection
 	latency    bool // latency is the point
 	onlyT0     bool
+	// tags, for a replay: the messages name one of tags tags in turn, and
+	// the replay keeps one of them (a filter on the server).
+	tags int
 }
 
 // workloads is every workload, in report order.
@@ -43,7 +46,13 @@ var workloads = []workload{
 	{name: "multi4s-1k", shape: async, size: 1 << 10, producers: 4, partitions: 4, shared: true},
 	{name: "openloop-1k", shape: openLoop, size: 1 << 10, producers: 1, partitions: 1, latency: true},
 	{name: "replay-1k", shape: replay, size: 1 << 10, producers: 1, partitions: 1, onlyT0: true},
+	{name: "filter-1k", shape: replay, size: 1 << 10, producers: 1, partitions: 1, onlyT0: true, tags: FilterTags},
 }
+
+// FilterTags is how many tags the filtered replay's messages name: it
+// keeps one, so the server reads every message and sends one in
+// FilterTags.
+const FilterTags = 10
 
 // wanWorkloads run on the WAN-like link.
 var wanWorkloads = []string{"async-1k", "sync-1k", "multi4-1k", "multi4s-1k"}

@@ -87,6 +87,7 @@ func (h *harness) dial(ctx context.Context, p *server.Proc) (loadgen.Driver, err
 	switch p.Spec.Kind {
 	case server.Ledge:
 		t.DataDir = filepath.Join(p.Spec.DataDir, "ledge-data")
+		t.FilterPlugin = h.bins.FilterPlugin
 		return ledgeclient.Dial(ctx, t)
 	case server.NATSTLS:
 		t.CAFile = p.CAFile
@@ -161,7 +162,7 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 			stopProfile()
 		},
 	}
-	params := loadgen.Params{Size: cs.size, Window: h.s.window, Warmup: warmup, Duration: duration, Rate: cs.rate, Seed: h.s.seed}
+	params := loadgen.Params{Size: cs.size, Window: h.s.window, Warmup: warmup, Duration: duration, Rate: cs.rate, Seed: h.s.seed, Tags: cs.tags}
 
 	var res loadgen.Result
 	var runErr error
@@ -229,7 +230,9 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 
 // replay fills the log untimed, restarts the server on it (so neither
 // server answers from memory it filled while writing), and reads it all
-// from the start.
+// from the start. With tagged messages (params.Tags) the reader keeps
+// the first tag only: the server reads the whole log and sends one
+// message in params.Tags.
 func (h *harness) replay(ctx context.Context, proc **server.Proc, drv *loadgen.Driver, spec server.Spec,
 	params loadgen.Params, hooks loadgen.Hooks, run *report.Run) (res loadgen.Result, runErr, err error) {
 	count := h.s.replayBytes / int64(params.Size)
@@ -264,12 +267,16 @@ func (h *harness) replay(ctx context.Context, proc **server.Proc, drv *loadgen.D
 		return res, nil, err
 	}
 	*drv = d
-	r, err := d.Reader(ctx, 0)
+	keep, want := "", count
+	if params.Tags > 0 {
+		keep, want = loadgen.TagName(0), loadgen.TaggedCount(count, params.Tags, 0)
+	}
+	r, err := d.Reader(ctx, 0, keep)
 	if err != nil {
 		return res, nil, err
 	}
 	defer r.Close()
-	res, runErr = loadgen.RunReplay(ctx, r, count, hooks)
+	res, runErr = loadgen.RunReplay(ctx, r, want, hooks)
 	return res, runErr, nil
 }
 

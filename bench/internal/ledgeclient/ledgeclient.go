@@ -2,7 +2,9 @@ package ledgeclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/ledgemq/ledge/bench/internal/loadgen"
@@ -126,6 +128,10 @@ func (p *producer) Send(payload []byte, done func(error)) {
 	p.p.Produce(p.ctx, &sdk.Record{Partition: p.part, Value: payload}, func(_ *sdk.Record, err error) { done(err) })
 }
 
+// SendTagged is Send: the tag is in the JSON payload, where the node's
+// filter reads it.
+func (p *producer) SendTagged(payload []byte, _ string, done func(error)) { p.Send(payload, done) }
+
 func (p *producer) SendSync(ctx context.Context, payload []byte) error {
 	ch := make(chan error, 1)
 	p.p.Produce(ctx, &sdk.Record{Partition: p.part, Value: payload}, func(_ *sdk.Record, err error) { ch <- err })
@@ -147,23 +153,52 @@ func (p *producer) Close() error {
 	return err
 }
 
+// FilterName is the name the filter plugin is added under.
+const FilterName = "bench-site"
+
 // Reader replays partition i from its start on a connection of its own.
-func (d *Driver) Reader(ctx context.Context, i int) (loadgen.Reader, error) {
-	c, err := dial(ctx, d.t)
-	if err != nil {
-		return nil, err
-	}
-	cons, err := c.NewConsumer(ctx, Topic,
+// With keep set it first adds the filter plugin (t.FilterPlugin) to the
+// node, and its polls run it: the node reads the whole log and sends the
+// messages whose JSON "site" is keep.
+func (d *Driver) Reader(ctx context.Context, i int, keep string) (loadgen.Reader, error) {
+	opts := []sdk.ConsumerOption{
 		sdk.WithPartitions(int32(i)),
 		sdk.WithStart(sdk.AtFirst()),
 		sdk.WithMaxBytes(PollMaxBytes),
 		sdk.WithMaxMessages(PollMaxMessages),
-	)
+	}
+	if keep != "" {
+		if err := d.addFilter(ctx); err != nil {
+			return nil, err
+		}
+		opts = append(opts, sdk.WithFilter(FilterName, map[string]string{"field": "site", "equals": keep}))
+	}
+	c, err := dial(ctx, d.t)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := c.NewConsumer(ctx, Topic, opts...)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("ledgeclient: consumer: %w", err)
 	}
 	return &reader{c: c, cons: cons}, nil
+}
+
+// addFilter adds the filter plugin; the node compiles it before it
+// answers, so no poll waits for that.
+func (d *Driver) addFilter(ctx context.Context) error {
+	if d.t.FilterPlugin == "" {
+		return errors.New("ledgeclient: a filtered reader needs the filter plugin's module (Target.FilterPlugin)")
+	}
+	wasm, err := os.ReadFile(d.t.FilterPlugin)
+	if err != nil {
+		return fmt.Errorf("ledgeclient: filter plugin: %w", err)
+	}
+	if _, err := d.c.AddPlugin(ctx, FilterName, sdk.PluginFilter, wasm); err != nil {
+		return fmt.Errorf("ledgeclient: add the filter plugin: %w", err)
+	}
+	return nil
 }
 
 type reader struct {

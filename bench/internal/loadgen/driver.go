@@ -2,7 +2,9 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"strconv"
 )
 
 // Target is a running server a Driver connects to.
@@ -14,6 +16,9 @@ type Target struct {
 	// TCPCongestion, when set, is the congestion control of the client's
 	// TCP sockets (the WAN run matches quic-go's Cubic).
 	TCPCongestion string
+	// FilterPlugin is the WebAssembly filter a Ledge reader that keeps one
+	// tag runs on the node (sdk/plugin/examples/jsonfilter).
+	FilterPlugin string
 }
 
 // Durability is a tier's policy as a driver applies it to the topic or
@@ -41,7 +46,10 @@ type Driver interface {
 	// connection.
 	SharedProducers(ctx context.Context, n, window int) ([]Producer, error)
 	// Reader returns a reader of partition (or stream) i from its start.
-	Reader(ctx context.Context, i int) (Reader, error)
+	// With keep set, the server sends it only the messages tagged keep
+	// (see TaggedProducer): Ledge runs a filter plugin over the JSON
+	// payload on the node, JetStream filters by subject.
+	Reader(ctx context.Context, i int, keep string) (Reader, error)
 	// Close closes the driver's admin connection.
 	Close() error
 }
@@ -60,6 +68,16 @@ type Producer interface {
 	Close() error
 }
 
+// TaggedProducer sends the messages of a filtered workload: each payload
+// is a JSON document naming its tag (NewTaggedPayloads), and a system that
+// filters by metadata rather than content carries the tag there too
+// (JetStream: in the subject, bench.0.s3).
+type TaggedProducer interface {
+	Producer
+	// SendTagged is Send of a payload tagged tag.
+	SendTagged(payload []byte, tag string, done func(error))
+}
+
 // Reader reads one partition from its start.
 type Reader interface {
 	// Read returns the next messages: how many and their payload bytes.
@@ -72,6 +90,7 @@ type Reader interface {
 // same bytes for every system, incompressible.
 type Payloads struct {
 	bufs [][]byte
+	tags []string // tags[i] is the tag of bufs[i], for tagged payloads
 	next int
 }
 
@@ -94,10 +113,57 @@ func NewPayloads(seed uint64, size, n int) *Payloads {
 
 // Next returns the next payload. Payloads are never modified.
 func (p *Payloads) Next() []byte {
-	b := p.bufs[p.next]
+	b, _ := p.NextTagged()
+	return b
+}
+
+// NextTagged returns the next payload and its tag ("" for payloads that
+// are not tagged).
+func (p *Payloads) NextTagged() ([]byte, string) {
+	b, tag := p.bufs[p.next], ""
+	if p.tags != nil {
+		tag = p.tags[p.next]
+	}
 	p.next++
 	if p.next == len(p.bufs) {
 		p.next = 0
 	}
-	return b
+	return b, tag
+}
+
+// TagName is the name of tag k of a tagged workload.
+func TagName(k int) string { return "s" + strconv.Itoa(k) }
+
+// NewTaggedPayloads makes the payloads of a filtered workload: JSON
+// documents of exactly size bytes (at least 64), the i-th sent naming tag
+// TagName(i % tags), with seeded random text as their bulk:
+//
+//	{"seq":5,"site":"s5","data":"Zq3..."}
+//
+// The i-th message a producer sends carries tag i % tags: a reader that
+// keeps one tag of n messages from the start sees ceil(n/tags) of them
+// (TaggedCount).
+func NewTaggedPayloads(seed uint64, size, tags int) *Payloads {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	r := rand.New(rand.NewPCG(seed, uint64(size)))
+	n := 8 * tags
+	p := &Payloads{bufs: make([][]byte, n), tags: make([]string, n)}
+	for i := range n {
+		p.tags[i] = TagName(i % tags)
+		b := fmt.Appendf(make([]byte, 0, size), `{"seq":%d,"site":"%s","data":"`, i, p.tags[i])
+		for len(b) < size-2 {
+			b = append(b, alphabet[r.IntN(len(alphabet))])
+		}
+		p.bufs[i] = append(b, `"}`...)[:size:size]
+	}
+	return p
+}
+
+// TaggedCount is how many of the first n messages of tagged payloads
+// carry tag k.
+func TaggedCount(n int64, tags, k int) int64 {
+	if n <= int64(k) {
+		return 0
+	}
+	return (n-int64(k)-1)/int64(tags) + 1
 }

@@ -20,6 +20,9 @@ type Params struct {
 	Count    int64         // messages per producer in the measured phase, when > 0
 	Rate     float64       // open loop: messages per second
 	Seed     uint64        // payload seed
+	// Tags, when > 0, makes the payloads JSON documents naming one of Tags
+	// tags in turn (NewTaggedPayloads), sent with SendTagged.
+	Tags int
 }
 
 // Hooks mark the measured phase, so that the caller samples the server
@@ -124,8 +127,17 @@ func RunAsync(ctx context.Context, prods []Producer, p Params, h Hooks) (Result,
 		return Result{}, errors.New("loadgen: window must be positive")
 	}
 	pays := make([]*Payloads, len(prods))
-	for i := range prods {
+	for i, prod := range prods {
 		pays[i] = NewPayloads(p.Seed+uint64(i), p.Size, 64)
+		if p.Tags > 0 {
+			if _, ok := prod.(TaggedProducer); !ok {
+				return Result{}, fmt.Errorf("loadgen: producer %T cannot send tagged messages", prod)
+			}
+			if p.Size < 64 {
+				return Result{}, fmt.Errorf("loadgen: tagged payloads of %d bytes: at least 64", p.Size)
+			}
+			pays[i] = NewTaggedPayloads(p.Seed+uint64(i), p.Size, p.Tags)
+		}
 	}
 	if p.Warmup > 0 {
 		if _, err := asyncPhase(ctx, prods, pays, p, p.Warmup, 0); err != nil {
@@ -160,11 +172,16 @@ func asyncPhase(ctx context.Context, prods []Producer, pays []*Payloads, p Param
 				}
 				rec.wg.Add(1)
 				from := time.Now()
-				prod.Send(pays[i].Next(), func(err error) {
+				done := func(err error) {
 					rec.done(from, p.Size, err)
 					<-window
 					rec.wg.Done()
-				})
+				}
+				if b, tag := pays[i].NextTagged(); tag != "" {
+					prod.(TaggedProducer).SendTagged(b, tag, done)
+				} else {
+					prod.Send(b, done)
+				}
 			}
 		}()
 	}

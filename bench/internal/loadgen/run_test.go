@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -141,5 +142,58 @@ func TestPayloadsAreSeededAndCycle(t *testing.T) {
 	}
 	if len(first) != 1000 {
 		t.Fatalf("payload of %d bytes, want 1000", len(first))
+	}
+}
+
+// taggingProducer records the tag of every message and acknowledges at
+// once.
+type taggingProducer struct {
+	fakeProducer
+	mu   sync.Mutex
+	tags []string
+	docs [][]byte
+}
+
+func (p *taggingProducer) SendTagged(b []byte, tag string, done func(error)) {
+	p.mu.Lock()
+	p.tags = append(p.tags, tag)
+	p.docs = append(p.docs, b)
+	p.mu.Unlock()
+	done(nil)
+}
+
+func TestTaggedRunSendsJSONNamingEachTagInTurn(t *testing.T) {
+	const tags, n = 10, 95
+	p := &taggingProducer{}
+	res, err := RunAsync(context.Background(), []Producer{p}, Params{Size: 1024, Window: 1, Count: n, Tags: tags}, Hooks{})
+	if err != nil || res.Msgs != n {
+		t.Fatalf("RunAsync: %d messages, %v", res.Msgs, err)
+	}
+	kept := int64(0)
+	for i, tag := range p.tags {
+		if want := TagName(i % tags); tag != want {
+			t.Fatalf("message %d tagged %q, want %q", i, tag, want)
+		}
+		var doc struct{ Site, Data string }
+		if err := json.Unmarshal(p.docs[i], &doc); err != nil || doc.Site != tag || len(p.docs[i]) != 1024 {
+			t.Fatalf("message %d: %d bytes, site %q (tag %q), %v", i, len(p.docs[i]), doc.Site, tag, err)
+		}
+		if tag == TagName(3) {
+			kept++
+		}
+	}
+	if got := TaggedCount(n, tags, 3); got != kept {
+		t.Fatalf("TaggedCount(%d, %d, 3) = %d, counted %d", n, tags, got, kept)
+	}
+	if got := TaggedCount(2, tags, 3); got != 0 {
+		t.Fatalf("TaggedCount(2, %d, 3) = %d, want 0", tags, got)
+	}
+}
+
+func TestTaggedRunRefusesAProducerThatCannotTag(t *testing.T) {
+	p := newFake(false)
+	defer p.Close()
+	if _, err := RunAsync(context.Background(), []Producer{p}, Params{Size: 1024, Window: 1, Count: 1, Tags: 10}, Hooks{}); err == nil {
+		t.Fatal("RunAsync sent tagged messages through a producer without SendTagged")
 	}
 }

@@ -69,13 +69,14 @@ func connect(t loadgen.Target) (*nats.Conn, error) {
 func streamName(i int) string { return fmt.Sprintf("BENCH%d", i) }
 func subject(i int) string    { return fmt.Sprintf("bench.%d", i) }
 
-// Prepare creates n file-backed streams of one replica with no limits.
+// Prepare creates n file-backed streams of one replica with no limits,
+// stream i holding subject bench.i and the tagged subjects bench.i.<tag>.
 // Durability is the server's (sync_interval), so d is not used here.
 func (d *Driver) Prepare(ctx context.Context, n int, _ loadgen.Durability) error {
 	for i := range n {
 		_, err := d.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:      streamName(i),
-			Subjects:  []string{subject(i)},
+			Subjects:  []string{subject(i), subject(i) + ".>"},
 			Storage:   jetstream.FileStorage,
 			Replicas:  1,
 			Retention: jetstream.LimitsPolicy,
@@ -168,13 +169,22 @@ type producer struct {
 }
 
 func (p *producer) Send(payload []byte, done func(error)) {
-	m := &nats.Msg{Subject: p.subj, Data: payload}
+	p.publish(&nats.Msg{Subject: p.subj, Data: payload}, done)
+}
+
+func (p *producer) publish(m *nats.Msg, done func(error)) {
 	p.mu.Lock()
 	p.pending[m] = done
 	p.mu.Unlock()
 	if _, err := p.js.PublishMsgAsync(m); err != nil {
 		p.finish(m, err)
 	}
+}
+
+// SendTagged publishes to the stream's subject for tag (bench.0.s3): a
+// JetStream consumer filters by subject, not by content.
+func (p *producer) SendTagged(payload []byte, tag string, done func(error)) {
+	p.publish(&nats.Msg{Subject: p.subj + "." + tag, Data: payload}, done)
 }
 
 func (p *producer) finish(m *nats.Msg, err error) {
@@ -207,8 +217,9 @@ func (p *producer) Close() error {
 }
 
 // Reader replays stream i from its first message with an ordered
-// consumer on a connection of its own.
-func (d *Driver) Reader(ctx context.Context, i int) (loadgen.Reader, error) {
+// consumer on a connection of its own; with keep set, the consumer is
+// filtered to the subject of that tag (the server skips the others).
+func (d *Driver) Reader(ctx context.Context, i int, keep string) (loadgen.Reader, error) {
 	nc, err := connect(d.t)
 	if err != nil {
 		return nil, err
@@ -218,7 +229,11 @@ func (d *Driver) Reader(ctx context.Context, i int) (loadgen.Reader, error) {
 		nc.Close()
 		return nil, err
 	}
-	cons, err := js.OrderedConsumer(ctx, streamName(i), jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if keep != "" {
+		cfg.FilterSubjects = []string{subject(i) + "." + keep}
+	}
+	cons, err := js.OrderedConsumer(ctx, streamName(i), cfg)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("natsclient: ordered consumer: %w", err)

@@ -63,6 +63,10 @@ func (r *Report) markdown(w io.Writer, charts []string) {
 	p("| JetStream producer | %s |\n", pp.NATSBatch)
 	p("| replay | %s of 1 KiB messages, read from the start after a server restart; Ledge polls of %d MiB, JetStream ordered consumer pulling %d messages |\n",
 		bytesStr(pp.ReplayBytes), pp.LedgePollBytes>>20, pp.NATSReplayPull)
+	if pp.FilterTags > 0 {
+		p("| filtered replay | the replay's log, each message a JSON document naming one of %d sites in turn (`{\"seq\":5,\"site\":\"s5\",\"data\":\"...\"}`), read from the start keeping site s0 (1 in %d): Ledge runs the filter plugin %s on the node over every poll; JetStream has the site in the subject too (bench.0.s5) and filters its ordered consumer by subject; MB/s and CPU per GB count the payload delivered |\n",
+			pp.FilterTags, pp.FilterTags, pp.FilterPlugin)
+	}
 	p("| open loop | 1 KiB at %.0f msgs/s (T0) and %.0f msgs/s (T1); latency from the scheduled send time |\n", pp.RateT0, pp.RateT1)
 	p("| tiers | T0: JetStream default file store (sync_interval 2 min) vs Ledge durability `none`; T1: JetStream `sync_interval: always` vs Ledge `always` |\n")
 	for _, n := range r.Env.Notes {

@@ -229,6 +229,8 @@ type Params struct {
 	NATSBatch        string   `json:"nats_batch"`
 	NATSReplayPull   int      `json:"nats_replay_pull_messages"`
 	Compression      string   `json:"compression"`
+	FilterTags       int      `json:"filter_tags,omitempty"`
+	FilterPlugin     string   `json:"filter_plugin,omitempty"`
 	WANRTTms         float64  `json:"wan_rtt_ms,omitempty"`
 	WANLossPct       float64  `json:"wan_loss_pct,omitempty"`
 	WANDurationSec   float64  `json:"wan_duration_sec,omitempty"`

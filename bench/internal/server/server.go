@@ -52,17 +52,26 @@ type Binaries struct {
 	// (bench/cmd/ledgeprof) in place of `ledge serve --cpuprofile`, for a
 	// ledge binary older than that flag.
 	LedgeProf string
+	// FilterPlugin is the filter plugin the filtered replay runs on the
+	// Ledge node: sdk/plugin/examples/jsonfilter built for wasip1.
+	FilterPlugin string
 }
 
-// Build compiles cmd/ledge of the parent module (repoRoot) and cmd/natsd
-// of the bench module (benchRoot) into dir, with cgo off like a release.
-// A non-empty ledgeBin or natsdBin is used as it is instead.
+// Build compiles cmd/ledge of the parent module (repoRoot), cmd/natsd of
+// the bench module (benchRoot) and the filter plugin into dir, with cgo
+// off like a release. A non-empty ledgeBin or natsdBin is used as it is
+// instead.
 func Build(ctx context.Context, repoRoot, benchRoot, dir, ledgeBin, natsdBin string) (Binaries, error) {
-	b := Binaries{Ledge: filepath.Join(dir, "ledge"), NATSD: filepath.Join(dir, "natsd"), RawSink: filepath.Join(dir, "rawsink")}
-	for _, s := range []struct{ root, pkg, out, given string }{
-		{repoRoot, "./cmd/ledge", b.Ledge, ledgeBin},
-		{benchRoot, "./cmd/natsd", b.NATSD, natsdBin},
-		{benchRoot, "./cmd/rawsink", b.RawSink, ""},
+	b := Binaries{Ledge: filepath.Join(dir, "ledge"), NATSD: filepath.Join(dir, "natsd"), RawSink: filepath.Join(dir, "rawsink"),
+		FilterPlugin: filepath.Join(dir, "jsonfilter.wasm")}
+	for _, s := range []struct {
+		root, pkg, out, given string
+		wasm                  bool // a plugin: a WASI reactor
+	}{
+		{root: repoRoot, pkg: "./cmd/ledge", out: b.Ledge, given: ledgeBin},
+		{root: benchRoot, pkg: "./cmd/natsd", out: b.NATSD, given: natsdBin},
+		{root: benchRoot, pkg: "./cmd/rawsink", out: b.RawSink},
+		{root: repoRoot, pkg: "./sdk/plugin/examples/jsonfilter", out: b.FilterPlugin, wasm: true},
 	} {
 		if s.given != "" {
 			abs, err := filepath.Abs(s.given)
@@ -79,9 +88,15 @@ func Build(ctx context.Context, repoRoot, benchRoot, dir, ledgeBin, natsdBin str
 			}
 			continue
 		}
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", s.out, s.pkg)
+		args := []string{"build", "-o", s.out}
+		env := append(os.Environ(), "CGO_ENABLED=0")
+		if s.wasm {
+			args = append(args, "-buildmode=c-shared")
+			env = append(env, "GOOS=wasip1", "GOARCH=wasm")
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, s.pkg)...)
 		cmd.Dir = s.root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return b, fmt.Errorf("server: go build %s in %s: %w\n%s", s.pkg, s.root, err, out)
 		}
