@@ -67,7 +67,7 @@ func TestReleasedViewsLeaveNothingBehind(t *testing.T) {
 		var b wire.BatchBuilder
 		for i := 0; i < n; i++ {
 			b.Append(wire.Record{Timestamp: int64(i), Key: []byte{byte('k' + i%3)},
-				Value: []byte(strings.Repeat(string(rune('a'+i%26)), size)),
+				Value:   []byte(strings.Repeat(string(rune('a'+i%26)), size)),
 				Headers: []wire.Header{{Key: "h", Value: []byte{byte(i)}}}})
 		}
 		out, err := b.Build(c)
