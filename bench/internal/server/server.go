@@ -143,7 +143,9 @@ func Start(ctx context.Context, bins Binaries, spec Spec) (*Proc, error) {
 	switch spec.Kind {
 	case Ledge:
 		dd := filepath.Join(spec.DataDir, "ledge-data")
-		args = []string{bins.Ledge, "serve", "--data-dir", dd, "--listen", spec.Host + ":0"}
+		// Both listeners on free ports: a node already running on this
+		// machine (on the default 7420 and 7421) must not fail the run.
+		args = []string{bins.Ledge, "serve", "--data-dir", dd, "--listen", spec.Host + ":0", "--http-listen", spec.Host + ":0"}
 		switch {
 		case spec.Profile != "" && bins.LedgeProf != "":
 			args = []string{bins.LedgeProf, "--data-dir", dd, "--listen", spec.Host + ":0", "--cpuprofile", spec.Profile}
