@@ -46,6 +46,7 @@ type View struct {
 type viewBufs struct {
 	enc    abi.Encoder
 	it     wire.RecordIterator
+	arena  []byte // compressed batches' records, decompressed
 	region []byte
 }
 
@@ -91,21 +92,39 @@ func (bufs *viewBufs) build(r PollResult) (*View, error) {
 		next = math.MaxUint64
 	}
 	enc.Reset(abi.Meta{Topic: r.Topic, Partition: r.Partition, From: r.From, Next: r.Next})
-	// Reserve from the headers: the records section of a batch bounds the
-	// bytes of its keys, values and headers.
-	records, bytes := 0, 0
+	// Reserve from the headers. The encoder refers to the records' bytes
+	// until the region is written: an uncompressed batch's stay where
+	// they are, and a compressed batch's are copied out of the iterator's
+	// buffer (which the next batch reuses) into an arena reserved for all
+	// of them, which therefore never moves.
+	records, packed := 0, 0
 	for _, b := range r.Batches {
 		if h, err := wire.ParseBatchHeader(b); err == nil {
 			records += int(h.RecordCount)
-			bytes += int(h.UncompressedLen)
+			if h.Compression() != wire.CompressionNone {
+				packed += int(h.UncompressedLen)
+			}
 		}
 	}
-	enc.Grow(min(records, 1<<20), min(bytes, 1<<30))
+	enc.Grow(min(records, 1<<20))
+	if cap(bufs.arena) < packed {
+		bufs.arena = make([]byte, 0, packed)
+	}
+	arena := bufs.arena[:0]
+	keep := func(b []byte) []byte {
+		if b == nil || len(arena)+len(b) > cap(arena) {
+			return b // a batch over its header's size fails Reset first
+		}
+		at := len(arena)
+		arena = append(arena, b...)
+		return arena[at:len(arena):len(arena)]
+	}
 	var last uint64
 	for bi, b := range r.Batches {
 		if err := it.Reset(b, r.MaxBatchBytes); err != nil {
 			return nil, fmt.Errorf("plugins: batch %d of the poll result: %w", bi, err)
 		}
+		copied := it.Header().Compression() != wire.CompressionNone
 		for {
 			rec, ok := it.Next()
 			if !ok {
@@ -115,9 +134,16 @@ func (bufs *viewBufs) build(r PollResult) (*View, error) {
 				continue
 			}
 			last = rec.Offset
+			if copied {
+				rec.Key, rec.Value = keep(rec.Key), keep(rec.Value)
+			}
 			enc.Add(rec.Offset, rec.Timestamp, rec.Key, rec.Value)
 			for _, h := range rec.Headers {
-				enc.AddHeader(h.Key, h.Value)
+				v := h.Value
+				if copied {
+					v = keep(v)
+				}
+				enc.AddHeader(h.Key, v)
 			}
 		}
 		if err := it.Err(); err != nil {

@@ -17,36 +17,51 @@ type Meta struct {
 // ready to use; Reset makes it reusable without reallocating.
 //
 // Records are added in offset order with Add; AddHeader attaches a header
-// to the record added last. AppendRegion then writes the region.
+// to the record added last. AppendRegion then writes the region. The
+// encoder refers to the keys, values and header names and values it is
+// given rather than copying them: they are copied once, into the region,
+// and must stay unchanged until AppendRegion returns.
 type Encoder struct {
-	meta  Meta
-	recs  []byte // record entries; spans relative to the data section
-	hdrs  []byte // header entries; spans relative to the data section
-	data  []byte
-	count int
-	nh    int
+	meta    Meta
+	recs    []byte  // record entries; spans relative to the data section
+	hdrs    []byte  // header entries; spans relative to the data section
+	data    []piece // the data section's pieces, in order
+	dataLen int
+	count   int
+	nh      int
+}
+
+// piece is one piece of the data section: bytes or a string.
+type piece struct {
+	b []byte
+	s string
 }
 
 // Reset empties the encoder for a region described by m, keeping its
 // buffers.
 func (e *Encoder) Reset(m Meta) {
+	clear(e.data) // let go of the previous region's records
 	*e = Encoder{meta: m, recs: e.recs[:0], hdrs: e.hdrs[:0], data: e.data[:0]}
-	e.data = append(e.data, m.Topic...)
+	e.addString(m.Topic)
 }
 
-// Grow reserves room for records more records holding dataBytes more
-// bytes of keys, values and headers, so that adding them does not
-// reallocate.
-func (e *Encoder) Grow(records, dataBytes int) {
+func (e *Encoder) addString(s string) {
+	e.data = append(e.data, piece{s: s})
+	e.dataLen += len(s)
+}
+
+// Grow reserves room for records more records, so that adding them does
+// not reallocate.
+func (e *Encoder) Grow(records int) {
 	e.recs = growCap(e.recs, records*RecordEntrySize)
-	e.data = growCap(e.data, dataBytes)
+	e.data = growCap(e.data, 2*records)
 }
 
-func growCap(b []byte, n int) []byte {
+func growCap[T any](b []T, n int) []T {
 	if cap(b)-len(b) >= n {
 		return b
 	}
-	nb := make([]byte, len(b), len(b)+n)
+	nb := make([]T, len(b), len(b)+n)
 	copy(nb, b)
 	return nb
 }
@@ -65,13 +80,13 @@ func (e *Encoder) Len() int { return e.count }
 
 // Size returns the size of the region AppendRegion would write.
 func (e *Encoder) Size() int {
-	return align8(e.dataOff()+len(e.data)) + answerCap(e.count)
+	return align8(e.dataOff()+e.dataLen) + answerCap(e.count)
 }
 
 func (e *Encoder) dataOff() int { return HeaderSize + len(e.recs) + len(e.hdrs) }
 
 // Add appends a record. A nil key or value is null; an empty non-nil one
-// is empty.
+// is empty. key and value are copied by AppendRegion, not before.
 func (e *Encoder) Add(offset uint64, timestamp int64, key, value []byte) {
 	var ent [RecordEntrySize]byte
 	le.PutUint64(ent[0:], offset)
@@ -89,9 +104,9 @@ func (e *Encoder) AddHeader(key string, value []byte) {
 		panic("abi: AddHeader before Add")
 	}
 	var ent [HeaderEntrySize]byte
-	le.PutUint32(ent[0:], uint32(len(e.data)))
+	le.PutUint32(ent[0:], uint32(e.dataLen))
 	le.PutUint32(ent[4:], uint32(len(key)))
-	e.data = append(e.data, key...)
+	e.addString(key)
 	e.putSpan(ent[8:], value)
 	e.hdrs = append(e.hdrs, ent[:]...)
 	e.nh++
@@ -99,7 +114,7 @@ func (e *Encoder) AddHeader(key string, value []byte) {
 	le.PutUint32(last[36:], le.Uint32(last[36:])+1)
 }
 
-// putSpan writes the (offset, length) of v, appending its bytes to the data
+// putSpan writes the (offset, length) of v, adding its bytes to the data
 // section; the offset is relative to the data section until AppendRegion
 // fixes it up.
 func (e *Encoder) putSpan(b []byte, v []byte) {
@@ -108,9 +123,12 @@ func (e *Encoder) putSpan(b []byte, v []byte) {
 		le.PutUint32(b[4:], math.MaxUint32) // -1: null
 		return
 	}
-	le.PutUint32(b[0:], uint32(len(e.data)))
+	le.PutUint32(b[0:], uint32(e.dataLen))
 	le.PutUint32(b[4:], uint32(len(v)))
-	e.data = append(e.data, v...)
+	if len(v) > 0 {
+		e.data = append(e.data, piece{b: v})
+		e.dataLen += len(v)
+	}
 }
 
 // AppendRegion appends the input region to dst and returns the extended
@@ -119,7 +137,7 @@ func (e *Encoder) putSpan(b []byte, v []byte) {
 // its 32-bit offsets.
 func (e *Encoder) AppendRegion(dst []byte) []byte {
 	dataOff := e.dataOff()
-	answerOff := align8(dataOff + len(e.data))
+	answerOff := align8(dataOff + e.dataLen)
 	size := answerOff + answerCap(e.count)
 	start := len(dst)
 	dst = grow(dst, size)
@@ -152,8 +170,15 @@ func (e *Encoder) AppendRegion(dst []byte) []byte {
 		le.PutUint32(hdrs[i:], le.Uint32(hdrs[i:])+uint32(dataOff))
 		fixSpan(hdrs[i+8:], dataOff)
 	}
-	copy(r[dataOff:], e.data)
-	clear(r[dataOff+len(e.data):])
+	at := dataOff
+	for _, p := range e.data {
+		if p.b != nil {
+			at += copy(r[at:], p.b)
+		} else {
+			at += copy(r[at:], p.s)
+		}
+	}
+	clear(r[at:])
 	return dst
 }
 
