@@ -52,8 +52,8 @@ type viewBufs struct {
 
 var viewPool = sync.Pool{New: func() any { return new(viewBufs) }}
 
-// maxPooledView is the largest region a released view hands back
-// (MaxInputBytes is 16 MiB by default).
+// maxPooledView is the largest region (or arena) a released view hands
+// back (MaxInputBytes is 16 MiB by default).
 const maxPooledView = 32 << 20
 
 // Release hands the view's memory back for a later view, once every call
@@ -67,7 +67,7 @@ func (v *View) Release() {
 		return
 	}
 	v.bufs, v.region, v.abi = nil, nil, abi.View{}
-	if cap(b.region) > maxPooledView {
+	if cap(b.region) > maxPooledView || cap(b.arena) > maxPooledView {
 		return
 	}
 	viewPool.Put(b)
