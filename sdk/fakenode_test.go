@@ -25,6 +25,9 @@ type fakeNode struct {
 	fault func(n int, p uint32) fault
 	// timeout is the request timeout producers get.
 	timeout time.Duration
+	// answerInSend has streams answer each request before Send returns,
+	// on the sender's goroutine: the earliest a reply can come.
+	answerInSend bool
 	inits   int
 	// seen and invalid hold the first value of every batch received and
 	// of the batches refused as invalid: a node refuses the same bytes
@@ -129,13 +132,19 @@ var errFakeConnLost = errors.New("fake: connection lost")
 
 func (s *fakeStream) Send(ctx context.Context, frame []byte, cb func([]byte, error)) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.broken {
+		s.mu.Unlock()
 		return &quic.NotProcessedError{Cause: errFakeConnLost}
 	}
 	c := fakeCall{frame: frame, cb: cb}
 	s.pending = append(s.pending, c)
+	if s.n.answerInSend {
+		s.mu.Unlock()
+		s.handle(c)
+		return nil
+	}
 	s.queue <- c
+	s.mu.Unlock()
 	return nil
 }
 

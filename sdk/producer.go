@@ -137,10 +137,13 @@ func (p *Producer) Partitions() int { return p.parts }
 
 // Produce hands rec to the producer and returns; cb (which may be nil)
 // receives rec with its Partition and Offset set, or the error that
-// failed it. Callbacks of one partition run in the order of Produce calls,
-// on the partition's goroutine: they must not block for long, and must
-// not call the producer (Produce may wait for room that only the callback's
-// goroutine can free).
+// failed it. Callbacks of one partition run one at a time, in the order of
+// Produce calls, on a goroutine of the producer's (the partition's own, or
+// the reader of its stream, which runs the callback of a reply that
+// leaves nothing else to wait for) and never inside Produce, except for a
+// record Produce refuses (below). They must not block for long (the
+// partition's other replies wait), and must not call the producer
+// (Produce may wait for room that only the callback's goroutine can free).
 //
 // Produce waits while the producer holds WithMaxBufferedRecords records;
 // ctx bounds only that wait (a record once accepted is sent whatever

@@ -75,8 +75,14 @@ type replyEvent struct {
 }
 
 // partSender sends one partition's batches, in sequence order, on one
-// stream. Produce feeds it records; a goroutine (run) owns everything
-// else: batching, the in-flight window, retries, completion.
+// stream. Produce feeds it records; whoever holds step owns everything
+// else: batching, the in-flight window, retries, completion. That is its
+// goroutine (run) — except on the fast path of a partition with nothing
+// to wait for (no linger, no retry under way): Produce sends a lone
+// record's batch itself, and the stream's reader completes the batch its
+// reply answers and sends what waited behind it, sparing a request two
+// hand-offs to the goroutine and back on each way (see sendNow and
+// onReply).
 //
 // Retry rules. Replies come back in request order. When a batch fails,
 // nothing new is sent until every batch in flight has answered; then the
@@ -92,6 +98,12 @@ type partSender struct {
 	p    *Producer
 	part uint32
 	wake chan struct{}
+
+	// step is held by whoever runs the sender's state machine: run's loop,
+	// or a fast path that found it free.
+	step sync.Mutex
+	// armed is when run's timer fires (zero: not armed); under step.
+	armed time.Time
 
 	mu       sync.Mutex
 	queue    []pendingRecord
@@ -147,8 +159,53 @@ func (s *partSender) enqueue(r pendingRecord) {
 	// and a reply wakes it: it needs waking only for a queue that was
 	// empty. A lingering sender must learn at once of a full batch, which
 	// may be full by bytes.
-	if n == 1 || s.p.cfg.linger > 0 {
+	switch {
+	case s.p.cfg.linger > 0:
 		s.poke()
+	case n == 1:
+		s.sendNow()
+	}
+}
+
+// sendNow sends the queue from the caller's goroutine when nobody runs
+// the sender, nothing is in flight and nothing is to wait for: the stream
+// is up and no retry is under way. It only sends: completions (and so the
+// records' callbacks) never run on a goroutine that called Produce.
+// Otherwise it wakes run, which sends in its turn — behind requests in
+// flight, records batch up while run wakes.
+func (s *partSender) sendNow() {
+	if !s.step.TryLock() {
+		s.poke() // the holder may be past looking at the queue
+		return
+	}
+	if s.fastPathOpen() && s.inflight == 0 {
+		s.sendReady(time.Now(), 0)
+		s.armTimeout()
+		s.step.Unlock()
+		return
+	}
+	s.step.Unlock()
+	s.poke()
+}
+
+// fastPathOpen reports whether another goroutine than run may step the
+// sender now: nothing to open, recover, renumber or linger for. Under
+// step.
+func (s *partSender) fastPathOpen() bool {
+	return s.stream != nil && !s.broken && !s.recovering && !s.needFresh && s.p.cfg.linger == 0 &&
+		s.p.abortCtx.Err() == nil
+}
+
+// armTimeout wakes run when a request went out that its timer does not
+// cover: run sleeps until the oldest request on the wire times out, and
+// a fast path sent one while it slept with no timer, or a later one.
+// Under step.
+func (s *partSender) armTimeout() {
+	if b := s.oldestOnWire(); b != nil {
+		d := b.sentAt.Add(s.p.backend.requestTimeout())
+		if s.armed.IsZero() || s.armed.After(d) {
+			s.poke()
+		}
 	}
 }
 
@@ -166,12 +223,34 @@ func (s *partSender) shutdown() {
 	s.poke()
 }
 
-// onReply is the stream's callback: it must not block.
+// onReply is the stream's callback, on its reader goroutine: it must not
+// block. When nobody runs the sender and the reply leaves nothing else on
+// the wire, it applies the reply itself: completes what it acknowledged
+// (running the records' callbacks, in order, here) and sends what
+// waited. Otherwise, or when the reply is a failure, run does.
 func (s *partSender) onReply(b *prodBatch) func([]byte, error) {
 	return func(raw []byte, err error) {
 		s.mu.Lock()
 		s.events = append(s.events, replyEvent{b: b, raw: raw, err: err})
 		s.mu.Unlock()
+		if err != nil || !s.step.TryLock() {
+			s.poke()
+			return
+		}
+		if s.fastPathOpen() && s.inflight == 1 {
+			s.handleEvents()
+			s.complete()
+			if s.fastPathOpen() && s.inflight == 0 {
+				// This reply still holds its place in the stream's window
+				// until the callback returns: send into the others only.
+				s.sendReady(time.Now(), 1)
+				s.complete()
+				s.armTimeout()
+				s.step.Unlock()
+				return
+			}
+		}
+		s.step.Unlock()
 		s.poke()
 	}
 }
@@ -181,36 +260,51 @@ func (s *partSender) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		s.handleEvents()
-		if s.p.abortCtx.Err() != nil {
-			s.abandon()
+		s.step.Lock()
+		if !s.turn(timer) {
+			s.step.Unlock()
 			return
 		}
-		now := time.Now()
-		s.checkRequestTimeout(now)
-		if s.recovering && s.inflight == 0 && !now.Before(s.retryAt) {
-			s.recover(now)
-		}
-		s.complete()
-		if !s.recovering {
-			s.sendReady(now)
-			s.complete()
-		}
-		if s.finished() {
-			s.closeStream()
-			return
-		}
-		if d, ok := s.nextDeadline(now); ok {
-			timer.Reset(max(d.Sub(now), 0))
-		} else {
-			timer.Stop()
-		}
+		s.step.Unlock()
 		select {
 		case <-s.wake:
 		case <-timer.C:
 		case <-s.p.abortCtx.Done():
 		}
 	}
+}
+
+// turn is one turn of run's loop, under step: it applies the replies,
+// times out, recovers, completes and sends, then sets timer for the next
+// deadline. It reports false when the sender is done.
+func (s *partSender) turn(timer *time.Timer) bool {
+	s.handleEvents()
+	if s.p.abortCtx.Err() != nil {
+		s.abandon()
+		return false
+	}
+	now := time.Now()
+	s.checkRequestTimeout(now)
+	if s.recovering && s.inflight == 0 && !now.Before(s.retryAt) {
+		s.recover(now)
+	}
+	s.complete()
+	if !s.recovering {
+		s.sendReady(now, 0)
+		s.complete()
+	}
+	if s.finished() {
+		s.closeStream()
+		return false
+	}
+	if d, ok := s.nextDeadline(now); ok {
+		timer.Reset(max(d.Sub(now), 0))
+		s.armed = d
+	} else {
+		timer.Stop()
+		s.armed = time.Time{}
+	}
+	return true
 }
 
 // finished reports whether the sender may stop: shutting down with
@@ -311,8 +405,9 @@ func (s *partSender) handleEvents() {
 }
 
 // sendReady batches queued records and sends them while the in-flight
-// window has room.
-func (s *partSender) sendReady(now time.Time) {
+// window has room, less reserve batches (the places in the stream's
+// window held by replies being handled).
+func (s *partSender) sendReady(now time.Time, reserve int) {
 	if s.needFresh && s.p.cfg.idempotent {
 		s.recover(now)
 		if s.recovering || s.needFresh {
@@ -322,7 +417,7 @@ func (s *partSender) sendReady(now time.Time) {
 	// Every batch not yet completed counts, acknowledged or not: a retry of
 	// the oldest must stay within the node's memory of the latest
 	// maxInFlightBatches batches.
-	window := maxInFlightBatches
+	window := maxInFlightBatches - reserve
 	if !s.p.cfg.idempotent {
 		window = 1 // without sequences, a retry behind a later batch would reorder
 	}

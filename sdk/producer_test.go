@@ -396,3 +396,88 @@ func TestProducerWithoutIdempotence(t *testing.T) {
 		}
 	})
 }
+
+// produceOneAtATime produces count records (values "v0", "v1", ...) on
+// partition 0, each after the previous one's callback, as a caller of
+// ProduceSync does: every record finds the partition idle, the fast path
+// (sendNow, onReply). It closes the producer and returns what each
+// callback saw.
+func produceOneAtATime(t *testing.T, p *Producer, count int) map[string]produced {
+	t.Helper()
+	out := map[string]produced{}
+	ctx := context.Background()
+	done := make(chan produced, 1)
+	for i := range count {
+		v := fmt.Sprintf("v%d", i)
+		p.Produce(ctx, &Record{Value: []byte(v)}, func(r *Record, err error) {
+			done <- produced{value: v, partition: r.Partition, offset: r.Offset, err: err}
+		})
+		out[v] = <-done
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return out
+}
+
+// TestProducerOneAtATimeAllFaults is TestProducerAllFaults for a caller
+// that waits for each record: the batches go out from Produce's goroutine
+// and from the stream's reply callback, and still every fault is
+// recovered from — a hung request times out, though it was sent while the
+// sender's goroutine slept — with each record written at most once, in
+// order, and acknowledged ones exactly once.
+func TestProducerOneAtATimeAllFaults(t *testing.T) {
+	for seed := range uint64(*seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := newFakeNode()
+				n.fault = randomFaults(seed, 5, faultBusy, faultTimeoutAfter, faultBreakAfter, faultBreakBefore,
+					faultInvalid, faultForgetProducer, faultHang)
+				p := testProducer(t, n, 1, WithPartitioner(ManualPartitioner()))
+				out := produceOneAtATime(t, p, 120)
+				for _, r := range out {
+					if r.err != nil && !errors.Is(r.err, ErrInvalidBatch) && !errors.Is(r.err, ErrUnknownOutcome) {
+						t.Fatalf("%s failed: %v", r.value, r.err)
+					}
+				}
+				checkLogMaybe(t, n, 1, out)
+			})
+		})
+	}
+}
+
+// TestProducerCallbacksNeverRunInsideProduce: a callback may take a lock
+// the caller of Produce holds while it calls Produce. Whichever goroutine
+// sends the batch and whenever the reply comes (here: before the
+// stream's Send even returns, on the goroutine that sent it), the
+// callback runs after Produce has returned.
+func TestProducerCallbacksNeverRunInsideProduce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newFakeNode()
+		n.answerInSend = true
+		p := testProducer(t, n, 1, WithPartitioner(ManualPartitioner()))
+		// A lock made of a channel: synctest sees its waiters as blocked,
+		// so a callback waiting for it inside Produce is a deadlock the
+		// test reports.
+		lock := make(chan struct{}, 1)
+		called := make(chan error, 1)
+		for i := range 50 {
+			lock <- struct{}{}
+			p.Produce(context.Background(), &Record{Value: []byte(fmt.Sprint(i))}, func(_ *Record, err error) {
+				lock <- struct{}{}
+				<-lock
+				called <- err
+			})
+			// Let the reply arrive and its callback start, if it would
+			// start here, while the caller still holds the lock.
+			synctest.Wait()
+			<-lock
+			if err := <-called; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
