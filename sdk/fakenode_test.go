@@ -28,7 +28,7 @@ type fakeNode struct {
 	// answerInSend has streams answer each request before Send returns,
 	// on the sender's goroutine: the earliest a reply can come.
 	answerInSend bool
-	inits   int
+	inits        int
 	// seen and invalid hold the first value of every batch received and
 	// of the batches refused as invalid: a node refuses the same bytes
 	// the same way every time, and never refuses a batch it appended.
