@@ -247,6 +247,12 @@ func (s *partSender) onReply(b *prodBatch) func([]byte, error) {
 				s.complete()
 				s.armTimeout()
 				s.step.Unlock()
+				s.mu.Lock()
+				stopping := s.stopping
+				s.mu.Unlock()
+				if stopping {
+					s.poke() // run closes the stream once nothing is left
+				}
 				return
 			}
 		}
