@@ -67,9 +67,16 @@ func (v *View) Release() {
 		return
 	}
 	v.bufs, v.region, v.abi = nil, nil, abi.View{}
+	b.put()
+}
+
+// put hands b back to the pool, unless it grew too large, letting go of
+// the records its encoder referred to.
+func (b *viewBufs) put() {
 	if cap(b.region) > maxPooledView || cap(b.arena) > maxPooledView {
 		return
 	}
+	b.enc.Reset(abi.Meta{})
 	viewPool.Put(b)
 }
 
@@ -79,7 +86,7 @@ func NewView(r PollResult) (*View, error) {
 	bufs := viewPool.Get().(*viewBufs)
 	v, err := bufs.build(r)
 	if err != nil {
-		viewPool.Put(bufs)
+		bufs.put()
 		return nil, err
 	}
 	return v, nil
@@ -112,8 +119,13 @@ func (bufs *viewBufs) build(r PollResult) (*View, error) {
 	}
 	arena := bufs.arena[:0]
 	keep := func(b []byte) []byte {
-		if b == nil || len(arena)+len(b) > cap(arena) {
-			return b // a batch over its header's size fails Reset first
+		if b == nil {
+			return nil
+		}
+		if len(arena)+len(b) > cap(arena) {
+			// Not with batches true to their headers (Reset checks the
+			// size they decompress to); a copy of its own keeps it right.
+			return append([]byte(nil), b...)
 		}
 		at := len(arena)
 		arena = append(arena, b...)
