@@ -511,13 +511,18 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 			errs = append(errs, err)
 			continue
 		}
-		if out == nil {
-			out = recs // one partition's, as decoded: no copy
-		} else {
-			out = append(out, recs...)
-		}
+		out = appendRecords(out, recs)
 	}
 	return out, errors.Join(errs...)
+}
+
+// appendRecords adds one partition's records to those of a poll: a poll
+// of one partition returns them as decoded, without a copy.
+func appendRecords(out, recs []*Record) []*Record {
+	if out == nil {
+		return recs
+	}
+	return append(out, recs...)
 }
 
 // newPollPartition is one partition's delivery: its token, and the range

@@ -306,11 +306,7 @@ func (g *GroupConsumer) deliver(ctx context.Context, p *groupPoll, reply *wire.P
 		if len(recs) > 0 && g.cfg.delivery == AtLeastOnce {
 			hp.pending = hp.cur.last
 		}
-		if out == nil {
-			out = recs // one partition's, as decoded: no copy
-		} else {
-			out = append(out, recs...)
-		}
+		out = appendRecords(out, recs)
 	}
 	g.mu.Unlock()
 	g.loseSome(ctx, lost)

@@ -25,22 +25,17 @@ func Recycle(records []*Record) {
 	// Every record is read before anything is handed back: the records,
 	// and the slice holding them, go back too, and another consumer may
 	// decode into them at once.
-	var first *pollFrame
-	var more []*pollFrame // records of several polls, recycled together
+	var few [4]*pollFrame // usually one poll's records
+	frames := few[:0]
 	for _, r := range records {
 		if r.poll == nil {
 			continue
 		}
-		switch f := r.poll.frame; {
-		case f == nil || f == first || slices.Contains(more, f):
-		case first == nil:
-			first = f
-		default:
-			more = append(more, f)
+		if f := r.poll.frame; f != nil && !slices.Contains(frames, f) {
+			frames = append(frames, f)
 		}
 	}
-	first.recycle()
-	for _, f := range more {
+	for _, f := range frames {
 		f.recycle()
 	}
 }

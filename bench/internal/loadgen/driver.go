@@ -154,7 +154,7 @@ func NewTaggedPayloads(seed uint64, size, tags int) *Payloads {
 		for len(b) < size-2 {
 			b = append(b, alphabet[r.IntN(len(alphabet))])
 		}
-		p.bufs[i] = append(b, `"}`...)[:size:size]
+		p.bufs[i] = append(b, `"}`...)
 	}
 	return p
 }

@@ -128,16 +128,17 @@ func RunAsync(ctx context.Context, prods []Producer, p Params, h Hooks) (Result,
 	}
 	pays := make([]*Payloads, len(prods))
 	for i, prod := range prods {
-		pays[i] = NewPayloads(p.Seed+uint64(i), p.Size, 64)
-		if p.Tags > 0 {
-			if _, ok := prod.(TaggedProducer); !ok {
-				return Result{}, fmt.Errorf("loadgen: producer %T cannot send tagged messages", prod)
-			}
-			if p.Size < 64 {
-				return Result{}, fmt.Errorf("loadgen: tagged payloads of %d bytes: at least 64", p.Size)
-			}
-			pays[i] = NewTaggedPayloads(p.Seed+uint64(i), p.Size, p.Tags)
+		if p.Tags == 0 {
+			pays[i] = NewPayloads(p.Seed+uint64(i), p.Size, 64)
+			continue
 		}
+		if _, ok := prod.(TaggedProducer); !ok {
+			return Result{}, fmt.Errorf("loadgen: producer %T cannot send tagged messages", prod)
+		}
+		if p.Size < 64 {
+			return Result{}, fmt.Errorf("loadgen: tagged payloads of %d bytes: at least 64", p.Size)
+		}
+		pays[i] = NewTaggedPayloads(p.Seed+uint64(i), p.Size, p.Tags)
 	}
 	if p.Warmup > 0 {
 		if _, err := asyncPhase(ctx, prods, pays, p, p.Warmup, 0); err != nil {
@@ -160,6 +161,7 @@ func asyncPhase(ctx context.Context, prods []Producer, pays []*Payloads, p Param
 		senders.Add(1)
 		go func() {
 			defer senders.Done()
+			tagged, _ := prod.(TaggedProducer) // used for tagged payloads only
 			window := make(chan struct{}, p.Window)
 			for n := int64(0); ; n++ {
 				if count > 0 && n >= count || count == 0 && n&15 == 0 && !time.Now().Before(deadline) {
@@ -178,7 +180,7 @@ func asyncPhase(ctx context.Context, prods []Producer, pays []*Payloads, p Param
 					rec.wg.Done()
 				}
 				if b, tag := pays[i].NextTagged(); tag != "" {
-					prod.(TaggedProducer).SendTagged(b, tag, done)
+					tagged.SendTagged(b, tag, done)
 				} else {
 					prod.Send(b, done)
 				}
