@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ func newPluginCommand() *cobra.Command {
 		Example: `  ledge plugin test jsonfilter.wasm --input readings.jsonl --param field=site --param equals=lyon
   ledge plugin bench jsonfilter.wasm --param field=site --param equals=lyon`,
 	}
-	cmd.AddCommand(newPluginTestCommand(), newPluginBenchCommand(),
+	cmd.AddCommand(newPluginInitCommand(), newPluginBuildCommand(), newPluginTestCommand(), newPluginBenchCommand(),
 		newPluginAddCommand(), newPluginListCommand(), newPluginRemoveCommand())
 	return cmd
 }
@@ -99,39 +100,73 @@ func newPluginTestCommand() *cobra.Command {
 	var input string
 	var batch int
 	cmd := &cobra.Command{
-		Use:   "test FILE.wasm --input records.jsonl",
+		Use:   "test [DIR | FILE.wasm --input records.jsonl]",
 		Short: "Run a plugin over records under production limits and print its decisions",
 		Long: `Run a plugin over the records of a JSON Lines file, with the limits a node
 applies (deadline, memory cap, metering), and print what it decides: for a
 filter, which records a consumer would receive; for a commit policy, the
 commit it proposes.
 
+With a project directory (from ledge plugin init; default: the current
+directory), it runs the project's built module on its sample records with
+its parameters; --input, --kind and --param override them.
+
 Each input line is an object:
 
   {"offset": 10, "timestamp": 1700000000000, "key": "k1",
-   "value": {"site": "lyon"}, "headers": {"checkpoint": "yes"}}
+   "value": {"site": "lyon"}, "headers": {"checkpoint": "yes"},
+   "expect": "keep"}
 
 Every field is optional. offset defaults to the previous one plus one
 (0 first); timestamp is unix milliseconds. key and value: a string is
 taken as its text, any other JSON value as its JSON text, null or absent
 as null; key_base64 and value_base64 give raw bytes. headers map names to
-strings (null: a null value).`,
-		Example: `  ledge plugin test jsonfilter.wasm --input readings.jsonl --param field=site --param equals=lyon
+strings (null: a null value). expect is what the plugin must decide: for
+a filter "keep" or "drop"; for a commit policy "commit" marks the record
+a poll's proposal must commit through (a poll with records but no mark
+must propose nothing). The test fails when a decision differs.`,
+		Example: `  ledge plugin test only-errors
+  ledge plugin test jsonfilter.wasm --input readings.jsonl --param field=site --param equals=lyon
   ledge plugin test checkpoint.wasm --kind commit-policy --input records.jsonl`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if input == "" {
-				return errors.New("--input is required")
+			file := "."
+			if len(args) == 1 {
+				file = args[0]
 			}
-			recs, err := readRecordsFile(input)
+			if st, err := os.Stat(file); err == nil && st.IsDir() {
+				p, err := loadProject(file)
+				if err != nil {
+					return err
+				}
+				file = p.wasmPath()
+				if _, err := os.Stat(file); err != nil {
+					return fmt.Errorf("%s is not built yet: run ledge plugin build %s", file, p.dir)
+				}
+				if input == "" {
+					input = p.inputPath()
+				}
+				if f.kind == "" {
+					f.kind = p.Kind
+				}
+				if len(f.params) == 0 {
+					for _, k := range slices.Sorted(maps.Keys(p.Params)) {
+						f.params = append(f.params, k+"="+p.Params[k])
+					}
+				}
+			}
+			if input == "" {
+				return errors.New("--input is required with a .wasm file: name a JSON Lines file of records")
+			}
+			recs, expects, err := readRecordsFileExpect(input)
 			if err != nil {
 				return err
 			}
 			if len(recs) == 0 {
-				return fmt.Errorf("%s: no records", input)
+				return fmt.Errorf("%s has no records", input)
 			}
 			ctx := cmd.Context()
-			h, kind, params, err := f.load(ctx, cmd, args[0])
+			h, kind, params, err := f.load(ctx, cmd, file)
 			if err != nil {
 				return err
 			}
@@ -140,13 +175,15 @@ strings (null: a null value).`,
 			if batch <= 0 {
 				batch = len(recs)
 			}
+			checked, wrong := 0, 0
 			for start := 0; start < len(recs); start += batch {
-				poll := recs[start:min(start+batch, len(recs))]
+				end := min(start+batch, len(recs))
+				poll, want := recs[start:end], expects[start:end]
 				v, err := viewOfRecords(poll)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "poll [%d, %d): %d records\n", v.From(), v.Next(), v.Len())
+				fmt.Fprintf(out, "poll [%d, %d): %s\n", v.From(), v.Next(), plural(v.Len(), "record"))
 				if kind == plugins.KindFilter {
 					keep, err := h.Filter(ctx, "plugin", params, v)
 					if err != nil {
@@ -157,7 +194,15 @@ strings (null: a null value).`,
 						if keep.Kept(i) {
 							verdict = "keep"
 						}
-						fmt.Fprintf(out, "  %s %d %s\n", verdict, r.Offset, preview(r.Value))
+						note := ""
+						if want[i] != "" {
+							checked++
+							if want[i] != verdict {
+								wrong++
+								note = "   <- expected " + want[i]
+							}
+						}
+						fmt.Fprintf(out, "  %s %d %s%s\n", verdict, r.Offset, preview(r.Value), note)
 					}
 					fmt.Fprintf(out, "  kept %d of %d; the consumer continues at %d\n", keep.Count(), v.Len(), v.Next())
 				} else {
@@ -170,16 +215,38 @@ strings (null: a null value).`,
 					} else {
 						fmt.Fprintln(out, "  proposal: none (the committed position does not move)")
 					}
+					if slices.ContainsFunc(expects, func(e string) bool { return e != "" }) {
+						checked++
+						mark := slices.Index(want, "commit")
+						if (mark < 0 && p.Commit) || (mark >= 0 && (!p.Commit || p.Through != poll[mark].Offset)) {
+							wrong++
+							if mark < 0 {
+								fmt.Fprintln(out, "  <- expected no proposal")
+							} else {
+								fmt.Fprintf(out, "  <- expected commit through %d\n", poll[mark].Offset)
+							}
+						}
+					}
 				}
 			}
 			st, _ := h.Stat("plugin")
-			fmt.Fprintf(out, "%s: %d calls, %v per call on average, %d KiB of memory\n",
-				kind, st.Stats.Calls, meanCall(st.Stats), st.Stats.MaxMemoryPages*64)
+			fmt.Fprintf(out, "%s: %s, %v per call on average, %d KiB of memory\n",
+				kind, plural(int(st.Stats.Calls), "call"), meanCall(st.Stats), st.Stats.MaxMemoryPages*64)
+			if checked > 0 {
+				what := "verdict"
+				if kind != plugins.KindFilter {
+					what = "proposal"
+				}
+				if wrong > 0 {
+					return fmt.Errorf("%d of %s differ from what %s expects (marked above)", wrong, plural(checked, what), input)
+				}
+				fmt.Fprintf(out, "ok: %s as %s expects\n", plural(checked, what), input)
+			}
 			return nil
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&input, "input", "", "JSON Lines file of records (required)")
+	cmd.Flags().StringVar(&input, "input", "", "JSON Lines file of records (required with a .wasm file)")
 	cmd.Flags().IntVar(&batch, "batch", 0, "records per poll (default: all in one poll)")
 	return cmd
 }
@@ -282,23 +349,37 @@ type jsonRecord struct {
 	KeyBase64   *string            `json:"key_base64"`
 	ValueBase64 *string            `json:"value_base64"`
 	Headers     map[string]*string `json:"headers"`
+	Expect      string             `json:"expect"`
 }
 
 func readRecordsFile(path string) ([]wire.Record, error) {
+	recs, _, err := readRecordsFileExpect(path)
+	return recs, err
+}
+
+// readRecordsFileExpect reads a records file and each record's expected
+// decision ("" when it has none).
+func readRecordsFileExpect(path string) ([]wire.Record, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	recs, err := readRecords(f)
+	recs, expects, err := readRecordsExpect(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return recs, nil
+	return recs, expects, nil
 }
 
 // readRecords parses JSON Lines records (see ledge plugin test --help).
 func readRecords(r io.Reader) ([]wire.Record, error) {
+	recs, _, err := readRecordsExpect(r)
+	return recs, err
+}
+
+func readRecordsExpect(r io.Reader) ([]wire.Record, []string, error) {
+	var expects []string
 	var out []wire.Record
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), wire.BatchMaxSize)
@@ -312,21 +393,21 @@ func readRecords(r io.Reader) ([]wire.Record, error) {
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&jr); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			return nil, nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		rec := wire.Record{Offset: next, Timestamp: jr.Timestamp}
 		if jr.Offset != nil {
 			if len(out) > 0 && *jr.Offset <= out[len(out)-1].Offset {
-				return nil, fmt.Errorf("line %d: offset %d does not follow %d", line, *jr.Offset, out[len(out)-1].Offset)
+				return nil, nil, fmt.Errorf("line %d: offset %d does not follow %d", line, *jr.Offset, out[len(out)-1].Offset)
 			}
 			rec.Offset = *jr.Offset
 		}
 		var err error
 		if rec.Key, err = recordBytes(jr.Key, jr.KeyBase64); err != nil {
-			return nil, fmt.Errorf("line %d: key: %w", line, err)
+			return nil, nil, fmt.Errorf("line %d: key: %w", line, err)
 		}
 		if rec.Value, err = recordBytes(jr.Value, jr.ValueBase64); err != nil {
-			return nil, fmt.Errorf("line %d: value: %w", line, err)
+			return nil, nil, fmt.Errorf("line %d: value: %w", line, err)
 		}
 		names := make([]string, 0, len(jr.Headers))
 		for k := range jr.Headers {
@@ -340,10 +421,16 @@ func readRecords(r io.Reader) ([]wire.Record, error) {
 			}
 			rec.Headers = append(rec.Headers, h)
 		}
+		switch jr.Expect {
+		case "", "keep", "drop", "commit":
+		default:
+			return nil, nil, fmt.Errorf("line %d: expect %q: use keep or drop (a filter), or commit (a commit policy)", line, jr.Expect)
+		}
 		out = append(out, rec)
+		expects = append(expects, jr.Expect)
 		next = rec.Offset + 1
 	}
-	return out, sc.Err()
+	return out, expects, sc.Err()
 }
 
 // recordBytes turns a key or value field into bytes: a JSON string's text,

@@ -76,7 +76,7 @@ func TestPluginCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "proposal: commit through 1 (committed position 2)") || !strings.Contains(out, "commit-policy: 1 calls") {
+	if !strings.Contains(out, "proposal: commit through 1 (committed position 2)") || !strings.Contains(out, "commit-policy: 1 call,") {
 		t.Errorf("plugin test output:\n%s", out)
 	}
 	out, err = run("plugin", "test", wasm, "--input", input, "--cache-dir", cache, "--kind", "filter")
