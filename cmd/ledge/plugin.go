@@ -30,7 +30,10 @@ func newPluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
 		Short: "Work with WebAssembly plugins (filters and commit policies)",
-		Example: `  ledge plugin test jsonfilter.wasm --input readings.jsonl --param field=site --param equals=lyon
+		Example: `  ledge plugin init only-errors --kind filter --lang go
+  ledge plugin build only-errors
+  ledge plugin test only-errors
+  ledge plugin add only-errors only-errors/only-errors.wasm --kind filter
   ledge plugin bench jsonfilter.wasm --param field=site --param equals=lyon`,
 	}
 	cmd.AddCommand(newPluginInitCommand(), newPluginBuildCommand(), newPluginTestCommand(), newPluginBenchCommand(),
