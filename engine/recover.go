@@ -26,7 +26,10 @@ import (
 //     been made by the previous run and never made durable). If the
 //     previous run's log failed, everything after its last durable
 //     checkpoint is a torn tail whatever it looks like: later segments are
-//     removed and the checkpoint's segment is cut at the checkpoint.
+//     removed and the checkpoint's segment is cut at the checkpoint. A
+//     first segment that begins above the start is renamed to begin at
+//     it; unless it was created in an empty log, its predecessors were
+//     lost (see rebaseFirstSegment).
 //  3. Sealed segments: load their index, or rebuild it by scanning. They
 //     were fsynced before their successor was created, so any damage in
 //     them (other than zeros past their end) is corruption.
@@ -49,7 +52,7 @@ import (
 //     handed out, so numbering continues at the ceiling; under interval and
 //     none, records a reader may have seen were possibly lost, so the
 //     history epoch is bumped with a lossy-recovery transition recording
-//     the end that was kept. The ceiling is then lowered to the next
+//     the end that was kept (the start, if the first segments were lost). The ceiling is then lowered to the next
 //     offset, which is recorded as where numbering resumed, so a
 //     partition that takes no append before the next crash recovers
 //     without a bump (the gap below it was never handed out).
@@ -80,6 +83,10 @@ func (p *Partition) recover() error {
 			}
 			bases = bases[:i]
 		}
+	}
+	frontLost, err := p.rebaseFirstSegment(bases, &st)
+	if err != nil {
+		return err
 	}
 	prod := snap.state
 	applyHeader := func(h wire.BatchHeader) {
@@ -168,8 +175,15 @@ func (p *Partition) recover() error {
 		return nil
 	}
 
+	// What was kept ends where the log ends, unless the segments before
+	// the first one were lost: then nothing at or above the start
+	// survived below the first one's records.
+	keptEnd := end
+	if frontLost {
+		keptEnd = st.start
+	}
 	next := end
-	bumped := false
+	bumped := frontLost && p.cfg.Durability != DurabilityAlways
 	switch {
 	case st.clean:
 		next = max(end, st.ceiling)
@@ -178,7 +192,7 @@ func (p *Partition) recover() error {
 		// out and lost (below resumed, a previous recovery's gap: none
 		// was).
 		next = st.ceiling
-		bumped = p.cfg.Durability != DurabilityAlways
+		bumped = bumped || p.cfg.Durability != DurabilityAlways
 	case st.ceiling > end:
 		next = st.ceiling
 	}
@@ -186,9 +200,9 @@ func (p *Partition) recover() error {
 	if bumped {
 		st.epoch++
 		st.lineage = append(slices.Clone(st.lineage), fence.HistoryTransition{
-			Epoch: st.epoch, Start: next, Kind: fence.TransitionLossyRecovery, KeptEnd: end})
+			Epoch: st.epoch, Start: next, Kind: fence.TransitionLossyRecovery, KeptEnd: keptEnd})
 		e.opts.Logger.Warn("lossy recovery: history epoch bumped", "topic", p.t.name, "partition", p.index,
-			"kept_end", end, "next", next, "epoch", st.epoch)
+			"kept_end", keptEnd, "next", next, "epoch", st.epoch)
 	}
 	p.start, p.epoch, p.lineage = st.start, st.epoch, st.lineage
 	p.next, p.writtenEnd, p.syncedEnd, p.ceiling = next, next, next, next
@@ -316,6 +330,45 @@ func (p *Partition) listSegments(start uint64, mustSync bool) ([]uint64, error) 
 		}
 	}
 	return keep, nil
+}
+
+// rebaseFirstSegment makes the log's first segment begin at the start
+// offset, and reports whether the segments before it were lost.
+//
+// A segment is created at the end of the one before it, or, when the log
+// holds none, at the first offset written since: at the start, or where
+// the last recovery resumed numbering. A first segment beginning anywhere
+// else lost its predecessors to a power loss (a roll creates the new file
+// before the directory fsync that makes either entry durable), and with
+// them the records in [start, its base). Renamed to begin at the start
+// (the gap then lies inside it, as a lossy recovery's gap does inside
+// the active segment), it no longer looks so to a later recovery, once
+// the last recovery's resume point has moved on.
+func (p *Partition) rebaseFirstSegment(bases []uint64, st *partState) (lost bool, err error) {
+	if len(bases) == 0 || bases[0] <= st.start {
+		return false, nil
+	}
+	fs, b := p.e.fs, bases[0]
+	lost = b != st.resumed
+	// The index names its base: the segment is scanned and indexed anew.
+	if err := fs.Remove(p.segmentPath(b, indexExt)); err != nil && !isNotExist(err) {
+		return false, err
+	}
+	if err := fs.Rename(p.segmentPath(b, segmentExt), p.segmentPath(st.start, segmentExt)); err != nil {
+		return false, err
+	}
+	if err := syncDir(fs, p.dir); err != nil {
+		return false, err
+	}
+	bases[0] = st.start
+	if st.cp.seg > st.start && st.cp.seg <= b {
+		st.cp.seg = st.start
+	}
+	if lost {
+		p.e.opts.Logger.Warn("segments before the first lost", "topic", p.t.name, "partition", p.index,
+			"start", st.start, "first_segment", b)
+	}
+	return lost, nil
 }
 
 // mkdirDurable makes sure dir exists, and if it had to create it or any

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -185,6 +186,7 @@ func (w *World) checkRecovered(p *Partition) {
 		offs = append(offs, off)
 	}
 	slices.Sort(offs)
+	m.checkKeptEnd(w, p, fresh, offs, present, st.LogStart)
 	for _, off := range offs {
 		if off < st.LogStart || m.lost[off] {
 			continue
@@ -236,6 +238,33 @@ func (w *World) checkRecovered(p *Partition) {
 			}
 		} else {
 			c.durable, c.later = nil, nil
+		}
+	}
+}
+
+// checkKeptEnd checks that a lossy recovery says it kept everything that
+// did survive up to the first record it lost: a consumer whose bookmark
+// is above the kept end is moved past every record below the new
+// history's start, so a kept end below a surviving record would have
+// consumers skip records that are still there. offs are the offsets
+// handed out, in order; present, those the recovered log holds.
+func (m *partModel) checkKeptEnd(w *World, p *Partition, fresh []fence.HistoryTransition, offs []uint64, present map[uint64]bool, start uint64) {
+	firstLost := uint64(math.MaxUint64)
+	for _, off := range offs {
+		if off >= start && !present[off] && !m.lost[off] {
+			firstLost = off
+			break
+		}
+	}
+	for _, tr := range fresh {
+		if tr.Kind != fence.TransitionLossyRecovery {
+			continue
+		}
+		for _, off := range offs {
+			if off >= max(start, tr.KeptEnd) && off < firstLost && present[off] {
+				w.violate("%s: the lossy recovery kept only below %d, but offset %d survived, and nothing below it was lost: consumers past %d skip it", p, tr.KeptEnd, off, tr.KeptEnd)
+				break
+			}
 		}
 	}
 }

@@ -28,7 +28,11 @@ import (
 //     two states: pebble's files are renamed over each other, and mixing
 //     two files of one name block by block could give images no disk
 //     gives. Either state is one a power loss can leave.
-func crashImage(mem *vfs.MemFS, rng *rand.Rand, pct int) (*vfs.MemFS, error) {
+//
+// fates, if not nil, decides the fate of the unsynced new entries of the
+// log it names (by file name, true: kept), whatever pct says: a scenario
+// picks the image it tells of.
+func crashImage(mem *vfs.MemFS, rng *rand.Rand, pct int, fates map[string]bool) (*vfs.MemFS, error) {
 	synced := mem.CrashClone(vfs.CrashCloneCfg{})
 	current := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(0, 0))})
 	meta := synced
@@ -72,8 +76,15 @@ func crashImage(mem *vfs.MemFS, rng *rand.Rand, pct int) (*vfs.MemFS, error) {
 			case inS && inC && sDir == cDir:
 			case inS:
 				inC = false // a removal (or replacement) not synced: undone
-			case inC && rng.IntN(100) >= pct:
-				continue // a new entry not synced: lost
+			case inC:
+				// A new entry not synced: kept with probability pct.
+				keep := rng.IntN(100) < pct
+				if k, ok := fates[n]; ok {
+					keep = k
+				}
+				if !keep {
+					continue
+				}
 			}
 			isDir, data := sDir, sData
 			if inC {

@@ -111,13 +111,15 @@ func (d *Disk) Fired() []string { return d.inj.takeFired() }
 // hold their old bytes again; with probability garbagePct, one sector
 // being written in each file of the log holds garbage. The live view must
 // be dead (Kill).
-func (d *Disk) PowerLoss(rng *rand.Rand, unsyncedPct, garbagePct int) error {
+// fates, if not nil, decides which unsynced new entries of the log
+// survive, by file name (see crashImage).
+func (d *Disk) PowerLoss(rng *rand.Rand, unsyncedPct, garbagePct int, fates map[string]bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.live != nil {
 		return errors.New("sim: power loss with a live process")
 	}
-	img, err := crashImage(d.mem, rng, unsyncedPct)
+	img, err := crashImage(d.mem, rng, unsyncedPct, fates)
 	if err != nil {
 		return err
 	}

@@ -316,15 +316,17 @@ func (o faultOp) Run(w *World) (string, error) {
 
 // restartOp restarts the node; a power loss keeps pct% of the unsynced
 // data and leaves a garbage sector in a file being written with
-// probability garbage%.
+// probability garbage%. fates, in scenarios, picks which unsynced new
+// files of the log survive a power loss (by name).
 type restartOp struct {
 	kind         RestartKind
 	pct, garbage int
+	fates        map[string]bool
 }
 
 func (o restartOp) String() string { return "restart " + o.kind.String() }
 
-func (o restartOp) Run(w *World) (string, error) { return w.Restart(o.kind, o.pct, o.garbage) }
+func (o restartOp) Run(w *World) (string, error) { return w.Restart(o.kind, o.pct, o.garbage, o.fates) }
 
 // deleteOp deletes a topic.
 type deleteOp struct{ name string }

@@ -25,7 +25,7 @@ import (
 //	retention topic=T
 //	arm fault=NAME [drop]
 //	tick d=DURATION
-//	restart kind=clean|crash|power-loss [unsynced=PCT]
+//	restart kind=clean|crash|power-loss [unsynced=PCT] [keep=BASE,...] [lose=BASE,...]
 //	delete topic=T
 //	state topic=T          the partition's offsets, history and health
 //	files topic=T          its segment files on the disk
@@ -134,7 +134,28 @@ func runScenario(t *testing.T, path string) {
 				return run(tickOp{dur})
 			case "restart":
 				kind := map[string]RestartKind{"clean": RestartClean, "crash": RestartCrash, "power-loss": RestartPowerLoss}[str("kind", "")]
-				return run(restartOp{kind: kind, pct: num("unsynced", 0), garbage: -1})
+				// keep= and lose= name unsynced new segments (by base
+				// offset) whose directory entries the power loss keeps or
+				// loses, whatever unsynced= says.
+				var fates map[string]bool
+				for _, arg := range []string{"keep", "lose"} {
+					if !d.HasArg(arg) {
+						continue
+					}
+					var bases []string
+					d.ScanArgs(t, arg, &bases)
+					for _, b := range bases {
+						var base uint64
+						if _, err := fmt.Sscan(b, &base); err != nil {
+							t.Fatalf("%s: %s=%s: %v", d.Pos, arg, b, err)
+						}
+						if fates == nil {
+							fates = map[string]bool{}
+						}
+						fates[fmt.Sprintf("%020d.log", base)] = arg == "keep"
+					}
+				}
+				return run(restartOp{kind: kind, pct: num("unsynced", 0), garbage: -1, fates: fates})
 			case "delete":
 				return run(deleteOp{name: str("topic", "")})
 			case "old":
@@ -231,4 +252,15 @@ func TestLossyRecoveryFencesConsumer(t *testing.T) {
 // covers: G26
 func TestDeleteAndRecreate(t *testing.T) {
 	runScenario(t, "testdata/delete_recreate")
+}
+
+// Under none, a power loss keeps the entry of a segment rolled by a purge
+// and loses the entry of the segment before it, holding a record a
+// consumer had read: recovery records the loss (kept nothing at or above
+// the start), fences the consumer's commit, and does not take the
+// surviving segment for a loss again at later restarts.
+//
+// covers: G25
+func TestFirstSegmentLost(t *testing.T) {
+	runScenario(t, "testdata/first_segment_lost_none")
 }

@@ -332,7 +332,7 @@ func (k RestartKind) String() string {
 
 // Restart stops the node and starts it again, then checks everything the
 // recovery must have kept, removed and fenced.
-func (w *World) Restart(kind RestartKind, unsyncedPct, garbagePct int) (string, error) {
+func (w *World) Restart(kind RestartKind, unsyncedPct, garbagePct int, fates map[string]bool) (string, error) {
 	w.Disk.Disarm()
 	var closeErr error
 	if kind == RestartClean {
@@ -344,7 +344,7 @@ func (w *World) Restart(kind RestartKind, unsyncedPct, garbagePct int) (string, 
 	}
 	w.cfg.Settle()
 	if kind == RestartPowerLoss {
-		if err := w.Disk.PowerLoss(w.Rng, unsyncedPct, garbagePct); err != nil {
+		if err := w.Disk.PowerLoss(w.Rng, unsyncedPct, garbagePct, fates); err != nil {
 			return "", err
 		}
 	}
