@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -199,12 +200,16 @@ type Node struct {
 // Open opens the storage under cfg.DataDir, creates an owner for every
 // partition, loads the tokens (minting an admin token on first start),
 // loads or creates the TLS material and starts the QUIC listener.
-func Open(ctx context.Context, cfg Config) (n *Node, err error) {
+//
+// A failure is one error naming its cause (the data directory held by
+// another process, with its pid when the lock tells it; a port in use; a
+// read-only directory), and whatever Open had opened is closed again.
+func Open(ctx context.Context, cfg Config) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("node: create data directory: %w", err)
 	}
-	n = &Node{
+	n := &Node{
 		cfg:    cfg,
 		log:    cfg.Logger,
 		topics: map[string]*topic{},
@@ -218,76 +223,88 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.base, n.cancelBase = context.WithCancel(context.Background())
 	n.drain, n.cancelDrain = context.WithCancel(n.base)
-	defer func() {
-		if err != nil {
-			n.cancelBase()
-			n.plugins.close(context.Background())
-			n.closeStorage()
-		}
-	}()
+	if err := n.open(ctx); err != nil {
+		n.abandon()
+		return nil, err
+	}
+	return n, nil
+}
 
+// open does Open's work on n; on an error, abandon closes what it opened.
+func (n *Node) open(ctx context.Context) error {
+	cfg := n.cfg
 	if n.storage = cfg.Storage; n.storage == nil {
+		var err error
 		if n.storage, err = openEngine(cfg); err != nil {
-			return nil, err
+			return dataDirError(cfg, err)
 		}
 	}
 	n.meta = n.storage.Metadata()
+	var err error
 	if n.producers, err = OpenProducers(n.meta); err != nil {
-		return nil, fmt.Errorf("node: producer registry: %w", err)
+		return fmt.Errorf("node: producer registry: %w", err)
 	}
 	// Sessions are per consumer name, node-wide: a named consumer is one
 	// process, whatever topics it reads (docs/FENCING.md).
 	if n.sessions, err = OpenSessions(n.meta); err != nil {
-		return nil, fmt.Errorf("node: consumer sessions: %w", err)
+		return fmt.Errorf("node: consumer sessions: %w", err)
 	}
 	// The group coordinator exists before the owners: each owner asks it
 	// who holds its partition.
 	if n.groups, err = OpenGroups(GroupsConfig{Meta: n.meta, Topics: n.groupTopics(), Now: cfg.Now, Logger: cfg.Logger}); err != nil {
-		return nil, fmt.Errorf("node: consumer groups: %w", err)
+		return fmt.Errorf("node: consumer groups: %w", err)
 	}
 	stored, err := n.storage.Topics()
 	if err != nil {
-		return nil, fmt.Errorf("node: listing topics: %w", err)
+		return fmt.Errorf("node: listing topics: %w", err)
 	}
 	for _, st := range stored {
 		t, err := n.newTopic(st)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		n.topics[t.name] = t
 	}
 	if n.tokens, err = openTokens(n.meta, cfg.Now); err != nil {
-		return nil, err
+		return err
 	}
 	if n.plugins, err = openPlugins(ctx, cfg, n.meta); err != nil {
-		return nil, err
+		return err
 	}
 	if err := n.bootstrapAdminToken(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	nodeID, err := LoadOrCreateNodeID(ctx, n.meta)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.uplinks = NewUplinks(UplinksConfig{NodeID: nodeID, Meta: n.meta, Partitions: n.uplinkPartitions,
 		Template: UplinkConfig{Logger: n.log, Now: cfg.Now}})
 	if err := n.uplinks.Start(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	n.certs, err = certs.Open(certs.Options{
 		Dir: filepath.Join(cfg.DataDir, TLSDir), Names: cfg.CertNames, Now: cfg.Now, Logger: cfg.Logger,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Counted before the listener starts: requests may change the topics
 	// from then on.
 	topics := len(n.topics)
 	qcfg := cfg.Transport
 	qcfg.Authenticate = n.authenticate
+	if qcfg.StatelessResetKey == nil {
+		if qcfg.StatelessResetKey, err = loadResetKey(cfg.DataDir); err != nil {
+			return err
+		}
+	}
 	n.ln, err = quic.Listen(cfg.Listen, quic.ServerTLSConfig(n.certs.GetCertificate), qcfg)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("node: QUIC address %s is already in use (another ledge serve?)", cfg.Listen)
+		}
+		return err
 	}
 	n.work.Go(n.acceptLoop)
 	if cfg.RetentionInterval > 0 {
@@ -296,7 +313,26 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.loops.Go(func() { n.groups.Run(n.drain, time.Second) })
 	n.logRecovered()
 	n.log.Info("node started", "listen", n.ln.Addr().String(), "data", cfg.DataDir, "topics", topics)
-	return n, nil
+	return nil
+}
+
+// abandon closes what a failed open had opened, in the reverse order.
+func (n *Node) abandon() {
+	n.cancelBase()
+	if n.uplinks != nil {
+		n.uplinks.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, t := range n.topics {
+		for _, o := range t.owners {
+			_ = o.Close(ctx)
+		}
+	}
+	n.plugins.close(ctx)
+	if err := n.closeStorage(); err != nil {
+		n.log.Warn("closing the storage after a failed start", "err", err)
+	}
 }
 
 // Addr returns the address the node listens on.
