@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 )
@@ -145,11 +146,29 @@ func (c *Conn) watch() {
 	c.l.forget(c)
 }
 
+// Bounds of a drain's linger: how long it waits for a client to confirm
+// it read its last replies once they are all sent. A live client confirms
+// within a round trip and its acknowledgement delay; one that vanished
+// never does.
+const (
+	minDrainLinger = 100 * time.Millisecond
+	maxDrainLinger = 500 * time.Millisecond
+)
+
+// drainLinger is the connection's linger: a floor for the peer's
+// acknowledgement delay and scheduling, plus a few smoothed round trips.
+func (c *Conn) drainLinger() time.Duration {
+	st := c.qc.ConnectionStats()
+	return min(maxDrainLinger, minDrainLinger+3*st.SmoothedRTT+4*st.MeanDeviation)
+}
+
 // drain ends the connection gracefully: each stream answers what it read,
-// sends its end, and waits for the client to read it; then the connection
-// closes with CodeShutdown. A stream whose last replies the client cannot
-// confirm (it had closed its side before them) makes the connection wait
-// for the client to close it, or for ctx.
+// sends its end, and waits (for at most the linger) for the client to read
+// it; then the connection closes with CodeShutdown. A stream whose last
+// replies the client cannot confirm (it had closed its side before them)
+// makes the connection wait for the client to close it, for the linger
+// again at most. A client that does not answer in the linger is taken as
+// gone: it is not waited on.
 func (c *Conn) drain(ctx context.Context) {
 	c.mu.Lock()
 	if c.draining {
@@ -164,21 +183,28 @@ func (c *Conn) drain(ctx context.Context) {
 		c.close(CodeShutdown, "server shutting down")
 		return
 	}
+	linger := c.drainLinger()
 	var wg sync.WaitGroup
-	var unconfirmed atomic.Bool
+	var unconfirmed, noAnswer atomic.Bool
 	for _, s := range c.snapshotStreams() {
 		wg.Go(func() {
-			if !s.drain(ctx) {
+			switch s.drain(ctx, linger) {
+			case drainUnconfirmed:
 				unconfirmed.Store(true)
+			case drainNoAnswer:
+				noAnswer.Store(true)
 			}
 		})
 	}
 	wg.Wait()
-	if unconfirmed.Load() && ctx.Err() == nil {
+	if unconfirmed.Load() && !noAnswer.Load() && ctx.Err() == nil {
+		t := time.NewTimer(linger)
 		select {
 		case <-c.qc.Context().Done():
 		case <-ctx.Done():
+		case <-t.C:
 		}
+		t.Stop()
 	}
 	c.close(CodeShutdown, "server shutting down")
 }

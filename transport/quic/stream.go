@@ -449,11 +449,27 @@ func (s *Stream) notifyLocked() {
 	}
 }
 
+// drainResult says how a stream's drain ended.
+type drainResult int
+
+const (
+	// drainConfirmed: the client ended its side after reading every reply.
+	drainConfirmed drainResult = iota
+	// drainUnconfirmed: replies were written after the client had ended
+	// its side, so the client cannot say it read them.
+	drainUnconfirmed
+	// drainNoAnswer: the client did not end its side within the linger
+	// (it vanished, or keeps its side open): it is not waited on further.
+	drainNoAnswer
+)
+
 // drain ends the stream for a shutdown: no new frame is read (a reader
 // waiting for a header is interrupted), requests already read are
-// answered, the send side is closed, and the client's end is awaited as
-// the sign it has read every reply. It reports whether that sign came.
-func (s *Stream) drain(ctx context.Context) bool {
+// answered, the send side is closed, and the client's end is awaited, for
+// at most linger, as the sign it has read every reply. A client that went
+// away without closing never sends that end: the linger (a few round
+// trips) bounds what a vanished peer costs a shutdown.
+func (s *Stream) drain(ctx context.Context, linger time.Duration) drainResult {
 	s.mu.Lock()
 	s.draining = true
 	if s.inHeader {
@@ -466,27 +482,32 @@ func (s *Stream) drain(ctx context.Context) bool {
 		select {
 		case <-w:
 		case <-ctx.Done():
-			return false
+			return drainNoAnswer
 		}
 		s.mu.Lock()
 	}
 	if s.done {
 		s.mu.Unlock()
-		return true
+		return drainConfirmed
 	}
 	eof, broken, unconfirmed := s.readEOF, s.readBroken, s.wroteAfterEOF
 	s.mu.Unlock()
 
 	_ = s.endWrite()
 
-	confirmed := !unconfirmed && !broken
+	result := drainConfirmed
+	if unconfirmed || broken {
+		result = drainUnconfirmed
+	}
 	if !eof && !broken {
-		_ = s.qs.SetReadDeadline(time.Time{})
+		_ = s.qs.SetReadDeadline(time.Now().Add(linger))
 		stop := context.AfterFunc(ctx, func() { _ = s.qs.SetReadDeadline(time.Now()) })
 		_, err := io.Copy(io.Discard, s.fr.br)
 		stop()
-		confirmed = err == nil
+		if err != nil {
+			result = drainNoAnswer
+		}
 	}
 	s.finish()
-	return confirmed
+	return result
 }
