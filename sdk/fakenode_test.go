@@ -28,7 +28,11 @@ type fakeNode struct {
 	// answerInSend has streams answer each request before Send returns,
 	// on the sender's goroutine: the earliest a reply can come.
 	answerInSend bool
-	inits        int
+	// endAfterReply has each stream end after its first reply, as a node
+	// shutting down ends a stream after the replies it owed: the next
+	// Send on it fails at once, with no callback.
+	endAfterReply bool
+	inits         int
 	// seen and invalid hold the first value of every batch received and
 	// of the batches refused as invalid: a node refuses the same bytes
 	// the same way every time, and never refuses a batch it appended.
@@ -183,6 +187,10 @@ func (s *fakeStream) answer(c fakeCall, reply []byte) {
 		return
 	}
 	s.pending = s.pending[1:]
+	if s.n.endAfterReply && len(s.pending) == 0 {
+		s.broken = true
+		close(s.done)
+	}
 	s.mu.Unlock()
 	c.cb(reply, nil)
 }

@@ -595,6 +595,9 @@ func (s *partSender) send(b *prodBatch, now time.Time) bool {
 		s.inflightRecs -= len(b.recs)
 		b.last, b.lastErr = notSent, err
 		s.broken, s.recovering = true, true
+		// A fast path (sendNow, onReply) sends outside run: wake run to
+		// recover, or nothing would until a timer long set.
+		s.poke()
 		return false
 	}
 	return true
