@@ -111,9 +111,13 @@ func (d *Disk) Fired() []string { return d.inj.takeFired() }
 // hold their old bytes again; with probability garbagePct, one sector
 // being written in each file of the log holds garbage. The live view must
 // be dead (Kill).
-// fates, if not nil, decides which unsynced new entries of the log
-// survive, by file name (see crashImage).
-func (d *Disk) PowerLoss(rng *rand.Rand, unsyncedPct, garbagePct int, fates map[string]bool) error {
+func (d *Disk) PowerLoss(rng *rand.Rand, unsyncedPct, garbagePct int) error {
+	return d.PowerLossWith(rng, unsyncedPct, garbagePct, nil)
+}
+
+// PowerLossWith is PowerLoss where fates, if not nil, decides which
+// unsynced new entries of the log survive, by file name (see crashImage).
+func (d *Disk) PowerLossWith(rng *rand.Rand, unsyncedPct, garbagePct int, fates map[string]bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.live != nil {

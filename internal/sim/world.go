@@ -344,7 +344,7 @@ func (w *World) Restart(kind RestartKind, unsyncedPct, garbagePct int, fates map
 	}
 	w.cfg.Settle()
 	if kind == RestartPowerLoss {
-		if err := w.Disk.PowerLoss(w.Rng, unsyncedPct, garbagePct, fates); err != nil {
+		if err := w.Disk.PowerLossWith(w.Rng, unsyncedPct, garbagePct, fates); err != nil {
 			return "", err
 		}
 	}
