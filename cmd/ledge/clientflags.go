@@ -15,27 +15,32 @@ import (
 
 // Environment variables the client commands read when a flag is not given.
 const (
-	envServer  = "LEDGE_SERVER"
-	envCA      = "LEDGE_CA"
-	envToken   = "LEDGE_TOKEN"
-	envDataDir = "LEDGE_DATA_DIR"
+	envServer    = "LEDGE_SERVER"
+	envCA        = "LEDGE_CA"
+	envToken     = "LEDGE_TOKEN"
+	envTokenFile = "LEDGE_TOKEN_FILE"
+	envDataDir   = "LEDGE_DATA_DIR"
 )
 
 // clientFlags are how a client command reaches a node.
 type clientFlags struct {
-	server  string
-	ca      string
-	token   string
-	dataDir string
-	timeout time.Duration
+	server         string
+	ca             string
+	token          string
+	tokenFile      string
+	dataDir        string
+	timeout        time.Duration
+	connectTimeout time.Duration
 }
 
 // clientFlagsHelp is appended to the help of every client command.
 const clientFlagsHelp = `
 Connection: --server (or LEDGE_SERVER, default 127.0.0.1:7420), --ca (or
-LEDGE_CA) and --token (or LEDGE_TOKEN). Run in the directory that holds a
-node's ledge-data, no flags are needed: the CA certificate and the admin
-token are read from there (--data-dir or LEDGE_DATA_DIR names another).`
+LEDGE_CA) and --token (or LEDGE_TOKEN), or --token-file (or
+LEDGE_TOKEN_FILE) to keep the secret out of the command line. Run in the
+directory that holds a node's ledge-data, no flags are needed: the CA
+certificate and the admin token are read from there (--data-dir or
+LEDGE_DATA_DIR names another).`
 
 // addClientFlags registers the connection flags on cmd and its
 // subcommands.
@@ -45,8 +50,10 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 	fs.StringVar(&f.server, "server", "", "node address host:port (env "+envServer+"; default "+sdk.DefaultAddr+")")
 	fs.StringVar(&f.ca, "ca", "", "CA certificate file the node's certificate is checked against (env "+envCA+")")
 	fs.StringVar(&f.token, "token", "", "bearer token (env "+envToken+"; default: the admin token of the data directory)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token, so that it is not in the command line (env "+envTokenFile+")")
 	fs.StringVar(&f.dataDir, "data-dir", "", "a node's data directory to take the CA and admin token from (env "+envDataDir+"; default ./"+sdk.DefaultDataDir+" when present)")
-	fs.DurationVar(&f.timeout, "timeout", sdk.DefaultRequestTimeout, "how long to wait for the connection and for each reply")
+	fs.DurationVar(&f.timeout, "timeout", sdk.DefaultRequestTimeout, "how long to wait for each reply")
+	fs.DurationVar(&f.connectTimeout, "connect-timeout", 2*time.Second, "how long to wait for the node to answer the connection")
 	cmd.Long += "\n" + clientFlagsHelp
 	return f
 }
@@ -63,7 +70,7 @@ func firstNonEmpty(vals ...string) string {
 // dial connects to the node the flags and environment describe.
 func (f *clientFlags) dial(ctx context.Context) (*sdk.Client, error) {
 	addr := firstNonEmpty(f.server, os.Getenv(envServer))
-	opts := []sdk.Option{sdk.WithRequestTimeout(f.timeout), sdk.WithDialTimeout(f.timeout)}
+	opts := []sdk.Option{sdk.WithRequestTimeout(f.timeout), sdk.WithDialTimeout(f.connectTimeout)}
 	if dir := firstNonEmpty(f.dataDir, os.Getenv(envDataDir)); dir != "" {
 		opts = append(opts, sdk.WithDataDir(dir))
 	}
@@ -72,13 +79,15 @@ func (f *clientFlags) dial(ctx context.Context) (*sdk.Client, error) {
 	}
 	if tok := firstNonEmpty(f.token, os.Getenv(envToken)); tok != "" {
 		opts = append(opts, sdk.WithToken(tok))
+	} else if file := firstNonEmpty(f.tokenFile, os.Getenv(envTokenFile)); file != "" {
+		opts = append(opts, sdk.WithTokenFile(file))
 	}
 	c, err := sdk.Dial(ctx, addr, opts...)
 	if err != nil {
 		if addr == "" {
 			addr = sdk.DefaultAddr
 		}
-		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+		return nil, &dialError{addr: addr, err: err}
 	}
 	return c, nil
 }

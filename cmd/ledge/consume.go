@@ -35,6 +35,7 @@ type consumeFlags struct {
 	filter     string
 	params     []string
 	policy     string
+	reset      string
 }
 
 func newConsumeCommand() *cobra.Command {
@@ -49,7 +50,10 @@ ones until interrupted.
 --from says where to start: earliest (the first record), latest (only
 records produced from now on), committed (a named consumer's committed
 position), an offset (42), a time (2026-01-02T15:04:05Z) or a time ago
-(-90m). Default: committed with --consumer, earliest without.
+(-90m). Default: committed with --consumer, earliest without. An offset
+below a partition's start is an error unless --reset earliest or latest
+says where to go; an offset past the end is an error, or with --follow,
+where printing starts once the partition reaches it.
 
 --consumer NAME reads as a named consumer: attaching fences any other
 process consuming under the name. With --commit it commits what it
@@ -83,6 +87,7 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
 	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runConsume(cmd, cf, args[0], &f) }
 	fs := cmd.Flags()
 	fs.StringVar(&f.from, "from", "", "where to start: earliest, latest, committed, OFFSET, TIME (RFC 3339) or -DURATION")
+	fs.StringVar(&f.reset, "reset", "", "where to go when a position is outside a partition's records: earliest or latest (default: fail)")
 	fs.BoolVarP(&f.follow, "follow", "F", false, "keep waiting for new records")
 	fs.IntVarP(&f.count, "count", "n", 0, "stop after this many records (0: no limit)")
 	fs.BoolVar(&f.commit, "commit", false, "commit what was printed (needs --consumer)")
@@ -145,16 +150,27 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 	if f.count < 0 {
 		return errors.New("--count must not be negative")
 	}
+	reset, err := resetPolicy(f.reset)
+	if err != nil {
+		return err
+	}
 	var opts []sdk.ConsumerOption
+	var fromOffset *uint64
 	if f.from != "" {
 		pos, err := parseFrom(f.from, time.Now())
 		if err != nil {
 			return err
 		}
+		if o, err := strconv.ParseUint(f.from, 10, 64); err == nil {
+			fromOffset = &o
+		}
 		if pos == sdk.AtCommitted() && f.consumer == "" {
 			return errors.New("--from committed needs --consumer NAME")
 		}
 		opts = append(opts, sdk.WithStart(pos))
+	}
+	if fromOffset != nil || f.reset != "" {
+		opts = append(opts, sdk.WithResetPolicy(reset)) // an offset given out of range fails unless --reset
 	}
 	if f.consumer != "" {
 		opts = append(opts, sdk.WithConsumerName(f.consumer))
@@ -187,11 +203,20 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 		return err
 	}
 	defer c.Close()
+	var plan fromPlan
+	if fromOffset != nil {
+		if plan, err = planFrom(ctx, c, topic, f, *fromOffset); err != nil {
+			return err
+		}
+	}
 	cons, err := c.NewConsumer(ctx, topic, opts...)
 	if err != nil {
 		return err
 	}
 	defer cons.Close(context.WithoutCancel(ctx))
+	if err := plan.apply(cons); err != nil {
+		return err
+	}
 
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
 	defer out.Flush()
@@ -201,6 +226,7 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 		if pollErr != nil && ctx.Err() != nil {
 			return nil // interrupted
 		}
+		recs = plan.keep(recs)
 		if f.count > 0 && printed+len(recs) > f.count {
 			recs = recs[:f.count-printed]
 		}
@@ -222,7 +248,7 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 		switch {
 		case pollErr != nil && f.follow && sdk.IsRetryable(pollErr):
 			// The node restarted or the network moved: keep following.
-			fmt.Fprintf(cmd.ErrOrStderr(), "ledge: %v; retrying\n", pollErr)
+			fmt.Fprintf(cmd.ErrOrStderr(), "ledge: %s; retrying\n", explain(pollErr))
 			select {
 			case <-time.After(time.Second):
 			case <-ctx.Done():

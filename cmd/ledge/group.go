@@ -138,6 +138,9 @@ end of the partition that is.`,
 				if err != nil {
 					return err
 				}
+				if err := groupExists(ctx, c, d); err != nil {
+					return err
+				}
 				w := cmd.OutOrStdout()
 				if asJSON {
 					return writeJSON(w, groupDescriptionJSON(d))
@@ -191,7 +194,7 @@ func groupDescriptionJSON(d sdk.GroupDescription) any {
 }
 
 func printGroup(w io.Writer, d sdk.GroupDescription) {
-	fmt.Fprintf(w, "group %s: %s, epoch %d, %s assignor, %d members\n", d.Name, d.State, d.Epoch, d.Assignor, len(d.Members))
+	fmt.Fprintf(w, "group %s: %s, epoch %d, %s assignor, %s\n", d.Name, d.State, d.Epoch, d.Assignor, plural(len(d.Members), "member"))
 	if d.Policy != "" {
 		fmt.Fprintf(w, "commit policy: %s%s\n", d.Policy, paramsString(d.PolicyParams))
 	}
@@ -300,7 +303,8 @@ empty. --clear detaches the group's policy. Needs an admin token.`,
 }
 
 func newGroupDeleteCommand(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var yes *bool
+	cmd := &cobra.Command{
 		Use:   "delete GROUP",
 		Short: "Delete a consumer group without members, with its committed offsets",
 		Long: `Delete the consumer group GROUP: its committed offsets on every partition,
@@ -308,9 +312,12 @@ its commit policy and the group itself. A group created later under the
 name starts from scratch. A group that still has members is refused:
 stop its consumers (or let their sessions expire) and delete again. Needs
 an admin token.`,
-		Example: "  ledge group delete billing",
+		Example: "  ledge group delete billing\n  ledge group delete billing --yes",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := confirm(cmd, *yes, fmt.Sprintf("Delete group %s with its committed offsets and commit policy?", args[0])); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return cf.with(ctx, func(c *sdk.Client) error {
 				if err := c.DeleteGroup(ctx, args[0]); err != nil {
@@ -321,6 +328,8 @@ an admin token.`,
 			})
 		},
 	}
+	yes = addYesFlag(cmd)
+	return cmd
 }
 
 func dashIfEmpty(s []string) string {
@@ -419,7 +428,7 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 		}
 		switch {
 		case pollErr != nil && f.follow && sdk.IsRetryable(pollErr):
-			fmt.Fprintf(stderr, "ledge: %v; retrying\n", pollErr)
+			fmt.Fprintf(stderr, "ledge: %s; retrying\n", explain(pollErr))
 		case pollErr != nil && !errors.Is(pollErr, fence.ErrUnassignedPartition) && !errors.Is(pollErr, fence.ErrStaleMemberEpoch):
 			return pollErr
 		case f.count > 0 && printed >= f.count:

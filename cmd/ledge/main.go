@@ -11,7 +11,7 @@ import (
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "ledge:", err)
+		fmt.Fprintln(os.Stderr, "ledge:", explain(err))
 		os.Exit(1)
 	}
 }

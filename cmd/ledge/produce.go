@@ -143,7 +143,7 @@ func runProduce(cmd *cobra.Command, cf *clientFlags, topic string, f *produceFla
 		progress.update(read, sent.Load())
 		progress.finish()
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "produced %d records to %s", acked.Load(), topic)
+	fmt.Fprintf(cmd.ErrOrStderr(), "produced %s to %s", plural(int(acked.Load()), "record"), topic)
 	if n := failed.Load(); n > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), " (%d failed)", n)
 	}

@@ -259,12 +259,16 @@ func printPartitions(w io.Writer, ps []sdk.PartitionState) {
 }
 
 func newTopicDeleteCommand(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var yes *bool
+	cmd := &cobra.Command{
 		Use:     "delete TOPIC",
-		Short:   "Delete a topic with its data, offsets and sessions",
-		Example: "  ledge topic delete orders",
+		Short:   "Delete a topic with its data, offsets and sessions (asks first on a terminal; --yes does not)",
+		Example: "  ledge topic delete orders\n  ledge topic delete orders --yes",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := confirm(cmd, *yes, fmt.Sprintf("Delete topic %s with all its records, committed offsets and sessions?", args[0])); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return cf.with(ctx, func(c *sdk.Client) error {
 				if err := c.DeleteTopic(ctx, args[0]); err != nil {
@@ -275,10 +279,13 @@ func newTopicDeleteCommand(cf *clientFlags) *cobra.Command {
 			})
 		},
 	}
+	yes = addYesFlag(cmd)
+	return cmd
 }
 
 func newTopicPurgeCommand(cf *clientFlags) *cobra.Command {
 	var partitions []int
+	var yes *bool
 	cmd := &cobra.Command{
 		Use:   "purge TOPIC",
 		Short: "Empty a topic's partitions, fencing polls and commits made before",
@@ -286,9 +293,16 @@ func newTopicPurgeCommand(cf *clientFlags) *cobra.Command {
 one's start offset rises to its high watermark and its history epoch rises
 by one. Offsets are never reused. Consumers resume at the new start; polls
 and commits made before the purge are refused.`,
-		Example: "  ledge topic purge orders\n  ledge topic purge orders --partition 0 --partition 3",
+		Example: "  ledge topic purge orders\n  ledge topic purge orders --partition 0 --partition 3 --yes",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			which := "every partition of " + args[0]
+			if len(partitions) > 0 {
+				which = fmt.Sprintf("%s of %s", plural(len(partitions), "partition"), args[0])
+			}
+			if err := confirm(cmd, *yes, fmt.Sprintf("Purge %s? Their records are gone for good.", which)); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return cf.with(ctx, func(c *sdk.Client) error {
 				ps := make([]int32, len(partitions))
@@ -311,6 +325,7 @@ and commits made before the purge are refused.`,
 		},
 	}
 	cmd.Flags().IntSliceVar(&partitions, "partition", nil, "partition to purge (repeatable; default all)")
+	yes = addYesFlag(cmd)
 	return cmd
 }
 

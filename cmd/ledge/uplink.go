@@ -58,6 +58,9 @@ dropped. Paths of TLS and SASL files are on the node.`,
 			if tlsOn || tlsCA != "" || tlsCert != "" || tlsKey != "" || tlsServerName != "" {
 				cfg.TLS = &sdk.UplinkTLS{CAFile: tlsCA, CertFile: tlsCert, KeyFile: tlsKey, ServerName: tlsServerName}
 			}
+			if err := checkSASLFlags(saslMech, saslUser, saslPasswordFile); err != nil {
+				return err
+			}
 			if saslMech != "" {
 				cfg.SASL = &sdk.UplinkSASL{Mechanism: saslMech, User: saslUser, PasswordFile: saslPasswordFile}
 			}

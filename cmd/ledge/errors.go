@@ -1,0 +1,151 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"regexp"
+	"strings"
+
+	"github.com/ledgemq/ledge/sdk"
+)
+
+// What the CLI prints when a command fails: one sentence in the CLI's
+// words (flags and commands, not SDK options), saying what to do where
+// there is something to do. The SDK's and the node's errors say which
+// package they come from and repeat what wraps them; a person at a
+// terminal needs neither.
+
+// dialError is a failure to reach or authenticate with a node.
+type dialError struct {
+	addr string
+	err  error
+}
+
+func (e *dialError) Error() string { return "connect to " + e.addr + ": " + e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// explain returns the sentence the CLI prints for err.
+func explain(err error) string {
+	var de *dialError
+	if errors.As(err, &de) {
+		return explainDial(de)
+	}
+	var se *sdk.Error
+	if errors.As(err, &se) {
+		return explainNode(se)
+	}
+	switch {
+	case errors.Is(err, sdk.ErrNotNamed):
+		return "this needs a named consumer: add --consumer NAME"
+	case errors.Is(err, sdk.ErrNoCredentials):
+		return noTokenHelp
+	}
+	return clean(err.Error())
+}
+
+const noTokenHelp = "no token to authenticate with: pass --token, --token-file or LEDGE_TOKEN, " +
+	"or run beside a node's ledge-data (or name it with --data-dir)"
+
+func explainDial(de *dialError) string {
+	err := de.err
+	var pathErr *fs.PathError
+	var unknownCA x509.UnknownAuthorityError
+	var verify *tls.CertificateVerificationError
+	var hostname x509.HostnameError
+	switch {
+	case errors.Is(err, sdk.ErrNoCredentials):
+		return noTokenHelp
+	case errors.Is(err, sdk.ErrUnauthenticated):
+		return fmt.Sprintf("the node at %s refused the token: pass a valid one with --token, --token-file or LEDGE_TOKEN "+
+			"(ledge token create makes one)", de.addr)
+	case errors.As(err, &hostname):
+		return fmt.Sprintf("the certificate of the node at %s does not name that address: connect by a name it lists, "+
+			"or restart the node with that address among its certificate's names (ledge serve --help)", de.addr)
+	case errors.As(err, &unknownCA), errors.As(err, &verify):
+		return fmt.Sprintf("the node at %s has a certificate this CA does not vouch for: pass the node's CA with --ca "+
+			"or LEDGE_CA (ca.pem in its ledge-data)", de.addr)
+	case errors.As(err, &pathErr) && errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("%s does not exist: check --data-dir, --ca and --token-file (or LEDGE_DATA_DIR, LEDGE_CA, LEDGE_TOKEN_FILE)",
+			pathErr.Path)
+	case isTimeout(err):
+		return fmt.Sprintf("no Ledge node answered at %s: is `ledge serve` running?", de.addr)
+	}
+	return fmt.Sprintf("could not connect to %s: %s", de.addr, clean(err.Error()))
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() // context.DeadlineExceeded too
+}
+
+// explainNode explains a request the node refused.
+func explainNode(e *sdk.Error) string {
+	where := e.Topic
+	if e.Topic != "" && e.Partition >= 0 {
+		where = fmt.Sprintf("%s/%d", e.Topic, e.Partition)
+	}
+	msg := clean(e.Message)
+	switch {
+	case errors.Is(e, sdk.ErrUnknownTopic) && e.Topic != "":
+		return fmt.Sprintf("topic %s does not exist: ledge topic list shows the topics, ledge topic create %s makes it", e.Topic, e.Topic)
+	case errors.Is(e, sdk.ErrUnknownTopic):
+		return fmt.Sprintf("%s: ledge topic list shows the topics", strings.TrimPrefix(msg, "unknown topic: "))
+	case errors.Is(e, sdk.ErrTopicExists):
+		return fmt.Sprintf("topic %s already exists: ledge topic describe %s shows it", e.Topic, e.Topic)
+	case errors.Is(e, sdk.ErrUnknownPartition) && e.Partition >= 0:
+		return fmt.Sprintf("topic %s has no partition %d: ledge topic describe %s lists its partitions", e.Topic, e.Partition, e.Topic)
+	case errors.Is(e, sdk.ErrUnauthenticated):
+		return "the node refused the token: pass a valid one with --token, --token-file or LEDGE_TOKEN"
+	case errors.Is(e, sdk.ErrForbidden):
+		return "the token may not do this: use a token with the scope it needs (ledge token create --allow)"
+	case errors.Is(e, sdk.ErrFencedSession):
+		return fmt.Sprintf("another process attached as this consumer on %s, so this one stopped: only one process consumes under a name", where)
+	case errors.Is(e, sdk.ErrNotEnoughSpace):
+		return fmt.Sprintf("the node's disk is full, nothing was written to %s: free space (ledge topic purge, retention) and retry", where)
+	case errors.Is(e, sdk.ErrBusy):
+		return "the node is past its memory budget: retry in a moment"
+	case errors.Is(e, sdk.ErrInvalidArgument):
+		if msg = strings.TrimPrefix(msg, "invalid argument: "); msg == "" {
+			return fmt.Sprintf("the node refused a value of the request (%s)", e.Op)
+		}
+		return msg
+	}
+	s := e.Status.String()
+	if msg != "" && !strings.HasPrefix(msg, s) {
+		s += ": " + msg
+	} else if msg != "" {
+		s = msg
+	}
+	if where != "" {
+		return fmt.Sprintf("%s: %s", where, s)
+	}
+	return s
+}
+
+// packagePrefix is a Go package's name at the start of an error's text.
+var packagePrefix = regexp.MustCompile(`(^|: )(sdk|node|plugins|quic|fence|engine|wire): `)
+
+// clean drops package prefixes from an error's text and the repetitions
+// that wrapping leaves ("invalid argument: invalid argument: x").
+func clean(s string) string {
+	for {
+		t := packagePrefix.ReplaceAllString(s, "$1")
+		if t == s {
+			break
+		}
+		s = t
+	}
+	parts := strings.Split(s, ": ")
+	out := parts[:0]
+	for _, p := range parts {
+		if len(out) > 0 && out[len(out)-1] == p {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ": ")
+}
