@@ -33,17 +33,32 @@ type Config struct {
 	MaxModuleBytes int
 	// MaxInstanceMemory caps the linear memory of one instance, in bytes,
 	// rounded down to 64 KiB pages. Default 64 MiB. A guest growing past
-	// it sees memory.grow fail (a Go guest then panics: a trap).
+	// it sees memory.grow fail inside the call; if the call then fails (a
+	// Go guest panics) it fails with ErrMemoryLimit and counts a strike.
 	MaxInstanceMemory int64
 	// MemoryBudget bounds the linear memory of all instances of all
-	// plugins together. Default 512 MiB. When starting an instance would
-	// exceed it, idle instances are closed first; if that is not enough
-	// the call waits for one to be released, until its context ends
-	// (ErrMemoryBudget).
+	// plugins together, growth during calls included, in bytes. Default
+	// 512 MiB. When starting an instance would exceed it, idle instances
+	// are closed first; if that is not enough the call waits for one to
+	// be released, until its context ends (ErrMemoryBudget). A
+	// memory.grow past it, once idle instances are closed, fails inside
+	// the guest; if the call then fails it fails with ErrMemoryBudget
+	// (no strike: others hold the memory).
 	MemoryBudget int64
+	// IdleTimeout is how long an instance may stay idle before it is
+	// closed and its memory given back. Default 30s; negative: idle
+	// instances stay until the budget needs room (or ReleaseIdle).
+	IdleTimeout time.Duration
 	// MaxInstances bounds the instances of one plugin, busy or idle, which
-	// is how many calls of that plugin run at once. Default GOMAXPROCS.
+	// is how many calls of that plugin can be under way at once. Default
+	// GOMAXPROCS.
 	MaxInstances int
+	// MaxConcurrentCalls bounds the guest code running at once, over all
+	// plugins (calls, instance start-ups and inits), so that plugins never
+	// occupy every CPU: polls and produces without plugins keep a core.
+	// Calls past it queue, in order, until their context ends; their
+	// deadline starts when they run. Default max(1, GOMAXPROCS-1).
+	MaxConcurrentCalls int
 	// MaxInputBytes bounds the input region of one call (View.Size).
 	// Default 16 MiB, and at most half of MaxInstanceMemory.
 	MaxInputBytes int
@@ -89,8 +104,14 @@ func (c Config) withDefaults() Config {
 	if c.MemoryBudget <= 0 {
 		c.MemoryBudget = 512 << 20
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 30 * time.Second
+	}
 	if c.MaxInstances <= 0 {
 		c.MaxInstances = runtime.GOMAXPROCS(0)
+	}
+	if c.MaxConcurrentCalls <= 0 {
+		c.MaxConcurrentCalls = max(1, runtime.GOMAXPROCS(0)-1)
 	}
 	if c.MaxInputBytes <= 0 {
 		c.MaxInputBytes = 16 << 20

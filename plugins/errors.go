@@ -49,9 +49,16 @@ var (
 	// ErrBadParams: the parameters are malformed (an empty key, too many,
 	// too large). Not retryable.
 	ErrBadParams = errors.New("plugins: invalid plugin parameters")
-	// ErrMemoryBudget: no instance could be started within the global
-	// memory budget before the context ended. Retryable.
+	// ErrMemoryBudget: the node-wide plugin memory budget is held by
+	// instances in use: no instance could be started within it before the
+	// context ended, or a call's memory.grow was refused and the call
+	// failed. No strike. Retryable: the memory comes back as calls end.
 	ErrMemoryBudget = errors.New("plugins: plugin memory budget exhausted")
+	// ErrMemoryLimit: the plugin grew its memory past the limit of one
+	// instance (Config.MaxInstanceMemory); memory.grow failed inside the
+	// call and the call then failed. The instance was discarded and a
+	// strike counted. Not retryable with the same input.
+	ErrMemoryLimit = errors.New("plugins: plugin memory limit exceeded")
 	// ErrClosed: the host is closed. Not retryable.
 	ErrClosed = errors.New("plugins: host closed")
 )

@@ -35,9 +35,12 @@ type Host struct {
 	active   int // guest entries and compiles in progress; Close waits for them
 	plugins  map[string]*plugin
 	modules  map[Digest]*module
-	used     int64         // linear memory of live instances, bytes (reserved or measured)
+	used     int64         // linear memory of live instances, bytes (memory.go)
+	peak     int64         // the most used has been
 	released chan struct{} // closed and replaced whenever an instance is released or closed
 	seq      uint64        // instance counter (seeds, LRU order)
+	reaper   *time.Timer   // closes instances idle for IdleTimeout (pool.go); nil when none is idle
+	workers  chan struct{} // one token per guest entry running (MaxConcurrentCalls)
 }
 
 // module is a compiled module, shared by the plugins with its digest.
@@ -90,7 +93,8 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCoreFeatures(api.CoreFeaturesV2).
-		WithMemoryLimitPages(uint32(cfg.MaxInstanceMemory / pageSize)).
+		// No page limit of wazero's: the host's allocator enforces
+		// MaxInstanceMemory and the budget, and says which refused (memory.go).
 		WithCloseOnContextDone(false). // metering interrupts instead: RATIONALE.md
 		WithDebugInfoEnabled(false)    // DWARF is dropped by the rewrite
 	var cache wazero.CompilationCache
@@ -117,6 +121,7 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 		plugins:    map[string]*plugin{},
 		modules:    map[Digest]*module{},
 		released:   make(chan struct{}),
+		workers:    make(chan struct{}, cfg.MaxConcurrentCalls),
 	}, nil
 }
 
@@ -132,6 +137,9 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.closed = true
 	h.stop()
+	if h.reaper != nil {
+		h.reaper.Stop()
+	}
 	for h.active > 0 {
 		wait := h.released
 		h.mu.Unlock()

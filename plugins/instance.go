@@ -12,6 +12,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/ledgemq/ledge/plugins/abi"
@@ -20,12 +21,12 @@ import (
 // instance is one instantiation of a plugin's module. It is used by one
 // goroutine at a time: the pool hands it out exclusively.
 type instance struct {
-	h     *Host
-	p     *plugin
-	m     *module // referenced until close
-	mod   api.Module
-	mem   api.Memory
-	bytes int64 // memory accounted to the host budget
+	h   *Host
+	p   *plugin
+	m   *module // referenced until close
+	mod api.Module
+	mem api.Memory
+	gm  *guestMemory // the allocator of mem and its accounting
 
 	abiVersion, kinds, buffer, init, filter, propose api.Function
 
@@ -38,16 +39,17 @@ type instance struct {
 	kind           Kind
 	key            string // encoded parameters init was called with
 	lastUse        uint64
+	idleSince      time.Time // on the host's clock, while idle
 
 	rng  *rand.ChaCha8
 	mono int64 // virtual monotonic clock, ns
 	log  pluginLog
 }
 
-// startInstance instantiates p's module and runs the guest's own
-// initialization, under StartTimeout. The instance holds a reference to
-// the module.
-func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, seq uint64) (*instance, error) {
+// startInstance instantiates p's module with its memory from gm and runs
+// the guest's own initialization, under StartTimeout. The instance holds
+// a reference to the module.
+func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, gm *guestMemory, seq uint64) (*instance, error) {
 	var seed [32]byte
 	{
 		s := sha256.New()
@@ -60,6 +62,7 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, seq uint
 		h:   h,
 		p:   p,
 		m:   m,
+		gm:  gm,
 		rng: rand.NewChaCha8(seed),
 		log: newPluginLog(h.cfg.Logger.With("plugin", p.name), h.cfg.MaxLogBytes),
 	}
@@ -71,7 +74,7 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, seq uint
 
 	// Instantiation runs the module's start function, if it has one, under
 	// the same deadline as _initialize.
-	mod, err := h.rt.InstantiateModule(in.ctx, m.compiled,
+	mod, err := h.rt.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, gm), m.compiled,
 		wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		return nil, in.classify(err, "starting")
@@ -108,6 +111,7 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, seq uint
 		}
 		kinds &= int(int32(k))
 	}
+	h.started(gm)
 	if kinds&int(p.kind) == 0 {
 		return fail(fmt.Errorf("%w: %q does not implement a %v (see %s and %s)", ErrWrongKind, p.name, p.kind,
 			abi.ExportKinds, map[Kind]string{KindFilter: abi.ExportFilter, KindCommitPolicy: abi.ExportPropose}[p.kind]))
@@ -116,11 +120,17 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, seq uint
 }
 
 // begin prepares the call state for an entry into the guest, which the
-// host's Close waits for.
+// host's Close waits for. It waits for one of the MaxConcurrentCalls
+// workers first; the deadline starts once it has one.
 func (in *instance) begin(ctx context.Context, timeout time.Duration, v *View) error {
-	if err := in.h.enter(); err != nil {
+	if err := in.h.takeWorker(ctx, in.p.name); err != nil {
 		return err
 	}
+	if err := in.h.enter(); err != nil {
+		in.h.putWorker()
+		return err
+	}
+	_ = in.gm.takeRefusal()
 	// The deadline is on the host's clock; the caller's own deadline, on
 	// the wall clock, ends the call through ctx like a cancellation (not
 	// held against the plugin).
@@ -146,6 +156,7 @@ func (in *instance) end() {
 	in.cs.view = nil
 	in.cs.ctx = nil
 	in.h.leave()
+	in.h.putWorker()
 }
 
 // callRaw calls fn with args and returns its first result.
@@ -175,7 +186,16 @@ func (in *instance) classify(err error, fn string) error {
 		return fmt.Errorf("%w: %q: %s abandoned", ErrClosed, in.p.name, fn)
 	case errors.Is(err, errAbortCanceled):
 		return fmt.Errorf("plugins: %q: %s abandoned: %w", in.p.name, fn, context.Cause(cs.ctx))
-	case errors.As(err, &exit):
+	}
+	if refused := in.gm.takeRefusal(); refused != nil {
+		// The guest failed after memory.grow failed: that is the cause.
+		detail := trimTrace(err.Error())
+		if errors.As(err, &exit) {
+			detail = fmt.Sprintf("exited with code %d", exit.ExitCode())
+		}
+		return fmt.Errorf("%w; %s then failed: %s", refused, fn, withStderr(detail))
+	}
+	if errors.As(err, &exit) {
 		return fmt.Errorf("%w: %q: %s: the plugin exited with code %d%s", ErrTrap, in.p.name, fn, exit.ExitCode(), withStderr(""))
 	}
 	msg := trimTrace(err.Error())
@@ -278,9 +298,6 @@ func answerArea(v *View) (off, n uint32) {
 	a := v.abi.Answer()
 	return uint32(len(v.region) - len(a)), uint32(len(a))
 }
-
-// memBytes returns the instance's current linear memory size.
-func (in *instance) memBytes() int64 { return int64(in.mem.Size()) }
 
 // close closes the wasm instance and drops its module reference. The pool
 // has already taken it out of its accounting.

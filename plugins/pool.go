@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // The pool: every plugin keeps idle instances, keyed by the kind and
@@ -139,11 +140,12 @@ func (h *Host) evictLocked(p *plugin, in *instance) *instance {
 	return in
 }
 
-// dropLocked removes a live instance from the accounting.
+// dropLocked removes a live instance from the accounting; its memory
+// is no longer charged to the budget from here on, and goes back to the
+// operating system when the caller closes it (without the lock).
 func (h *Host) dropLocked(in *instance) {
 	in.p.live--
-	in.p.memBytes -= in.bytes
-	h.used -= in.bytes
+	h.unchargeLocked(in.gm)
 	h.signalLocked()
 }
 
@@ -163,18 +165,17 @@ func (h *Host) newInstanceLocked(ctx context.Context, p *plugin) (*instance, err
 	m := p.mod
 	m.refs++
 	p.live++
-	reserved := p.estBytes
-	h.used += reserved
+	gm := h.newGuestMemoryLocked(p, p.estBytes)
 	h.seq++
 	seq := h.seq
 	h.mu.Unlock()
 
-	in, err := h.startInstance(ctx, p, m, seq)
+	in, err := h.startInstance(ctx, p, m, gm, seq)
 
-	h.mu.Lock()
 	if err != nil {
+		gm.Free() // if wazero did not
+		h.mu.Lock()
 		p.live--
-		h.used -= reserved
 		h.unrefModuleLocked(m)
 		h.signalLocked()
 		h.mu.Unlock()
@@ -182,11 +183,6 @@ func (h *Host) newInstanceLocked(ctx context.Context, p *plugin) (*instance, err
 		p.stats.failure(err)
 		return nil, err
 	}
-	in.bytes = in.memBytes()
-	h.used += in.bytes - reserved
-	p.memBytes += in.bytes
-	p.estBytes = max(p.estBytes, in.bytes)
-	h.mu.Unlock()
 	p.stats.instantiations.Add(1)
 	return in, nil
 }
@@ -210,18 +206,9 @@ func (h *Host) bindOrDiscard(ctx context.Context, in *instance, kind Kind, param
 // the plugin is gone or quarantined, or when the memory budget is
 // exceeded.
 func (h *Host) release(in *instance, discard bool) {
-	var size int64
-	if !discard {
-		size = in.memBytes()
-	}
 	h.mu.Lock()
 	p := in.p
-	if !discard {
-		h.used += size - in.bytes
-		p.memBytes += size - in.bytes
-		in.bytes = size
-		p.estBytes = max(p.estBytes, size)
-	}
+	p.estBytes = max(p.estBytes, in.gm.sizeLocked())
 	if discard || h.closed || p.removed || p.quaran || h.used > h.cfg.MemoryBudget {
 		h.dropLocked(in)
 		h.mu.Unlock()
@@ -230,7 +217,47 @@ func (h *Host) release(in *instance, discard bool) {
 	}
 	h.seq++
 	in.lastUse = h.seq
+	in.idleSince = h.cfg.Now()
 	p.idle = append(p.idle, in)
+	h.armReaperLocked(h.cfg.IdleTimeout)
 	h.signalLocked()
 	h.mu.Unlock()
+}
+
+// armReaperLocked makes sure idle instances are looked at again in
+// after, unless IdleTimeout keeps them forever.
+func (h *Host) armReaperLocked(after time.Duration) {
+	if h.cfg.IdleTimeout < 0 || h.reaper != nil || h.closed {
+		return
+	}
+	h.reaper = time.AfterFunc(after, h.reapIdle)
+}
+
+// reapIdle closes the instances idle for IdleTimeout or longer on the
+// host's clock, giving their memory back, and looks again when the next
+// one will be.
+func (h *Host) reapIdle() {
+	h.mu.Lock()
+	h.reaper = nil
+	now := h.cfg.Now()
+	var toClose []*instance
+	next := time.Duration(-1)
+	for _, p := range h.plugins {
+		for i := 0; i < len(p.idle); {
+			in := p.idle[i]
+			if left := h.cfg.IdleTimeout - now.Sub(in.idleSince); left > 0 {
+				if next < 0 || left < next {
+					next = left
+				}
+				i++
+				continue
+			}
+			toClose = append(toClose, h.evictLocked(p, in))
+		}
+	}
+	if next >= 0 {
+		h.armReaperLocked(next)
+	}
+	h.mu.Unlock()
+	closeAll(toClose)
 }

@@ -19,9 +19,11 @@ type Stats struct {
 	RecordsIn, RecordsOut uint64
 	// CallTime is the total time spent in calls; MaxCallTime the longest.
 	CallTime, MaxCallTime time.Duration
-	// Timeouts, Traps, InvalidAnswers and GuestErrors count failures by
-	// cause (ErrTimeout, ErrTrap, ErrInvalidAnswer, ErrPluginFailed).
+	// Timeouts, Traps, InvalidAnswers, GuestErrors, MemoryLimits and
+	// MemoryBudget count failures by cause (ErrTimeout, ErrTrap,
+	// ErrInvalidAnswer, ErrPluginFailed, ErrMemoryLimit, ErrMemoryBudget).
 	Timeouts, Traps, InvalidAnswers, GuestErrors uint64
+	MemoryLimits, MemoryBudget                   uint64
 	// Strikes counts the failures held against the plugin; at
 	// Config.MaxStrikes it is Quarantined.
 	Strikes     int
@@ -32,8 +34,8 @@ type Stats struct {
 	// Instantiations counts instances started.
 	Instantiations uint64
 	// MemoryPages is the linear memory of the live instances in 64 KiB
-	// pages, as of their last release; MaxMemoryPages the largest single
-	// instance seen.
+	// pages, as charged to the budget now; MaxMemoryPages the largest
+	// single instance seen (what a new instance is admitted against).
 	MemoryPages, MaxMemoryPages uint64
 }
 
@@ -42,6 +44,7 @@ type statCounters struct {
 	recordsIn, recordsOut                        atomic.Uint64
 	callNanos, maxCallNanos                      atomic.Int64
 	timeouts, traps, invalidAnswers, guestErrors atomic.Uint64
+	memoryLimits, memoryBudget                   atomic.Uint64
 	instantiations                               atomic.Uint64
 }
 
@@ -61,6 +64,10 @@ func (s *statCounters) call(records, kept int, d time.Duration) {
 func (s *statCounters) failure(err error) {
 	s.failures.Add(1)
 	switch {
+	case errors.Is(err, ErrMemoryLimit):
+		s.memoryLimits.Add(1)
+	case errors.Is(err, ErrMemoryBudget):
+		s.memoryBudget.Add(1)
 	case errors.Is(err, ErrTimeout):
 		s.timeouts.Add(1)
 	case errors.Is(err, ErrTrap):
@@ -84,15 +91,41 @@ func (s *statCounters) snapshot() Stats {
 		Traps:          s.traps.Load(),
 		InvalidAnswers: s.invalidAnswers.Load(),
 		GuestErrors:    s.guestErrors.Load(),
+		MemoryLimits:   s.memoryLimits.Load(),
+		MemoryBudget:   s.memoryBudget.Load(),
 		Instantiations: s.instantiations.Load(),
 	}
 }
 
-// strikes reports whether err counts against the plugin: traps, timeouts
-// and invalid answers do; the caller giving up, a plugin's own error
-// report and host limits do not.
+// strikes reports whether err counts against the plugin: traps, timeouts,
+// invalid answers and growing past the instance memory limit do; the
+// caller giving up, a plugin's own error report and node-wide limits (the
+// input size, the memory budget) do not.
 func strikes(err error) bool {
-	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrTrap) || errors.Is(err, ErrInvalidAnswer)
+	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrTrap) || errors.Is(err, ErrInvalidAnswer) ||
+		errors.Is(err, ErrMemoryLimit)
+}
+
+// MemoryUsage is the plugin host's linear memory, over all plugins.
+type MemoryUsage struct {
+	// Used is the memory of the live instances (busy or idle) charged to
+	// the budget, in bytes; Peak the most it has been since the host
+	// started; Budget is Config.MemoryBudget. Used never exceeds Budget.
+	Used, Peak, Budget int64
+	// Instances counts live instances, Idle the idle ones.
+	Instances, Idle int
+}
+
+// Memory reports the host's memory usage.
+func (h *Host) Memory() MemoryUsage {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	u := MemoryUsage{Used: h.used, Peak: h.peak, Budget: h.cfg.MemoryBudget}
+	for _, p := range h.plugins {
+		u.Instances += p.live
+		u.Idle += len(p.idle)
+	}
+	return u
 }
 
 // strike counts a strike against p if err deserves one, quarantining p

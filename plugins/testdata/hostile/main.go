@@ -17,6 +17,10 @@ var counter uint64
 func init() {
 	plugin.RegisterBatchFilter(func(p plugin.Params) (plugin.BatchFilter, error) {
 		do := p.String("do", "ok")
+		mib, err := p.Int("mib", 1)
+		if err != nil || mib < 1 {
+			return nil, fmt.Errorf("mib: a positive number of MiB")
+		}
 		if do == "init-spin" {
 			plugin.Log(plugin.LevelInfo, "spinning in init")
 			for {
@@ -32,6 +36,17 @@ func init() {
 				for {
 					counter++
 				}
+			case "grow":
+				// Holds mib MiB, every page touched, then keeps everything.
+				hold := make([][]byte, mib)
+				for i := range hold {
+					hold[i] = make([]byte, 1<<20)
+					for j := 0; j < len(hold[i]); j += 4096 {
+						hold[i][j] = 1
+					}
+				}
+				sink = hold[mib-1]
+				keep.KeepAll()
 			case "alloc":
 				var hoard [][]byte
 				for {

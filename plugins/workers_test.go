@@ -1,0 +1,57 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Guest code runs on at most MaxConcurrentCalls workers: while a guest
+// spins on the only one, another plugin's call queues without running,
+// and runs once the spinner is cut off.
+func TestWorkersBoundConcurrentCalls(t *testing.T) {
+	clock := newTestClock()
+	logs := &logSink{}
+	h := newTestHost(t, Config{Now: clock.Now, Logger: slogNew(logs), MaxConcurrentCalls: 1})
+	wasm := goModule(t, hostilePkg)
+	mustAdd(t, h, "spin", KindFilter, wasm)
+	mustAdd(t, h, "ok", KindFilter, wasm)
+	v := hostileView3(t)
+
+	spinning := logs.wait("spinning")
+	spun := make(chan error, 1)
+	go func() {
+		_, err := h.Filter(context.Background(), "spin", Params{"do": "spin"}, v)
+		spun <- err
+	}()
+	<-spinning
+
+	// A call whose caller gives up while it queues never reached its guest.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := h.Filter(ctx, "ok", Params{"do": "ok"}, v)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "waiting for one of the 1 plugin workers") {
+		t.Fatalf("queued call: %v, want it canceled while waiting for a worker", err)
+	}
+	if info, _ := h.Stat("ok"); info.Stats.Calls != 0 || info.Stats.Strikes != 0 {
+		t.Fatalf("the queued call ran or was held against its plugin: %+v", info.Stats)
+	}
+
+	queued := make(chan error, 1)
+	go func() {
+		_, err := h.Filter(context.Background(), "ok", Params{"do": "ok"}, v)
+		queued <- err
+	}()
+	clock.Advance(time.Hour) // past the spinner's deadline
+	if err := <-spun; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("spinner: %v, want a timeout", err)
+	}
+	if err := <-queued; err != nil {
+		t.Fatalf("queued call after the spinner: %v", err)
+	}
+	if info, _ := h.Stat("ok"); info.Stats.Calls != 1 {
+		t.Fatalf("ok plugin: %d calls, want 1", info.Stats.Calls)
+	}
+}
