@@ -140,6 +140,7 @@ var statusTable = [...]struct {
 	{plugins.ErrBadParams, wire.StatusInvalidArgument},
 	{plugins.ErrQuarantined, wire.StatusInvalidArgument},
 	{plugins.ErrTrap, wire.StatusInvalidArgument},
+	{plugins.ErrMemoryLimit, wire.StatusInvalidArgument},
 	{plugins.ErrInvalidAnswer, wire.StatusInvalidArgument},
 	{plugins.ErrPluginFailed, wire.StatusInvalidArgument},
 	{plugins.ErrInvalidModule, wire.StatusInvalidArgument},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -79,6 +80,11 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 		logger.Info("writing a CPU profile until the node stops", "file", cfg.CPUProfile)
 	}
 
+	if cfg.MemoryLimit > 0 {
+		// The node's own memory; plugins' is outside the Go heap, under
+		// plugins.memory_budget.
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+	}
 	ncfg := cfg.Node()
 	ncfg.Logger, ncfg.Version = logger, ver
 	// The HTTP listener starts first: /healthz answers and /readyz says

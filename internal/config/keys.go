@@ -33,11 +33,15 @@ type Config struct {
 	// CPUProfile, when set, is the file a CPU profile of the whole run is
 	// written to (from start to stop).
 	CPUProfile string
+	// MemoryLimit is Go's soft memory limit for the node (0: none, or
+	// GOMEMLIMIT's when set).
+	MemoryLimit int64
 
-	HTTP  HTTP
-	Log   Log
-	Polls Polls
-	QUIC  QUIC
+	HTTP    HTTP
+	Log     Log
+	Polls   Polls
+	QUIC    QUIC
+	Plugins Plugins
 
 	// File is the configuration file that was read ("" for none).
 	File string
@@ -65,6 +69,12 @@ type Polls struct {
 	MaxParked int
 	MaxWait   time.Duration
 	MaxBytes  int64
+}
+
+// Plugins bounds what plugins may take from the node.
+type Plugins struct {
+	MemoryBudget int64
+	Workers      int // 0: one less than the CPUs, at least 1
 }
 
 // QUIC tunes the QUIC listener.
@@ -166,6 +176,7 @@ func Keys() []Key {
 				}
 				return nil
 			}, func(c *Config) *string { return &c.CPUProfile }),
+		bytesKey("memory_limit", 0, 0, 1<<40, "Go's soft memory limit for the node's own memory: past it the garbage collector works harder and gives memory back sooner (plugins' memory is outside it: plugins.memory_budget bounds that); 0: none, or GOMEMLIMIT when set", func(c *Config) *int64 { return &c.MemoryLimit }),
 
 		boolKey("http.enabled", true, "serve metrics, health checks and the status page over HTTP", func(c *Config) *bool { return &c.HTTP.Enabled }),
 		addressKey("http.listen", node.DefaultHTTPListen, "TCP address of the HTTP listener (/metrics, /healthz, /readyz, /, /api/status)", func(c *Config) *string { return &c.HTTP.Listen }),
@@ -177,6 +188,9 @@ func Keys() []Key {
 		intKey("polls.max_parked", node.DefaultMaxParkedPolls, 1, 1_000_000, "long polls that may wait for records at once; past it a poll is answered at once", func(c *Config) *int { return &c.Polls.MaxParked }),
 		durationKey("polls.max_wait", node.DefaultMaxPollWait, time.Millisecond, time.Hour, false, "cap on the wait a long poll asks for", func(c *Config) *time.Duration { return &c.Polls.MaxWait }),
 		bytesKey("polls.max_bytes", node.DefaultMaxPollBytes, 64<<10, quic.DefaultMaxReplyFrame/2, "cap on the records of one poll reply (one whole batch per partition is returned regardless)", func(c *Config) *int64 { return &c.Polls.MaxBytes }),
+
+		bytesKey("plugins.memory_budget", 512<<20, 1<<20, 1<<40, "memory of all plugin instances together, growth during calls included; a call that cannot grow within it fails (docs/PLUGINS.md)", func(c *Config) *int64 { return &c.Plugins.MemoryBudget }),
+		intKey("plugins.workers", 0, 0, 4096, "plugin code running at once, over all plugins; more calls queue (0: one less than the CPUs, at least 1)", func(c *Config) *int { return &c.Plugins.Workers }),
 
 		intKey("quic.max_conns", quic.DefaultMaxConns, 1, 65536, "connections served at once; more are refused", func(c *Config) *int { return &c.QUIC.MaxConns }),
 		intKey("quic.max_streams", quic.DefaultMaxIncomingStreams, 1, 65536, "streams one connection may have open at once", func(c *Config) *int { return &c.QUIC.MaxStreams }),

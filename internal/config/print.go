@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledgemq/ledge/internal/logging"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
 )
@@ -106,6 +107,7 @@ func (c *Config) Node() node.Config {
 		MaxPollWait:       c.Polls.MaxWait,
 		MaxPollBytes:      int(c.Polls.MaxBytes),
 		MaxStreamRequests: c.QUIC.MaxRequestsPerStream,
+		Plugins:           plugins.Config{MemoryBudget: c.Plugins.MemoryBudget, MaxConcurrentCalls: c.Plugins.Workers},
 		Transport: quic.Config{
 			MaxConns:            c.QUIC.MaxConns,
 			MaxIncomingStreams:  int64(c.QUIC.MaxStreams),
