@@ -36,6 +36,17 @@
 // WithRequestTimeout and dialed again, so a node that crashed and came
 // back is found without waiting for QUIC's idle timeout.
 //
+// A Producer writes to one topic. The producer id and epoch are
+// node-wide, but everything else a producer keeps is the topic's: its
+// partition count (for the partitioner), its topic id (a producer of a
+// topic deleted and created again under the name fails with
+// ErrTopicRecreated rather than write into the new one), one ordered
+// stream and one sequence per partition, and the in-flight window of
+// each. Binding them to one topic keeps that state small and each
+// failure local to the topic it concerns. A program writing to several
+// topics opens one Producer per topic on one Client: they share its
+// connection, and each costs a few hundred bytes besides its buffers.
+//
 // Records with a key go to murmur2(key) mod partitions — the same hash and
 // arithmetic as Kafka's default partitioner, so keyed records land on the
 // same partition numbers a Kafka topic would give them. Records without a
@@ -72,7 +83,24 @@
 // A refused request is an *Error with a wire status; errors.Is matches it
 // against the sdk.ErrX constants (which are wire statuses) and, for fence
 // rejections, against the fence package's sentinels. IsRetryable says
-// whether sending again can succeed.
+// whether sending again can succeed, and Status.RetryClass what to do:
+// retry, refresh the position, reinitialize, rejoin the group, or give
+// up. The consumer-group fences (ErrUnknownMember, ErrFencedMember,
+// ErrStaleMemberEpoch, ErrUnassignedPartition) are handled by the
+// GroupConsumer itself; their comments say what an application sees.
+//
+// Poll, of a Consumer or a GroupConsumer, may return records and an error
+// together: a poll covers several partitions, and one failing does not
+// take the others' records away. Handle the records first, then the
+// error (the Consumer.Commit example does).
+//
+// # Closing
+//
+// Producer.Close and Consumer.Close take a context because they wait: a
+// producer flushes what is in flight, a consumer commits what its
+// automatic commit owes. Client.Close does not wait for anything — it
+// closes the connection at once — so it takes none; close the producers
+// and consumers first, with the context that bounds their work.
 //
 // # Rationale
 //

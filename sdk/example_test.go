@@ -65,24 +65,32 @@ func ExampleProducer_Produce() {
 	}
 }
 
-// ProduceSync waits for the acknowledgements and fills in the offsets.
+// ProduceSync waits for the acknowledgement and fills in the offset.
 func ExampleProducer_ProduceSync() {
 	ctx := context.Background()
-	c, err := sdk.Dial(ctx, "")
+	c, err := sdk.Dial(ctx, nodeAddr, sdk.WithDataDir(nodeDataDir)) // beside ./ledge-data: sdk.Dial(ctx, "")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "orders", sdk.TopicConfig{Partitions: 1}); err != nil {
+		log.Fatal(err)
+	}
 	p, err := c.NewProducer(ctx, "orders")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer p.Close(ctx)
-	rec := &sdk.Record{Key: []byte("order-1"), Value: []byte("paid")}
-	if err := p.ProduceSync(ctx, rec); err != nil {
-		log.Fatal(err)
+	for _, v := range []string{"paid", "shipped"} {
+		rec := &sdk.Record{Key: []byte("order-1"), Value: []byte(v)}
+		if err := p.ProduceSync(ctx, rec); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s written at %s/%d@%d\n", rec.Value, rec.Topic, rec.Partition, rec.Offset)
 	}
-	fmt.Printf("written at %s/%d@%d\n", rec.Topic, rec.Partition, rec.Offset)
+	// Output:
+	// paid written at orders/0@0
+	// shipped written at orders/0@1
 }
 
 // A named consumer resumes from its committed position. Commit carries
@@ -90,19 +98,23 @@ func ExampleProducer_ProduceSync() {
 // or once another process took over the name, the node refuses it.
 func ExampleConsumer_Commit() {
 	ctx := context.Background()
-	c, err := sdk.Dial(ctx, "")
+	c, err := sdk.Dial(ctx, nodeAddr, sdk.WithDataDir(nodeDataDir))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	cons, err := c.NewConsumer(ctx, "orders", sdk.WithConsumerName("billing"), sdk.WithMaxWait(5*time.Second))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer cons.Close(ctx)
-	for {
+	produce(ctx, c, "invoices", "a", "b", "c")
+
+	// Reads two records, commits them, and stops.
+	read := func(max int) {
+		cons, err := c.NewConsumer(ctx, "invoices", sdk.WithConsumerName("billing"),
+			sdk.WithMaxMessages(max), sdk.WithMaxWait(0))
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer cons.Close(ctx)
 		recs, err := cons.Poll(ctx)
-		for _, r := range recs {
+		for _, r := range recs { // records and an error may come together: records first
 			fmt.Printf("%s/%d@%d %s\n", r.Topic, r.Partition, r.Offset, r.Value)
 		}
 		if err != nil {
@@ -118,17 +130,27 @@ func ExampleConsumer_Commit() {
 			log.Fatal(err)
 		}
 	}
+	read(2)
+	fmt.Println("-- a new process under the same name resumes after the commit:")
+	read(10)
+	// Output:
+	// invoices/0@0 a
+	// invoices/0@1 b
+	// -- a new process under the same name resumes after the commit:
+	// invoices/0@2 c
 }
 
 // An anonymous consumer reads by position, from a time, an offset, the
 // first record or only new ones.
 func ExampleConsumer_Poll() {
 	ctx := context.Background()
-	c, err := sdk.Dial(ctx, "")
+	c, err := sdk.Dial(ctx, nodeAddr, sdk.WithDataDir(nodeDataDir))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
+	produce(ctx, c, "readings", "20.5", "21.0", "21.5")
+
 	cons, err := c.NewConsumer(ctx, "readings",
 		sdk.WithStart(sdk.AtTime(time.Now().Add(-time.Hour))),
 		sdk.WithMaxWait(0), // answer at once: read what is there
@@ -139,15 +161,36 @@ func ExampleConsumer_Poll() {
 	defer cons.Close(ctx)
 	for {
 		recs, err := cons.Poll(ctx)
+		for _, r := range recs {
+			fmt.Printf("%d %s\n", r.Offset, r.Value)
+		}
 		if err != nil {
 			log.Fatal(err)
 		}
 		if len(recs) == 0 {
 			return // caught up
 		}
-		for _, r := range recs {
-			fmt.Printf("%s %s\n", r.Timestamp.Format(time.RFC3339), r.Value)
-		}
 		sdk.Recycle(recs) // done with them: the next polls reuse their memory
+	}
+	// Output:
+	// 0 20.5
+	// 1 21.0
+	// 2 21.5
+}
+
+// produce creates a topic of one partition holding values.
+func produce(ctx context.Context, c *sdk.Client, topic string, values ...string) {
+	if _, err := c.CreateTopic(ctx, topic, sdk.TopicConfig{Partitions: 1}); err != nil {
+		log.Fatal(err)
+	}
+	p, err := c.NewProducer(ctx, topic)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for _, v := range values {
+		if err := p.ProduceSync(ctx, &sdk.Record{Value: []byte(v)}); err != nil {
+			log.Fatal(err)
+		}
 	}
 }

@@ -2,39 +2,66 @@ package sdk_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log"
 
 	"github.com/ledgemq/ledge/sdk"
 )
 
-// A member of the group "billing" reading "orders" at least once: what a
-// Poll returned is committed by the next Poll, by a revocation or by
+// A member of the group "shipping" reading "parcels" at least once: what
+// a Poll returned is committed by the next Poll, by a revocation or by
 // Close, each commit fenced by the token of the poll that returned the
-// records.
+// records. Committed shows where the group resumes.
 func ExampleClient_NewGroupConsumer() {
 	ctx := context.Background()
-	c, err := sdk.Dial(ctx, "") // beside a node's ledge-data: no flags needed
+	c, err := sdk.Dial(ctx, nodeAddr, sdk.WithDataDir(nodeDataDir)) // beside ./ledge-data: sdk.Dial(ctx, "")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	g, err := c.NewGroupConsumer(ctx, "billing", []string{"orders"},
+	produce(ctx, c, "parcels", "p1", "p2", "p3")
+
+	g, err := c.NewGroupConsumer(ctx, "shipping", []string{"parcels"},
 		sdk.WithDelivery(sdk.AtLeastOnce),
-		sdk.OnAssigned(func(_ context.Context, tps []sdk.TopicPartition) { log.Println("assigned", tps) }),
-		sdk.OnRevoked(func(_ context.Context, tps []sdk.TopicPartition) { log.Println("revoked", tps) }),
-		sdk.OnLost(func(_ context.Context, tps []sdk.TopicPartition) { log.Println("lost", tps) }),
+		sdk.WithGroupMaxMessages(2),
+		sdk.OnAssigned(func(_ context.Context, tps []sdk.TopicPartition) { fmt.Println("assigned", tps) }),
+		sdk.OnRevoked(func(_ context.Context, tps []sdk.TopicPartition) { fmt.Println("revoked", tps) }),
+		sdk.OnLost(func(_ context.Context, tps []sdk.TopicPartition) { fmt.Println("lost", tps) }),
 	)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer g.Close(ctx)
-	for range 100 {
+	for read := 0; read < 3; {
 		recs, err := g.Poll(ctx)
-		if err != nil {
-			log.Println(err) // some partitions may still have delivered
+		for _, r := range recs { // records first: some partitions may have delivered
+			fmt.Printf("%s/%d@%d %s\n", r.Topic, r.Partition, r.Offset, r.Value)
 		}
-		for _, r := range recs {
-			log.Printf("%s/%d@%d: %s", r.Topic, r.Partition, r.Offset, r.Value)
+		read += len(recs)
+		switch {
+		case errors.Is(err, sdk.ErrUnknownMember), errors.Is(err, sdk.ErrFencedMember):
+			// The member was fenced: its partitions were lost (OnLost);
+			// the next Poll rejoins.
+		case err != nil:
+			log.Fatal(err)
 		}
 	}
+	if err := g.CommitPolled(ctx); err != nil {
+		log.Fatal(err)
+	}
+	committed, err := g.Committed(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, x := range committed {
+		fmt.Printf("the group resumes %s/%d at %d\n", x.Topic, x.Partition, x.Offset)
+	}
+	// Output:
+	// assigned [parcels/0]
+	// parcels/0@0 p1
+	// parcels/0@1 p2
+	// parcels/0@2 p3
+	// the group resumes parcels/0 at 3
+	// revoked [parcels/0]
 }

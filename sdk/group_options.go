@@ -90,13 +90,14 @@ type groupConfig struct {
 	reset            ResetPolicy
 	maxWait          time.Duration
 	maxBytes         int
+	maxMessages      int
 	onAssigned       PartitionsFunc
 	onRevoked        PartitionsFunc
 	onLost           PartitionsFunc
 }
 
 func defaultGroupConfig() groupConfig {
-	return groupConfig{maxWait: DefaultMaxWait, maxBytes: DefaultMaxPollBytes}
+	return groupConfig{maxWait: DefaultMaxWait, maxBytes: DefaultMaxPollBytes, maxMessages: DefaultMaxMessages}
 }
 
 // WithDelivery sets the delivery mode.
