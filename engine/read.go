@@ -212,61 +212,116 @@ func (r ReadPlan) ExecuteInto(ctx context.Context, buf []byte) (ReadResult, erro
 	return r.execute(ctx, buf, false)
 }
 
+// execute reads in three steps, each a method below: the plans that need
+// no file read are answered at once (answered); otherwise the first
+// bytes are read (firstRead: the read ahead made for this read, or one
+// read sized to take the first batch whole), and the whole batches in
+// range are collected from them, reading on where they run out
+// (collect). Every file read goes through readAt: the BeforeRead hook,
+// then a slot of the reader pool.
 func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResult, error) {
 	x := r.x
-	switch {
-	case x == nil:
-		return ReadResult{}, nil
-	case x.released.Load():
-		return ReadResult{}, ErrReleased
-	case x.empty:
-		return ReadResult{Next: x.next}, nil
-	case x.cached != nil:
-		return ReadResult{Batches: x.cached, Next: x.next}, nil
+	if res, done, err := x.answered(); done {
+		return res, err
 	}
 	e := x.p.e
-	chunk := int(min(x.limit-x.pos, int64(x.maxBytes)+int64(e.opts.IndexIntervalBytes)+wire.BatchHeaderSize))
-	pos := x.pos // file position of buf[0]
-	var pooled *[]byte
-	ahead := false
+	first, err := x.firstRead(ctx, buf, pool)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	res := ReadResult{Next: x.segEnd, pooled: first.pooled, e: e}
+	if first.pooled != nil && &first.buf[0] != &(*first.pooled)[0] {
+		e.putReadBuf(first.pooled)
+		res.pooled = nil
+	}
+	batchesEnd, err := x.collect(ctx, first, &res)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	if pool && batchesEnd >= 0 {
+		x.startAhead(batchesEnd, res.Next, first.chunk)
+	}
+	if res.Next >= x.hw {
+		x.p.tailWanted() // a consumer keeping up: cache what comes next
+	}
+	return res, nil
+}
+
+// answered returns the result of a plan that reads no file: no plan, a
+// released one, an empty read or one served from the tail cache.
+func (x *readPlan) answered() (res ReadResult, done bool, err error) {
+	switch {
+	case x == nil:
+		return ReadResult{}, true, nil
+	case x.released.Load():
+		return ReadResult{}, true, ErrReleased
+	case x.empty:
+		return ReadResult{Next: x.next}, true, nil
+	case x.cached != nil:
+		return ReadResult{Batches: x.cached, Next: x.next}, true, nil
+	}
+	return ReadResult{}, false, nil
+}
+
+// readBytes is bytes of a segment file, as a read step hands them on.
+type readBytes struct {
+	buf    []byte
+	pos    int64   // file position of buf[0]
+	pooled *[]byte // buf's buffer when it came from the engine's pools
+	chunk  int     // the size of a read at this plan
+}
+
+// firstRead returns the read's first bytes: those of the read ahead made
+// for it, or one read of chunk bytes from the plan's position, into buf
+// when it is large enough (or a pooled buffer, with pool).
+func (x *readPlan) firstRead(ctx context.Context, buf []byte, pool bool) (readBytes, error) {
+	e := x.p.e
+	rb := readBytes{pos: x.pos, chunk: int(min(x.limit-x.pos, int64(x.maxBytes)+int64(e.opts.IndexIntervalBytes)+wire.BatchHeaderSize))}
 	if pool {
 		ra, err := x.takeAhead(ctx)
 		if err != nil {
-			return ReadResult{}, err
+			return readBytes{}, err
 		}
 		if ra != nil {
-			buf, pos, pooled, ahead = ra.buf, ra.pos, ra.pooled, true
+			rb.buf, rb.pos, rb.pooled = ra.buf, ra.pos, ra.pooled
+			return rb, nil
 		}
 	}
-	if !ahead && x.maxBytes < 64<<10 && x.limit-x.pos >= wire.BatchHeaderSize {
+	if x.maxBytes < 64<<10 && x.limit-x.pos >= wire.BatchHeaderSize {
 		// A small read: learn the first batch's length, so that one read
-		// (one buffer) takes it whole whatever the batch size.
-		if _, err := x.seg.rf.ReadAt(x.hdr[:], x.pos); err == nil {
-			if h, err := wire.ParseBatchHeader(x.hdr[:]); err == nil {
-				chunk = int(min(x.limit-x.pos, max(int64(chunk), int64(h.Length)+int64(x.maxBytes))))
-			}
+		// (one buffer) takes it whole whatever the batch size. A header
+		// that does not parse is left to collect, which names the damage.
+		hdr, err := x.readAt(ctx, x.pos, wire.BatchHeaderSize, x.hdr[:])
+		if err != nil {
+			return readBytes{}, err
+		}
+		if h, err := wire.ParseBatchHeader(hdr); err == nil {
+			rb.chunk = int(min(x.limit-x.pos, max(int64(rb.chunk), int64(h.Length)+int64(x.maxBytes))))
 		}
 	}
-	if !ahead {
-		pooled = x.readBuf(pool, chunk)
-		if pooled != nil {
-			buf = *pooled
-		}
-		var err error
-		if buf, err = x.readAt(ctx, pos, chunk, buf); err != nil {
-			if pooled != nil {
-				e.putReadBuf(pooled)
-			}
-			return ReadResult{}, err
-		}
+	rb.pooled = x.readBuf(pool, rb.chunk)
+	if rb.pooled != nil {
+		buf = *rb.pooled
 	}
-	res := ReadResult{Next: x.segEnd, pooled: pooled, e: e}
-	if pooled != nil && &buf[0] != &(*pooled)[0] {
-		e.putReadBuf(pooled)
-		res.pooled = nil
+	var err error
+	if rb.buf, err = x.readAt(ctx, rb.pos, rb.chunk, buf); err != nil {
+		if rb.pooled != nil {
+			e.putReadBuf(rb.pooled)
+		}
+		return readBytes{}, err
 	}
+	return rb, nil
+}
+
+// collect appends to res the whole batches of the plan's range that
+// follow in rb (at least one if any, up to about maxBytes, none at or
+// past the high watermark), reading on when rb ends before the first
+// batch does. It returns the file position after the last batch taken
+// (-1 if none).
+func (x *readPlan) collect(ctx context.Context, rb readBytes, res *ReadResult) (int64, error) {
+	buf, pos := rb.buf, rb.pos
 	total, off := 0, 0
-	batchesEnd := int64(-1) // file position after the last batch returned
+	batchesEnd := int64(-1)
 	var err error
 	for {
 		at := pos + int64(off)
@@ -278,11 +333,11 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 				break
 			}
 			pos, off = at, 0
-			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, int64(chunk))), nil); err != nil {
-				return ReadResult{}, err
+			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, int64(rb.chunk))), nil); err != nil {
+				return -1, err
 			}
 			if len(buf) < wire.BatchHeaderSize {
-				return ReadResult{}, &CorruptLogError{File: x.seg.path, Pos: at, Reason: "a batch header runs past the end of the log"}
+				return -1, &CorruptLogError{File: x.seg.path, Pos: at, Reason: "a batch header runs past the end of the log"}
 			}
 			continue
 		}
@@ -291,7 +346,7 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 			err = fmt.Errorf("a batch of %d bytes runs past the end of the log", h.Length)
 		}
 		if err != nil {
-			return ReadResult{}, &CorruptLogError{File: x.seg.path, Pos: at, Reason: err.Error()}
+			return -1, &CorruptLogError{File: x.seg.path, Pos: at, Reason: err.Error()}
 		}
 		if h.LastOffset() >= x.hw {
 			break
@@ -301,8 +356,8 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 				break
 			}
 			pos, off = at, 0
-			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, max(int64(h.Length), int64(chunk)))), nil); err != nil {
-				return ReadResult{}, err
+			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, max(int64(h.Length), int64(rb.chunk)))), nil); err != nil {
+				return -1, err
 			}
 			continue
 		}
@@ -318,13 +373,7 @@ func (r ReadPlan) execute(ctx context.Context, buf []byte, pool bool) (ReadResul
 		}
 		off += int(h.Length)
 	}
-	if pool && batchesEnd >= 0 {
-		x.startAhead(batchesEnd, res.Next, chunk)
-	}
-	if res.Next >= x.hw {
-		x.p.tailWanted() // a consumer keeping up: cache what comes next
-	}
-	return res, nil
+	return batchesEnd, nil
 }
 
 // readBuf returns a buffer from the engine's pools for a read of n bytes

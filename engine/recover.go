@@ -3,12 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/fence"
@@ -57,7 +53,6 @@ import (
 //     partition that takes no append before the next crash recovers
 //     without a bump (the gap below it was never handed out).
 func (p *Partition) recover() error {
-	e := p.e
 	st, err := p.loadState()
 	if err != nil {
 		return err
@@ -67,9 +62,26 @@ func (p *Partition) recover() error {
 	if err != nil {
 		return err
 	}
-	bases, err := p.listSegments(st.start, st.cleanupPending())
+	bases, frontLost, err := p.tidyFiles(&st)
 	if err != nil {
 		return err
+	}
+	end, err := p.openLog(bases, st, snap)
+	if err != nil || p.corrupt != nil {
+		return err
+	}
+	return p.resume(st, snap, end, frontLost)
+}
+
+// tidyFiles is step 2: it lists the segments, removing what lies wholly
+// below the start and, after a failed log, what followed its last
+// durable checkpoint, and rebases the first segment at the start. It
+// returns the segments' bases and whether the segments before the first
+// one were lost.
+func (p *Partition) tidyFiles(st *partState) ([]uint64, bool, error) {
+	bases, err := p.listSegments(st.start, st.cleanupPending())
+	if err != nil {
+		return nil, false, err
 	}
 	if st.cutAfterCheckpoint {
 		// Nothing after the checkpoint's segment was durable.
@@ -79,20 +91,28 @@ func (p *Partition) recover() error {
 		}
 		if i < len(bases) {
 			if err := p.removeSegments(bases[i:]); err != nil {
-				return err
+				return nil, false, err
 			}
 			bases = bases[:i]
 		}
 	}
-	frontLost, err := p.rebaseFirstSegment(bases, &st)
+	frontLost, err := p.rebaseFirstSegment(bases, st)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	prod := snap.state
+	return bases, frontLost, nil
+}
+
+// openLog is steps 3 and 4: it opens the segments at bases in order,
+// applying the producer state their headers hold past the snapshot,
+// cuts the torn tail and removes what followed it, makes what it kept
+// durable, and returns the end of the log (never below the start). A
+// corrupt log is refused (p.corrupt is set) with a nil error.
+func (p *Partition) openLog(bases []uint64, st partState, snap producerSnapshot) (uint64, error) {
 	applyHeader := func(h wire.BatchHeader) {
 		if h.BaseOffset >= snap.asOf {
 			if r, ok := prodRecOf(h); ok {
-				applyProducer(prod, r)
+				applyProducer(snap.state, r)
 			}
 		}
 	}
@@ -108,13 +128,10 @@ func (p *Partition) recover() error {
 		if err != nil {
 			var ce *CorruptLogError
 			if errors.As(err, &ce) {
-				p.corrupt = ce
-				e.opts.Logger.Error("corrupt log; partition not served", "topic", p.t.name, "partition", p.index, "err", err)
-				p.closeSegments()
-				p.segs = nil
-				return nil
+				p.refuse(ce)
+				return 0, nil
 			}
-			return err
+			return 0, err
 		}
 		p.segs = append(p.segs, seg)
 		end = max(end, seg.end)
@@ -125,18 +142,15 @@ func (p *Partition) recover() error {
 			// lost its tail.
 			reason := fmt.Sprintf("the segment ends at offset %d, its successor starts at %d", seg.end, bases[i+1])
 			if base < st.cp.seg && seg.end < st.cp.end && st.cp.end > st.start {
-				p.corrupt = &CorruptLogError{File: seg.path, Pos: seg.size, Reason: reason}
-				e.opts.Logger.Error("corrupt log; partition not served", "topic", p.t.name, "partition", p.index, "err", p.corrupt)
-				p.closeSegments()
-				p.segs = nil
-				return nil
+				p.refuse(&CorruptLogError{File: seg.path, Pos: seg.size, Reason: reason})
+				return 0, nil
 			}
 			fi, err := seg.rf.Stat()
 			if err != nil {
-				return err
+				return 0, err
 			}
 			if err := p.cutTail(seg, fi.Size()); err != nil {
-				return err
+				return 0, err
 			}
 			seg.rescanned, cut = true, true
 		}
@@ -146,7 +160,7 @@ func (p *Partition) recover() error {
 			// begins is complete; what followed them in the file was
 			// padding, zeroed now.)
 			if err := p.removeSegments(bases[i+1:]); err != nil {
-				return err
+				return 0, err
 			}
 			break
 		}
@@ -159,22 +173,33 @@ func (p *Partition) recover() error {
 		p.segs = p.segs[:n-1]
 		last.release()
 		if err := p.removeSegments([]uint64{last.base}); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := p.sealRecovered(); err != nil {
-		return err
+		return 0, err
 	}
 	// Durable data that is gone is corruption too.
 	if st.cp.end > end && st.cp.end > st.start {
 		name := p.segmentPath(st.cp.seg, segmentExt)
-		p.corrupt = &CorruptLogError{File: name, Pos: st.cp.pos, Reason: fmt.Sprintf("the log ends at offset %d, below its durable end %d", end, st.cp.end)}
-		e.opts.Logger.Error("corrupt log; partition not served", "topic", p.t.name, "partition", p.index, "err", p.corrupt)
-		p.closeSegments()
-		p.segs = nil
-		return nil
+		p.refuse(&CorruptLogError{File: name, Pos: st.cp.pos, Reason: fmt.Sprintf("the log ends at offset %d, below its durable end %d", end, st.cp.end)})
+		return 0, nil
 	}
+	return end, nil
+}
 
+// refuse marks the partition corrupt: it is not served.
+func (p *Partition) refuse(ce *CorruptLogError) {
+	p.corrupt = ce
+	p.e.opts.Logger.Error("corrupt log; partition not served", "topic", p.t.name, "partition", p.index, "err", ce)
+	p.closeSegments()
+	p.segs = nil
+}
+
+// resume is step 5: it decides where numbering resumes after a log that
+// ends at end, bumping the history epoch if records a reader may have
+// seen were lost, and records the recovered state durably.
+func (p *Partition) resume(st partState, snap producerSnapshot, end uint64, frontLost bool) error {
 	// What was kept ends where the log ends, unless the segments before
 	// the first one were lost: then nothing at or above the start
 	// survived below the first one's records.
@@ -201,26 +226,27 @@ func (p *Partition) recover() error {
 		st.epoch++
 		st.lineage = append(slices.Clone(st.lineage), fence.HistoryTransition{
 			Epoch: st.epoch, Start: next, Kind: fence.TransitionLossyRecovery, KeptEnd: keptEnd})
-		e.opts.Logger.Warn("lossy recovery: history epoch bumped", "topic", p.t.name, "partition", p.index,
+		p.e.opts.Logger.Warn("lossy recovery: history epoch bumped", "topic", p.t.name, "partition", p.index,
 			"kept_end", keptEnd, "next", next, "epoch", st.epoch)
 	}
 	p.start, p.epoch, p.lineage = st.start, st.epoch, st.lineage
 	p.next, p.writtenEnd, p.syncedEnd, p.ceiling = next, next, next, next
-	p.producers = prod
-	p.dur.prod = cloneProducers(prod)
+	p.producers = snap.state
+	p.dur.prod = cloneProducers(snap.state)
 	p.dur.asOf = end
+	var cp checkpoint
 	if n := len(p.segs); n > 0 {
 		a := p.segs[n-1]
-		p.checkpoint = checkpoint{seg: a.base, pos: a.size, end: end}
+		cp = checkpoint{seg: a.base, pos: a.size, end: end}
+		p.checkpoint = cp
 	}
 	// Every segment file wholly below the start is gone, durably: the
 	// cleanup obligation is done.
 	return p.writeState(func(s *partState) {
 		s.epoch, s.lineage, s.ceiling, s.clean = st.epoch, st.lineage, next, false
 		s.cleaned, s.cutAfterCheckpoint, s.resumed = st.start, false, next
-		if n := len(p.segs); n > 0 {
-			a := p.segs[n-1]
-			s.cp = checkpoint{seg: a.base, pos: a.size, end: end}
+		if len(p.segs) > 0 {
+			s.cp = cp
 		}
 	}, false)
 }
@@ -267,141 +293,6 @@ func (p *Partition) loadProducers() (producerSnapshot, error) {
 		return s, fmt.Errorf("engine: producer snapshot %x: %w", key, err)
 	}
 	return s, nil
-}
-
-// listSegments returns the base offsets of the partition's segments,
-// removing temporary files, indexes without a log, and segments wholly
-// below start (but the last). It fsyncs the directory if it removed
-// anything or if mustSync (a cleanup obligation is pending).
-func (p *Partition) listSegments(start uint64, mustSync bool) ([]uint64, error) {
-	fs := p.e.fs
-	if err := mkdirDurable(fs, p.dir, p.e.fs.PathJoin(p.e.opts.Dir, topicsDirName)); err != nil {
-		return nil, err
-	}
-	names, err := fs.List(p.dir)
-	if err != nil {
-		return nil, err
-	}
-	var bases []uint64
-	logs := make(map[uint64]bool)
-	var junk []string
-	for _, n := range names {
-		switch {
-		case strings.HasSuffix(n, segmentExt):
-			b, err := strconv.ParseUint(strings.TrimSuffix(n, segmentExt), 10, 64)
-			if err != nil {
-				junk = append(junk, n)
-				continue
-			}
-			bases = append(bases, b)
-			logs[b] = true
-		case strings.HasSuffix(n, indexExt):
-		default:
-			junk = append(junk, n)
-		}
-	}
-	for _, n := range names {
-		if strings.HasSuffix(n, indexExt) {
-			b, err := strconv.ParseUint(strings.TrimSuffix(n, indexExt), 10, 64)
-			if err != nil || !logs[b] {
-				junk = append(junk, n)
-			}
-		}
-	}
-	slices.Sort(bases)
-	// A segment is wholly below start when its successor begins at or
-	// below start; the last one stays (it is where appends go).
-	keep := bases[:0:0]
-	for i, b := range bases {
-		if i+1 < len(bases) && bases[i+1] <= start {
-			junk = append(junk, fmt.Sprintf("%020d%s", b, segmentExt), fmt.Sprintf("%020d%s", b, indexExt))
-			continue
-		}
-		keep = append(keep, b)
-	}
-	for _, n := range junk {
-		if err := fs.Remove(fs.PathJoin(p.dir, n)); err != nil && !isNotExist(err) {
-			return nil, err
-		}
-	}
-	if len(junk) > 0 || mustSync {
-		if err := syncDir(fs, p.dir); err != nil {
-			return nil, err
-		}
-	}
-	return keep, nil
-}
-
-// rebaseFirstSegment makes the log's first segment begin at the start
-// offset, and reports whether the segments before it were lost.
-//
-// A segment is created at the end of the one before it, or, when the log
-// holds none, at the first offset written since: at the start, or where
-// the last recovery resumed numbering. A first segment beginning anywhere
-// else lost its predecessors to a power loss (a roll creates the new file
-// before the directory fsync that makes either entry durable), and with
-// them the records in [start, its base). Renamed to begin at the start
-// (the gap then lies inside it, as a lossy recovery's gap does inside
-// the active segment), it no longer looks so to a later recovery, once
-// the last recovery's resume point has moved on.
-func (p *Partition) rebaseFirstSegment(bases []uint64, st *partState) (lost bool, err error) {
-	if len(bases) == 0 || bases[0] <= st.start {
-		return false, nil
-	}
-	fs, b := p.e.fs, bases[0]
-	lost = b != st.resumed
-	// The index names its base: the segment is scanned and indexed anew.
-	if err := fs.Remove(p.segmentPath(b, indexExt)); err != nil && !isNotExist(err) {
-		return false, err
-	}
-	if err := fs.Rename(p.segmentPath(b, segmentExt), p.segmentPath(st.start, segmentExt)); err != nil {
-		return false, err
-	}
-	if err := syncDir(fs, p.dir); err != nil {
-		return false, err
-	}
-	bases[0] = st.start
-	if st.cp.seg > st.start && st.cp.seg <= b {
-		st.cp.seg = st.start
-	}
-	if lost {
-		p.e.opts.Logger.Warn("segments before the first lost", "topic", p.t.name, "partition", p.index,
-			"start", st.start, "first_segment", b)
-	}
-	return lost, nil
-}
-
-// mkdirDurable makes sure dir exists, and if it had to create it or any
-// directory above it (up to root, which exists), fsyncs each one it
-// created and the directory holding it: files later made durable in dir
-// must be reachable after a power loss.
-func mkdirDurable(fs vfs.FS, dir, root string) error {
-	if _, err := fs.Stat(dir); err == nil {
-		return nil
-	}
-	var created []string
-	for d := dir; d != root && d != "." && d != "/" && d != ""; d = fs.PathDir(d) {
-		if _, err := fs.Stat(d); err == nil {
-			break
-		}
-		created = append(created, d)
-	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, d := range created {
-		if err := syncDir(fs, d); err != nil {
-			return err
-		}
-		if err := syncDir(fs, fs.PathDir(d)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func isNotExist(err error) bool {
-	return err != nil && (errors.Is(err, os.ErrNotExist) || oserror.IsNotExist(err))
 }
 
 // openSegment opens a segment and loads or rebuilds its index. A segment
@@ -537,19 +428,6 @@ func rewrite(fs vfs.FS, rf vfs.File, path string, from, to int64) error {
 	return nil
 }
 
-// removeSegments removes the files of the segments at bases.
-func (p *Partition) removeSegments(bases []uint64) error {
-	fs := p.e.fs
-	for _, b := range bases {
-		for _, ext := range []string{segmentExt, indexExt} {
-			if err := fs.Remove(p.segmentPath(b, ext)); err != nil && !isNotExist(err) {
-				return err
-			}
-		}
-	}
-	return syncDir(fs, p.dir)
-}
-
 // sealRecovered makes what recovery kept durable: it fsyncs the segments
 // it had to scan, writes the missing indexes of the sealed ones, and
 // fsyncs the directory, so that the recovered log is entirely before the
@@ -604,25 +482,4 @@ func (p *Partition) cutTail(seg *segment, fileSize int64) error {
 	}
 	p.e.opts.Logger.Warn("torn tail cut", "file", seg.path, "at", seg.size, "file_size", fileSize)
 	return nil
-}
-
-// readWholeFile reads a small file whole.
-func readWholeFile(fs vfs.FS, path string) ([]byte, error) {
-	f, err := fs.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > 1<<30 {
-		return nil, fmt.Errorf("engine: %s is too large (%d bytes)", path, fi.Size())
-	}
-	b := make([]byte, fi.Size())
-	if _, err := readFull(f, b, 0, fi.Size()); err != nil {
-		return nil, err
-	}
-	return b, nil
 }
