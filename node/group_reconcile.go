@@ -163,7 +163,7 @@ func (g *group) subscription() []string {
 func (gs *Groups) assignmentOf(g *group, m *member) wire.MemberAssignment {
 	out := wire.MemberAssignment{
 		MemberID: m.id, MemberEpoch: uint64(m.epoch),
-		HeartbeatInterval: gs.cfg.HeartbeatInterval, SessionTimeout: m.session,
+		HeartbeatInterval: heartbeatInterval(gs.cfg.HeartbeatInterval, m.session), SessionTimeout: m.session,
 	}
 	for _, p := range sortedPartitions(m.held) {
 		if _, keep := m.target[p]; keep {
@@ -173,6 +173,15 @@ func (gs *Groups) assignmentOf(g *group, m *member) wire.MemberAssignment {
 		}
 	}
 	return out
+}
+
+// heartbeatInterval is what a member with session is told to heartbeat
+// at: the configured interval, or a third of its session when that is
+// shorter, so that two heartbeats in a row can be late (a slow round
+// trip, a busy member) before the session ends. A member with the
+// minimum session (1 s) heartbeats every 333 ms.
+func heartbeatInterval(configured, session time.Duration) time.Duration {
+	return min(configured, session/3)
 }
 
 // state summarizes the group.

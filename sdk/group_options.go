@@ -128,7 +128,9 @@ func WithMemberID(id string) GroupOption {
 // WithSessionTimeout sets how long the node keeps a member that stopped
 // heartbeating; its partitions then move.
 //
-// Default: the node's (10 s). The node bounds it to [1 s, 5 min].
+// Default: the node's (10 s). The node bounds it to [1 s, 5 min], and
+// has the member heartbeat every second or every third of its session,
+// whichever is shorter.
 func WithSessionTimeout(d time.Duration) GroupOption {
 	return groupOption(func(c *groupConfig) { c.sessionTimeout = max(d, 0) })
 }
