@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/binary"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,15 +17,6 @@ import (
 //
 //	go test ./node -run '^$' -bench 'OwnerEngine' -count 10 > out.txt
 //	benchstat -col /fence out.txt; benchstat -col /idempotent out.txt
-
-// cpuClock returns the CPU time the process has used. Benchmarks report it
-// per operation ("cpu-ns/op") beside the wall time: on a loaded machine it
-// is the steadier of the two.
-func cpuClock() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // cpuLoop runs op under b.Loop and reports its CPU time per operation.
 func cpuLoop(b *testing.B, op func()) {

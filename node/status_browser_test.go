@@ -9,28 +9,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/internal/testtool"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// browser returns the path of a Chromium binary, or "" when none is
-// installed.
-func browser() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
+// browser returns the path of a Chromium binary; without one it skips t
+// (or fails it under CI).
+func browser(t *testing.T) string {
+	return testtool.Need(t, "Debian: apt-get install -y chromium (the status page in a browser)",
+		"chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 }
 
 // TestStatusPageInABrowser loads the status page of a node in headless
 // Chromium, lets its script fetch /api/status and render, and checks the
 // rendered page shows the topic, its offsets and the consumer's lag.
 func TestStatusPageInABrowser(t *testing.T) {
-	bin := browser()
-	if bin == "" {
-		t.Skip("no Chromium on PATH: install Debian's chromium package (apt-get install -y chromium) to test the status page in a browser")
-	}
+	bin := browser(t)
 	ops, err := StartHTTP(HTTPConfig{Listen: "127.0.0.1:0", Version: "test"})
 	if err != nil {
 		t.Fatal(err)

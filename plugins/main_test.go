@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/internal/testtool"
 	"github.com/ledgemq/ledge/plugins/abi"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -103,10 +104,7 @@ func goModule(t testing.TB, pkg string) []byte {
 // tool is not installed.
 func watModule(t testing.TB, path string) []byte {
 	t.Helper()
-	bin, err := exec.LookPath("wat2wasm")
-	if err != nil {
-		t.Skipf("wat2wasm is not installed (Debian: apt-get install wabt); skipping the WebAssembly text example %s", path)
-	}
+	bin := testtool.Need(t, "Debian: apt-get install wabt (the WebAssembly text example "+path+")", "wat2wasm")
 	out := filepath.Join(t.TempDir(), "out.wasm")
 	if msg, err := exec.Command(bin, path, "-o", out).CombinedOutput(); err != nil {
 		t.Fatalf("wat2wasm %s: %v\n%s", path, err, msg)
