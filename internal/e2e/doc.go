@@ -2,4 +2,11 @@
 // against a real node on an ephemeral loopback port. It has no code of its
 // own: the SDK must not import the node, so the tests that need both live
 // here.
+//
+// TestDeploymentDay drives the real binary through a deployment's day
+// (restarts by SIGTERM and SIGKILL, clients that vanish, producers, a
+// group with state, a follower) and reports its restart, resume and
+// shutdown times; -day.duration makes it longer:
+//
+//	go test ./internal/e2e -run TestDeploymentDay -v -day.duration 30m
 package e2e

@@ -1,0 +1,262 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ledgemq/ledge/sdk"
+)
+
+var dayDuration = flag.Duration("day.duration", 4*time.Second,
+	"how long TestDeploymentDay drives the node (e.g. -day.duration 30m)")
+
+// TestDeploymentDay drives the real binary as a deployment lives a day:
+// idempotent producers on a durability-always and a durability-none topic,
+// a group whose members keep a fenced state (a count per key), a named
+// follower; meanwhile the node is stopped with SIGTERM and killed with
+// SIGKILL and restarted, and clients vanish without closing (killed CLI
+// consumers, a named follower and a group member). At the end: no
+// acknowledged record lost or duplicated, the group's committed offsets
+// never behind a commit it acknowledged, its state equal to the exact
+// fold of the records below its offset, the follower saw everything, and
+// the node never panicked. It reports the restart-to-ready, client resume
+// and shutdown times.
+func TestDeploymentDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ledge binary")
+	}
+	bin := buildLedge(t)
+	node := newServedLedge(t, bin, filepath.Join(t.TempDir(), "ledge-data"))
+	node.start()
+	defer node.checkNoPanic()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := sdk.Dial(ctx, node.addr, sdk.WithDataDir(node.dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, topic := range []string{"always", "none"} {
+		d := sdk.DurabilityAlways
+		if topic == "none" {
+			d = sdk.DurabilityNone
+		}
+		if _, err := c.CreateTopic(ctx, topic, sdk.TopicConfig{Partitions: 3, Durability: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	load, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	producers := map[string]*dayProducer{}
+	for _, topic := range []string{"always", "none"} {
+		p := &dayProducer{topic: topic, acked: map[string]sdk.Record{}}
+		producers[topic] = p
+		wg.Go(func() { p.run(load, t, c) })
+	}
+	group := &dayGroup{name: "fold", topic: "always", committed: map[int32]uint64{}}
+	for i := range 2 {
+		wg.Go(func() { group.member(load, t, c, fmt.Sprintf("member-%d", i)) })
+	}
+	follower := &dayFollower{seen: map[string]bool{}}
+	wg.Go(func() { follower.run(load, t, c, "none") })
+
+	// The day: load, then an event, until the duration is spent (at
+	// least one SIGTERM and one SIGKILL restart).
+	var resume []time.Duration
+	period := max(*dayDuration/6, 700*time.Millisecond)
+	deadline := time.Now().Add(*dayDuration)
+	for i := 0; i < 2 || time.Now().Before(deadline); i++ {
+		time.Sleep(period)
+		sig := syscall.SIGTERM
+		if i%2 == 1 {
+			sig = syscall.SIGKILL
+		} else {
+			vanishClients(t, node, i)
+		}
+		node.stop(sig)
+		ready := node.start()
+		if d, ok := producers["always"].nextAckAfter(ready, 10*time.Second); ok {
+			resume = append(resume, d)
+		} else {
+			t.Errorf("restart %d (%v): no acknowledgement within 10 s of the node being ready", i, sig)
+		}
+		group.checkOffsets(ctx, t, c)
+	}
+	time.Sleep(period)
+	stopLoad()
+	wg.Wait()
+
+	// The last stop is graceful; what follows reads the node back.
+	node.stop(syscall.SIGTERM)
+	node.start()
+	for _, topic := range []string{"always", "none"} {
+		producers[topic].check(ctx, t, c)
+	}
+	group.checkOffsets(ctx, t, c)
+	group.checkFold(ctx, t, c)
+	follower.check(ctx, t, c, producers["none"])
+	node.stop(syscall.SIGTERM)
+
+	t.Logf("restart to ready (exec to /readyz 200): %s", median(node.readyTimes))
+	t.Logf("producer resume (ready to next acknowledgement): %s", median(resume))
+	t.Logf("shutdown (SIGTERM to exit): %s", median(node.shutdownTimes))
+	for _, topic := range []string{"always", "none"} {
+		p := producers[topic]
+		t.Logf("topic %s: %d records acknowledged, %d of unknown outcome", topic, len(p.acked), p.unknown.Load())
+	}
+	t.Logf("group %s: %d records folded, %d state commits", group.name, group.folded.Load(), group.commits.Load())
+}
+
+// vanishClients starts CLI clients — a named follower, a group member —
+// and kills them (SIGKILL) once they are attached: their connections are
+// left to the node to notice.
+func vanishClients(t *testing.T, node *servedLedge, round int) {
+	t.Helper()
+	cmds := []*exec.Cmd{
+		node.client("consume", "always", "--consumer", "vanishing-"+strconv.Itoa(round), "--follow", "--from", "latest"),
+		node.client("consume", "always", "--group", "vanishing", "--follow"),
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // attached and parked
+	for _, cmd := range cmds {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+}
+
+// dayProducer produces to one topic until its context ends, keeping what
+// was acknowledged (value -> partition and offset).
+type dayProducer struct {
+	topic   string
+	unknown atomic.Int64
+
+	mu    sync.Mutex
+	acked map[string]sdk.Record
+	times []time.Time // acknowledgement times, in order
+	maybe map[string]bool
+}
+
+func (p *dayProducer) run(ctx context.Context, t *testing.T, c *sdk.Client) {
+	prod, err := c.NewProducer(ctx, p.topic)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	p.maybe = map[string]bool{}
+	for i := 0; ctx.Err() == nil; i++ {
+		v := fmt.Sprintf("%s-%07d", p.topic, i)
+		rec := &sdk.Record{Key: []byte(strconv.Itoa(i % 7)), Value: []byte(v)}
+		prod.Produce(context.WithoutCancel(ctx), rec, func(r *sdk.Record, err error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			switch {
+			case err == nil:
+				p.acked[v] = sdk.Record{Partition: r.Partition, Offset: r.Offset}
+				p.times = append(p.times, time.Now())
+			case errors.Is(err, sdk.ErrUnknownOutcome):
+				p.unknown.Add(1)
+				p.maybe[v] = true
+			default:
+				t.Errorf("produce %s: %v", v, err)
+			}
+		})
+		if i%20 == 19 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	closeCtx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	if err := prod.Close(closeCtx); err != nil {
+		t.Errorf("closing the %s producer: %v", p.topic, err)
+	}
+}
+
+// nextAckAfter waits for the first acknowledgement after at and returns
+// how long after at it came.
+func (p *dayProducer) nextAckAfter(at time.Time, limit time.Duration) (time.Duration, bool) {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		p.mu.Lock()
+		for i := len(p.times) - 1; i >= 0 && p.times[i].After(at); i-- {
+			if i == 0 || !p.times[i-1].After(at) {
+				d := p.times[i].Sub(at)
+				p.mu.Unlock()
+				return d, true
+			}
+		}
+		p.mu.Unlock()
+	}
+	return 0, false
+}
+
+// check reads the topic back: every acknowledged record once, at its
+// acknowledged offset; records of unknown outcome at most once; nothing
+// else.
+func (p *dayProducer) check(ctx context.Context, t *testing.T, c *sdk.Client) {
+	t.Helper()
+	all := readAll(ctx, t, c, p.topic)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[string]int{}
+	for _, r := range all {
+		v := string(r.Value)
+		seen[v]++
+		if a, ok := p.acked[v]; ok && (a.Partition != r.Partition || a.Offset != r.Offset) {
+			t.Errorf("%s: %s acknowledged at %d/%d, found at %d/%d", p.topic, v, a.Partition, a.Offset, r.Partition, r.Offset)
+		}
+		if _, ok := p.acked[v]; !ok && !p.maybe[v] {
+			t.Errorf("%s: %s was never produced or failed, yet is there", p.topic, v)
+		}
+	}
+	lost := 0
+	for v := range p.acked {
+		if seen[v] == 0 {
+			lost++
+		}
+	}
+	for v, n := range seen {
+		if n > 1 {
+			t.Errorf("%s: %s is there %d times", p.topic, v, n)
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%s: %d acknowledged records lost", p.topic, lost)
+	}
+}
+
+// readAll reads a topic from the start to its end.
+func readAll(ctx context.Context, t *testing.T, c *sdk.Client, topic string) []*sdk.Record {
+	t.Helper()
+	cons, err := c.NewConsumer(ctx, topic, sdk.WithStart(sdk.AtFirst()), sdk.WithMaxWait(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close(ctx)
+	var out []*sdk.Record
+	for empty := 0; empty < 3; {
+		recs, err := cons.Poll(ctx)
+		if err != nil {
+			t.Fatalf("reading %s back: %v", topic, err)
+		}
+		if len(recs) == 0 {
+			empty++
+		}
+		out = append(out, recs...)
+	}
+	return out
+}

@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildLedge builds the ledge binary, as operators run it.
+func buildLedge(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ledge")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/ledgemq/ledge/cmd/ledge")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// servedLedge is `ledge serve` on fixed addresses and a data directory,
+// started and stopped again and again as systemd would. It keeps every
+// run's stderr (to look for panics) and the figures of its starts and
+// stops.
+type servedLedge struct {
+	t                    *testing.T
+	bin, dir, addr, http string
+
+	cmd    *exec.Cmd
+	exited chan error
+	logs   lockedBuffer
+
+	readyTimes    []time.Duration // exec to /readyz 200
+	shutdownTimes []time.Duration // SIGTERM to exit
+}
+
+func newServedLedge(t *testing.T, bin, dir string) *servedLedge {
+	return &servedLedge{t: t, bin: bin, dir: dir, addr: freeUDPPort(t), http: freeTCPPort(t)}
+}
+
+func freeTCPPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs `ledge serve` and returns when /readyz answers 200.
+func (s *servedLedge) start() time.Time {
+	s.t.Helper()
+	s.cmd = exec.Command(s.bin, "serve", "--data-dir", s.dir, "--listen", s.addr, "--http-listen", s.http)
+	s.cmd.Stdout = io.Discard
+	s.cmd.Stderr = &s.logs
+	begun := time.Now()
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	cmd, exited := s.cmd, make(chan error, 1)
+	s.exited = exited
+	go func() { exited <- cmd.Wait() }()
+	s.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	client := http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(safety); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			s.t.Fatalf("ledge serve exited before it was ready: %v\n%s", err, s.logs.tail(20))
+		default:
+		}
+		resp, err := client.Get("http://" + s.http + "/readyz")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			ready := time.Now()
+			s.readyTimes = append(s.readyTimes, ready.Sub(begun))
+			return ready
+		}
+	}
+	s.t.Fatalf("ledge serve not ready\n%s", s.logs.tail(20))
+	return time.Time{}
+}
+
+// stop sends sig and waits for the exit. SIGTERM must end in status 0; its
+// time to exit is kept.
+func (s *servedLedge) stop(sig syscall.Signal) {
+	s.t.Helper()
+	sent := time.Now()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		if sig == syscall.SIGTERM {
+			s.shutdownTimes = append(s.shutdownTimes, time.Since(sent))
+			if err != nil {
+				s.t.Fatalf("ledge serve after SIGTERM: %v\n%s", err, s.logs.tail(20))
+			}
+		}
+	case <-time.After(safety):
+		s.t.Fatalf("ledge serve did not exit after %v\n%s", sig, s.logs.tail(20))
+	}
+}
+
+// checkNoPanic fails the test if any run of the node panicked or died of
+// a fatal error.
+func (s *servedLedge) checkNoPanic() {
+	s.t.Helper()
+	logs := s.logs.String()
+	for _, bad := range []string{"panic:", "fatal error:", "goroutine 1 ["} {
+		if i := strings.Index(logs, bad); i >= 0 {
+			s.t.Errorf("the node's stderr shows %q:\n%s", bad, logs[i:min(len(logs), i+2000)])
+		}
+	}
+}
+
+// run runs the binary as a client of the node (LEDGE_SERVER and the data
+// directory's credentials), without waiting for it.
+func (s *servedLedge) client(args ...string) *exec.Cmd {
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = append(os.Environ(), "LEDGE_SERVER="+s.addr, "LEDGE_CA="+filepath.Join(s.dir, "tls", "ca.pem"))
+	if tok, err := os.ReadFile(filepath.Join(s.dir, "admin.token")); err == nil {
+		cmd.Env = append(cmd.Env, "LEDGE_TOKEN="+strings.TrimSpace(string(tok)))
+	}
+	return cmd
+}
+
+// lockedBuffer collects output written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *lockedBuffer) tail(n int) string {
+	lines := strings.Split(strings.TrimSpace(l.String()), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// median returns the median of ds and how many there were, for a report.
+func median(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("median %v (min %v, max %v, %d runs)", s[len(s)/2].Round(time.Millisecond),
+		s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond), len(s))
+}
