@@ -78,11 +78,18 @@ func TestStatusPageInABrowser(t *testing.T) {
 		"the consumer's lag":        `data-consumer="billing"[^>]*><td data-k="name">billing</td><td data-k="kind" class="l">consumer</td><td data-k="topic" class="l">orders</td><td data-k="lag"[^>]*>3</td>`,
 		"the position by partition": `0: 4 \(lag 3\)`,
 		"no connection-lost banner": `<div id="banner" role="alert"( class="")?>`,
+		"the records/s chart":       `<svg class="chart" data-chart="topic:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"></polyline></svg>`,
+		"the consumer's lag chart":  `<svg class="chart" data-chart="lag:consumer:billing:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"`,
+		"the uplink's lag chart":    `<svg class="chart" data-chart="uplink:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"`,
+		"the lag chart's figure":    `orders → Kafka · lag</span><b>7 \(max 7\)</b>`,
 		"the uplink's lag":          `<tr data-uplink="orders" data-partition="0"><td data-k="name">orders/0</td><td data-k="to" class="l">central · block</td><td data-k="state" class="[^"]*">(connecting|backoff)</td><td data-k="position">\?</td><td data-k="high_watermark">7</td><td data-k="lag"[^>]*>7</td>`,
 	} {
 		if !regexp.MustCompile(re).MatchString(page) {
 			t.Errorf("the rendered page does not show %s (/%s/)", what, re)
 		}
+	}
+	if m := regexp.MustCompile(`\d\.\d{3,} [KMG]?i?B/s`).FindString(page); m != "" {
+		t.Errorf("a rate shows raw digits: %q", m)
 	}
 	if t.Failed() {
 		t.Logf("rendered DOM:\n%s", page)

@@ -227,6 +227,7 @@ func printGroup(w io.Writer, d sdk.GroupDescription) {
 		if member == "" {
 			member = "-"
 		}
+		member = shortMemberID(member)
 		if o.Err != nil {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t\t\t\n", o.Topic, o.Partition, o.Err)
 			continue
@@ -437,4 +438,14 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 			return nil
 		}
 	}
+}
+
+// shortMemberID is the start of a member id, enough to tell a group's
+// members apart in a table that repeats it per partition; the members
+// table shows it whole.
+func shortMemberID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }

@@ -156,7 +156,7 @@ func printStatus(w io.Writer, st node.Status) error {
 			for i, p := range c.Partitions {
 				parts[i] = fmt.Sprintf("%d:%d(lag %d)", p.Partition, p.Position, p.Lag)
 				if p.Member != "" {
-					parts[i] += "@" + p.Member
+					parts[i] += "@" + shortMemberID(p.Member)
 				}
 			}
 			kind, members := c.Kind, "-"

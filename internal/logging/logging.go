@@ -64,7 +64,7 @@ func ParseLevel(s string) (slog.Level, error) {
 // FormatAuto picks text when w is a terminal (an *os.File on a character
 // device) and JSON otherwise.
 func New(w io.Writer, format Format, level slog.Leveler) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readable}
 	if format == FormatAuto {
 		format = FormatJSON
 		if IsTerminal(w) {
@@ -86,4 +86,23 @@ func IsTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// readable writes values the way a person reads them, the same in both
+// formats: a duration as Go writes it ("1.5s"; JSON would write
+// nanoseconds), and a value with a String method (a plugin's kind, a
+// digest in hex, an id) as that string rather than its number or its
+// bytes. Errors keep their message.
+func readable(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindDuration:
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	case slog.KindAny:
+		switch v := a.Value.Any().(type) {
+		case error:
+		case fmt.Stringer:
+			a.Value = slog.StringValue(v.String())
+		}
+	}
+	return a
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseLevel(t *testing.T) {
@@ -79,5 +80,34 @@ func TestAutoIsJSONWhenNotATerminal(t *testing.T) {
 	var buf bytes.Buffer
 	if IsTerminal(&buf) {
 		t.Error("a buffer is not a terminal")
+	}
+}
+
+type kindForTest uint8
+
+func (k kindForTest) String() string { return "commit-policy" }
+
+type digestForTest [4]byte
+
+func (d digestForTest) String() string { return "0a0b0c0d" }
+
+// Durations, kinds and digests read the same in both formats: "30s", not
+// 30000000000; "commit-policy", not 2; hex, not a list of bytes.
+func TestValuesAreWrittenForPeople(t *testing.T) {
+	for _, format := range []Format{FormatJSON, FormatText} {
+		var b bytes.Buffer
+		New(&b, format, slog.LevelInfo).Info("plugin added", "timeout", 30*time.Second, "poll", 100*time.Millisecond,
+			"kind", kindForTest(2), "digest", digestForTest{10, 11, 12, 13}, "err", errors.New("boom"))
+		out := b.String()
+		for _, want := range []string{"30s", "100ms", "commit-policy", "0a0b0c0d", "boom"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: %q lacks %q", format, out, want)
+			}
+		}
+		for _, bad := range []string{"30000000000", "100000000", "[10,11,12,13]", "[10 11 12 13]"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s: %q shows %q", format, out, bad)
+			}
+		}
 	}
 }
