@@ -19,15 +19,19 @@ const (
 	DefaultMaxIncomingStreams                   = 1024
 	DefaultServerInitialStreamWindow            = 768 << 10
 	DefaultServerMaxStreamWindow                = 8 << 20
-	DefaultServerInitialConnectionWindow        = 1 << 20
+	DefaultServerInitialConnectionWindow        = 256 << 10
 	DefaultServerMaxConnectionWindow            = 32 << 20
 	DefaultReceiveWindowBudget                  = 256 << 20
-	DefaultMaxConns                             = 256
+	DefaultMaxConns                             = 4096
+	DefaultMaxUnauthenticated                   = 256
+	DefaultSourceHandshakeRate                  = 50
+	DefaultSourceHandshakeBurst                 = 100
+	sourceTableSize                             = 8192
 	DefaultMaxRequestFrame                      = wire.DefaultMaxFrameSize
 	DefaultInflightBudget                       = 64 << 20
 	DefaultMaxIdleTimeout                       = 60 * time.Second
 	DefaultHandshakeTimeout                     = 10 * time.Second
-	DefaultAuthTimeout                          = 10 * time.Second
+	DefaultAuthTimeout                          = 5 * time.Second
 	DefaultClientInitialStreamWindow            = 2 << 20
 	DefaultClientMaxStreamWindow                = 16 << 20
 	DefaultClientInitialConnectionWindow        = 4 << 20
@@ -76,17 +80,43 @@ type Config struct {
 	// while the server keeps reading faster than the round trip.
 	InitialStreamReceiveWindow, MaxStreamReceiveWindow uint64
 	// InitialConnectionReceiveWindow and MaxConnectionReceiveWindow bound
-	// the same over all streams of a connection. Defaults 1 MiB and 32 MiB.
+	// the same over all streams of a connection. Defaults 256 KiB and
+	// 32 MiB.
 	InitialConnectionReceiveWindow, MaxConnectionReceiveWindow uint64
-	// ReceiveWindowBudget bounds the connection receive windows of all
-	// connections together, which bounds what quic-go may buffer for the
-	// server. A new connection reserves its initial window and is refused
-	// when the budget cannot cover it; a window grows only while the budget
-	// allows. Default 256 MiB.
+	// ReceiveWindowBudget bounds the growth of connection receive windows
+	// beyond their initial size, over all connections together: a window
+	// grows (toward MaxConnectionReceiveWindow) only while the budget
+	// covers it, and only once its connection has authenticated. What
+	// quic-go may buffer for the server is at most
+	// (MaxConns + MaxUnauthenticated) × InitialConnectionReceiveWindow +
+	// ReceiveWindowBudget. Default 256 MiB.
 	ReceiveWindowBudget uint64
-	// MaxConns is the number of connections (handshaking or established)
-	// past which new ones are refused with CONNECTION_REFUSED. Default 256.
+	// MaxConns is the number of authenticated connections past which new
+	// connections are refused with CONNECTION_REFUSED, before any TLS work
+	// (one that authenticates while the limit is reached is closed with
+	// [CodeConnectionLimit]). Connections still handshaking or
+	// authenticating do not count: they have their own bound,
+	// MaxUnauthenticated. Default 4096.
 	MaxConns int
+	// MaxUnauthenticated bounds the connections that have not authenticated
+	// yet (handshaking, or waiting for their authentication frame). One
+	// more arriving evicts the oldest of them, which is closed with
+	// [CodeAuthTimeout]: abandoned dials push out abandoned dials, never an
+	// authenticated connection, and a client that authenticates promptly
+	// is done long before. Default 256.
+	MaxUnauthenticated int
+	// MaxConnsPerToken bounds the authenticated connections of one token
+	// id; one more is closed with [CodeConnectionLimit] after it
+	// authenticates. Default 0: no bound (a fleet may share a token).
+	MaxConnsPerToken int
+	// SourceHandshakeRate and SourceHandshakeBurst are a token bucket of
+	// handshakes per source address (IPv4 address or IPv6 /64): a new
+	// connection takes a token, and gives it back once it authenticates, so
+	// the bucket limits handshakes that lead nowhere. A connection from a
+	// source with an empty bucket is refused with CONNECTION_REFUSED.
+	// Defaults 50 per second and 100; a negative rate disables the limit.
+	SourceHandshakeRate  float64
+	SourceHandshakeBurst int
 	// MaxFrameSize bounds one request frame, header included. A larger one
 	// resets its stream with [CodeFrameTooLarge]; other streams go on.
 	// Default 8 MiB.
@@ -106,7 +136,7 @@ type Config struct {
 	// HandshakeTimeout bounds the QUIC and TLS handshake. Default 10 s.
 	HandshakeTimeout time.Duration
 	// AuthTimeout bounds the wait for the authentication frame after the
-	// handshake. Default 10 s.
+	// handshake. Default 5 s.
 	AuthTimeout time.Duration
 	// Framing tells where frames end. Default [WireFraming].
 	Framing Framing
@@ -137,6 +167,9 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.MaxConnectionReceiveWindow, DefaultServerMaxConnectionWindow)
 	setDefault(&c.ReceiveWindowBudget, DefaultReceiveWindowBudget)
 	setDefault(&c.MaxConns, DefaultMaxConns)
+	setDefault(&c.MaxUnauthenticated, DefaultMaxUnauthenticated)
+	setDefault(&c.SourceHandshakeRate, DefaultSourceHandshakeRate)
+	setDefault(&c.SourceHandshakeBurst, DefaultSourceHandshakeBurst)
 	setDefault(&c.MaxFrameSize, DefaultMaxRequestFrame)
 	setDefault(&c.InflightBudget, DefaultInflightBudget)
 	setDefault(&c.MaxIdleTimeout, DefaultMaxIdleTimeout)
@@ -151,10 +184,6 @@ func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	errs = append(errs, checkWindows("stream", c.InitialStreamReceiveWindow, c.MaxStreamReceiveWindow))
 	errs = append(errs, checkWindows("connection", c.InitialConnectionReceiveWindow, c.MaxConnectionReceiveWindow))
-	if c.ReceiveWindowBudget < c.InitialConnectionReceiveWindow {
-		errs = append(errs, fmt.Errorf("ReceiveWindowBudget (%d) is below InitialConnectionReceiveWindow (%d): no connection would be admitted",
-			c.ReceiveWindowBudget, c.InitialConnectionReceiveWindow))
-	}
 	if c.Framing.HeaderLen <= 0 || c.MaxFrameSize < c.Framing.HeaderLen {
 		errs = append(errs, fmt.Errorf("MaxFrameSize (%d) must hold a frame header (%d bytes)", c.MaxFrameSize, c.Framing.HeaderLen))
 	}
@@ -162,13 +191,25 @@ func (c Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("InflightBudget (%d) is below MaxFrameSize (%d): a largest frame could never be read",
 			c.InflightBudget, c.MaxFrameSize))
 	}
-	if c.MaxIncomingStreams < 0 || c.MaxConns < 0 {
-		errs = append(errs, errors.New("MaxIncomingStreams and MaxConns must not be negative"))
+	if c.MaxIncomingStreams < 0 || c.MaxConns < 0 || c.MaxUnauthenticated < 0 || c.MaxConnsPerToken < 0 || c.SourceHandshakeBurst < 0 {
+		errs = append(errs, errors.New("MaxIncomingStreams, MaxConns, MaxUnauthenticated, MaxConnsPerToken and SourceHandshakeBurst must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("quic: invalid config: %w", err)
 	}
 	return c, nil
+}
+
+func (c Config) admissionLimits() admissionLimits {
+	return admissionLimits{
+		maxAuthenticated:   c.MaxConns,
+		maxUnauthenticated: c.MaxUnauthenticated,
+		maxPerToken:        c.MaxConnsPerToken,
+		sourceRate:         max(c.SourceHandshakeRate, 0),
+		sourceBurst:        float64(c.SourceHandshakeBurst),
+		maxSources:         sourceTableSize,
+		windowBudget:       c.ReceiveWindowBudget,
+	}
 }
 
 // quicConfig is the quic-go configuration of a listener.

@@ -25,6 +25,7 @@ const (
 	CodeFrameTooLarge   Code = 0x6 // a frame over the limit (stream reset): shrink the request
 	CodeInternal        Code = 0x7 // the node failed: retry later
 	CodeStreamClosed    Code = 0x8 // the node is done with the stream (stream reset): open another
+	CodeConnectionLimit Code = 0x9 // authenticated, but the node (or the token) is at its connection limit: retry later
 )
 
 // String names the code.
@@ -48,6 +49,8 @@ func (c Code) String() string {
 		return "internal error"
 	case CodeStreamClosed:
 		return "stream closed"
+	case CodeConnectionLimit:
+		return "connection limit"
 	}
 	return "code 0x" + strconv.FormatUint(uint64(c), 16)
 }
@@ -72,8 +75,10 @@ var (
 	ErrFrameTooLarge = errors.New("quic: frame too large")
 	// ErrProtocol: a frame header was malformed. Do not retry as is.
 	ErrProtocol = errors.New("quic: protocol error")
-	// ErrConnectionRefused: the server refused the connection before the
-	// handshake (at its connection limit or shutting down). Retry later.
+	// ErrConnectionRefused: the server refused the connection: before the
+	// handshake (at its connection limit, too many handshakes from the
+	// address, or shutting down), or after authentication with
+	// [CodeConnectionLimit]. Retry later.
 	ErrConnectionRefused = errors.New("quic: connection refused")
 	// ErrNotProcessed: the stream ended before a request was answered, and
 	// the server's replies are in request order, so the request was never
@@ -99,6 +104,8 @@ func codeSentinel(c Code) error {
 		return ErrProtocol
 	case CodeStreamClosed:
 		return ErrNotProcessed
+	case CodeConnectionLimit:
+		return ErrConnectionRefused
 	}
 	return nil
 }

@@ -19,18 +19,14 @@ type Listener struct {
 	cfg    Config
 	sock   *yieldingConn // the UDP socket tr reads
 	tr     *quicgo.Transport
-	ln     *quicgo.Listener
+	ln     *quicgo.EarlyListener
 	budget *budget
+	adm    *admission
 
 	ctx      context.Context // ends at Close
 	cancel   context.CancelFunc
 	accepted chan *Conn
 	drainCh  chan struct{} // closed when Shutdown begins
-
-	admitMu        sync.Mutex
-	refusing       bool
-	admitted       int
-	windowReserved uint64
 
 	drainFlag atomic.Bool // set before drainCh is closed; read on every frame
 
@@ -45,41 +41,43 @@ type Listener struct {
 }
 
 type counters struct {
-	connsAccepted, connsRefused, authFailures     atomic.Uint64
-	streamsAccepted, framesRead, bytesRead        atomic.Uint64
-	framesTooLarge, protocolErrors, windowDenials atomic.Uint64
-	connsOpen, streamsOpen, requestsInFlight      atomic.Int64
+	connsAccepted, authFailures              atomic.Uint64
+	streamsAccepted, framesRead, bytesRead   atomic.Uint64
+	framesTooLarge, protocolErrors           atomic.Uint64
+	connsOpen, streamsOpen, requestsInFlight atomic.Int64
 }
 
 // Stats are counters and gauges of a listener, for metrics.
 type Stats struct {
-	ConnsOpen        int64  // connections accepted by quic-go and not yet gone
-	ConnsAccepted    uint64 // connections that completed the handshake
-	ConnsRefused     uint64 // connection attempts refused (limit, window budget, shutdown)
-	AuthFailures     uint64 // connections closed because authentication failed or timed out
-	StreamsOpen      int64
-	StreamsAccepted  uint64
-	FramesRead       uint64
-	BytesRead        uint64
-	FramesTooLarge   uint64 // streams reset because a frame exceeded MaxFrameSize
-	ProtocolErrors   uint64 // streams reset because of a malformed frame header
-	RequestsInFlight int64  // frames read and not yet released
-	BudgetCapacity   int64  // Config.InflightBudget
-	BudgetInUse      int64  // bytes of requests in flight
-	BudgetWaits      uint64 // reads that waited for the budget (backpressure events)
-	BudgetWaiting    int64  // readers waiting for the budget now
-	WindowReserved   uint64 // bytes of connection receive windows granted
-	WindowDenials    uint64 // window increases refused by ReceiveWindowBudget
+	ConnsOpen       int64  // connections accepted by quic-go and not yet gone
+	ConnsAccepted   uint64 // connections that completed the handshake
+	ConnsRefused    uint64 // connection attempts refused, for any of the reasons below
+	RefusedLimit    uint64 // refused or closed at MaxConns
+	RefusedToken    uint64 // closed at MaxConnsPerToken
+	RefusedSource   uint64 // refused: the source address's handshake bucket was empty
+	RefusedShutdown uint64 // refused while shutting down
+	Evicted         uint64 // unauthenticated connections closed to make room for newer ones
+	RetriesDemanded uint64 // connection attempts asked to prove their address (QUIC Retry)
+	AuthFailures    uint64 // connections closed because authentication failed or timed out
+	// Unauthenticated and Authenticated count the connections holding a
+	// place of each kind now; Sources the source addresses with a bucket.
+	Unauthenticated, Authenticated, Sources int
+	StreamsOpen                             int64
+	StreamsAccepted                         uint64
+	FramesRead                              uint64
+	BytesRead                               uint64
+	FramesTooLarge                          uint64 // streams reset because a frame exceeded MaxFrameSize
+	ProtocolErrors                          uint64 // streams reset because of a malformed frame header
+	RequestsInFlight                        int64  // frames read and not yet released
+	BudgetCapacity                          int64  // Config.InflightBudget
+	BudgetInUse                             int64  // bytes of requests in flight
+	BudgetWaits                             uint64 // reads that waited for the budget (backpressure events)
+	BudgetWaiting                           int64  // readers waiting for the budget now
+	WindowReserved                          uint64 // bytes of connection window growth granted beyond the initial windows
+	WindowDenials                           uint64 // window increases refused by ReceiveWindowBudget
 }
 
-type admissionKey struct{}
-
-// admission is a connection's share of the connection limit and of the
-// receive window budget.
-type admission struct {
-	reserved uint64
-	released bool
-}
+type ticketKey struct{}
 
 // Listen listens for QUIC connections on the UDP address addr (host:port;
 // port 0 picks one). tlsConf must provide the server certificate
@@ -107,6 +105,7 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 		cfg:       cfg,
 		sock:      sock,
 		budget:    newBudget(cfg.InflightBudget),
+		adm:       newAdmission(cfg.admissionLimits(), time.Now),
 		ctx:       ctx,
 		cancel:    cancel,
 		accepted:  make(chan *Conn),
@@ -115,12 +114,20 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 		byToken:   make(map[string]map[*Conn]struct{}),
 		connsGone: make(chan struct{}),
 	}
-	l.tr = &quicgo.Transport{Conn: l.sock, ConnContext: l.admit}
+	l.tr = &quicgo.Transport{
+		Conn:                l.sock,
+		ConnContext:         l.admit,
+		VerifySourceAddress: l.adm.demandRetry,
+	}
 	if cfg.StatelessResetKey != nil {
 		key := quicgo.StatelessResetKey(*cfg.StatelessResetKey)
 		l.tr.StatelessResetKey = &key
 	}
-	ln, err := l.tr.Listen(tlsConf, cfg.quicConfig(l.allowWindowIncrease))
+	// The early listener hands over a connection as soon as its ClientHello
+	// is processed (there is no 0-RTT: Allow0RTT is off), so that one which
+	// never finishes its handshake can be evicted like one which never
+	// authenticates.
+	ln, err := l.tr.ListenEarly(tlsConf, cfg.quicConfig(l.allowWindowIncrease))
 	if err != nil {
 		cancel()
 		_ = l.tr.Close()
@@ -153,52 +160,28 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // Draining returns a channel closed when Shutdown begins.
 func (l *Listener) Draining() <-chan struct{} { return l.drainCh }
 
-// admit is quic-go's ConnContext: it refuses a connection past MaxConns,
-// past the receive window budget, or while shutting down. The counts are
-// given back when the connection's context ends.
-func (l *Listener) admit(ctx context.Context, _ *quicgo.ClientInfo) (context.Context, error) {
-	initial := l.cfg.InitialConnectionReceiveWindow
-	l.admitMu.Lock()
-	switch {
-	case l.refusing:
-		l.admitMu.Unlock()
-		l.stats.connsRefused.Add(1)
-		return nil, ErrServerClosed
-	case l.admitted >= l.cfg.MaxConns || l.windowReserved+initial > l.cfg.ReceiveWindowBudget:
-		l.admitMu.Unlock()
-		l.stats.connsRefused.Add(1)
-		return nil, errors.New("quic: connection limit reached")
+// admit is quic-go's ConnContext: it takes an unauthenticated place for a
+// new connection, or refuses it (before any TLS work). The place is given
+// back when the connection's context ends.
+func (l *Listener) admit(ctx context.Context, info *quicgo.ClientInfo) (context.Context, error) {
+	t, err := l.adm.admit(info.RemoteAddr)
+	if err != nil {
+		return nil, err
 	}
-	l.admitted++
-	l.windowReserved += initial
-	l.admitMu.Unlock()
-	a := &admission{reserved: initial}
-	context.AfterFunc(ctx, func() {
-		l.admitMu.Lock()
-		a.released = true
-		l.admitted--
-		l.windowReserved -= a.reserved
-		l.admitMu.Unlock()
-	})
-	return context.WithValue(ctx, admissionKey{}, a), nil
+	context.AfterFunc(ctx, func() { l.adm.release(t) })
+	return context.WithValue(ctx, ticketKey{}, t), nil
 }
 
-// allowWindowIncrease lets a connection's receive window grow only while
-// the receive window budget covers it.
+func ticketOf(qc *quicgo.Conn) *ticket {
+	t, _ := qc.Context().Value(ticketKey{}).(*ticket)
+	return t
+}
+
+// allowWindowIncrease lets an authenticated connection's receive window
+// grow while the receive window budget covers it.
 func (l *Listener) allowWindowIncrease(qc *quicgo.Conn, delta uint64) bool {
-	a, ok := qc.Context().Value(admissionKey{}).(*admission)
-	if !ok {
-		return false
-	}
-	l.admitMu.Lock()
-	defer l.admitMu.Unlock()
-	if a.released || l.windowReserved+delta > l.cfg.ReceiveWindowBudget {
-		l.stats.windowDenials.Add(1)
-		return false
-	}
-	a.reserved += delta
-	l.windowReserved += delta
-	return true
+	t := ticketOf(qc)
+	return t != nil && l.adm.growWindow(t, delta)
 }
 
 func (l *Listener) acceptLoop() {
@@ -207,17 +190,18 @@ func (l *Listener) acceptLoop() {
 		if err != nil {
 			return
 		}
-		l.stats.connsAccepted.Add(1)
 		go l.setup(qc)
 	}
 }
 
-// setup registers a new connection, authenticates it and hands it to
-// Accept.
+// setup registers a new connection, waits for its handshake,
+// authenticates it and hands it to Accept. Until it has authenticated it
+// may be evicted (see admission).
 func (l *Listener) setup(qc *quicgo.Conn) {
+	t := ticketOf(qc)
 	c := newConn(l, qc)
 	l.mu.Lock()
-	if l.draining {
+	if l.draining || t == nil {
 		l.mu.Unlock()
 		_ = qc.CloseWithError(quicgo.ApplicationErrorCode(CodeShutdown), "server shutting down")
 		return
@@ -226,6 +210,19 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 	l.stats.connsOpen.Add(1)
 	l.mu.Unlock()
 	go c.watch()
+	stopEviction := context.AfterFunc(t.evicted, func() {
+		if errors.Is(context.Cause(t.evicted), errEvicted) {
+			c.close(CodeAuthTimeout, errEvicted.Error())
+		}
+	})
+	defer stopEviction()
+
+	select {
+	case <-qc.HandshakeComplete():
+	case <-qc.Context().Done():
+		return
+	}
+	l.stats.connsAccepted.Add(1)
 
 	var id Identity
 	if l.cfg.Authenticate != nil {
@@ -236,13 +233,20 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 			if errors.As(err, &ce) {
 				code, reason = ce.Code, ce.Reason
 			}
-			if code != CodeShutdown {
+			if code != CodeShutdown && context.Cause(t.evicted) != errEvicted {
 				l.stats.authFailures.Add(1)
 				l.cfg.Logger.Info("connection refused", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
 			}
 			c.close(code, reason)
 			return
 		}
+	}
+	if err := l.adm.authenticated(t, id.TokenID); err != nil {
+		if !errors.Is(err, errEvicted) {
+			l.cfg.Logger.Info("connection refused", "remote", qc.RemoteAddr(), "token", id.TokenID, "reason", err.Error())
+			c.close(CodeConnectionLimit, err.Error())
+		}
+		return
 	}
 	if !l.register(c, id) {
 		c.close(CodeShutdown, "server shutting down")
@@ -385,9 +389,7 @@ func (l *Listener) Shutdown(ctx context.Context) error {
 		conns = append(conns, c)
 	}
 	l.mu.Unlock()
-	l.admitMu.Lock()
-	l.refusing = true
-	l.admitMu.Unlock()
+	l.adm.refuseNew()
 	_ = l.ln.Close()
 
 	for _, c := range conns {
@@ -431,9 +433,7 @@ func (l *Listener) Close() error {
 			conns = append(conns, c)
 		}
 		l.mu.Unlock()
-		l.admitMu.Lock()
-		l.refusing = true
-		l.admitMu.Unlock()
+		l.adm.refuseNew()
 		l.cancel()
 		_ = l.ln.Close()
 		var wg sync.WaitGroup
@@ -460,13 +460,20 @@ func (l *Listener) Close() error {
 
 // Stats returns the listener's counters.
 func (l *Listener) Stats() Stats {
-	l.admitMu.Lock()
-	reserved := l.windowReserved
-	l.admitMu.Unlock()
+	a := l.adm.snapshot()
 	return Stats{
 		ConnsOpen:        l.stats.connsOpen.Load(),
 		ConnsAccepted:    l.stats.connsAccepted.Load(),
-		ConnsRefused:     l.stats.connsRefused.Load(),
+		ConnsRefused:     a.refusedLimit + a.refusedTokenLimit + a.refusedSourceRate + a.refusedShutdown,
+		RefusedLimit:     a.refusedLimit,
+		RefusedToken:     a.refusedTokenLimit,
+		RefusedSource:    a.refusedSourceRate,
+		RefusedShutdown:  a.refusedShutdown,
+		Evicted:          a.evicted,
+		RetriesDemanded:  a.retries,
+		Unauthenticated:  a.unauthenticated,
+		Authenticated:    a.authenticated,
+		Sources:          a.sources,
 		AuthFailures:     l.stats.authFailures.Load(),
 		StreamsOpen:      l.stats.streamsOpen.Load(),
 		StreamsAccepted:  l.stats.streamsAccepted.Load(),
@@ -479,7 +486,7 @@ func (l *Listener) Stats() Stats {
 		BudgetInUse:      l.budget.inUse(),
 		BudgetWaits:      l.budget.waits.Load(),
 		BudgetWaiting:    l.budget.waiting.Load(),
-		WindowReserved:   reserved,
-		WindowDenials:    l.stats.windowDenials.Load(),
+		WindowReserved:   a.windowGrown,
+		WindowDenials:    a.windowDenials,
 	}
 }

@@ -311,13 +311,22 @@ func TestConnectionLimit(t *testing.T) {
 		}
 	}()
 	first := ts.dial(t, ClientConfig{})
-	ts.dial(t, ClientConfig{})
-	_, err := Dial(testContext(t), ts.addr(), ts.clientTLS(), ClientConfig{})
-	if !errors.Is(err, ErrConnectionRefused) || !IsRetryable(err) {
-		t.Fatalf("third Dial: err = %v, want a retryable ErrConnectionRefused", err)
+	second := ts.dial(t, ClientConfig{})
+	// The third is refused before its handshake, or, if it arrived while
+	// the second was still handshaking, closed once it is through.
+	third, err := Dial(testContext(t), ts.addr(), ts.clientTLS(), ClientConfig{})
+	if err == nil {
+		wait(t, third.Context().Done(), "the third connection to be closed")
+		err = third.Err()
 	}
-	if n := ts.ln.Stats().ConnsRefused; n == 0 {
-		t.Error("ConnsRefused = 0 after a refusal")
+	if !errors.Is(err, ErrConnectionRefused) || !IsRetryable(err) {
+		t.Fatalf("third connection: err = %v, want a retryable ErrConnectionRefused", err)
+	}
+	if st := ts.ln.Stats(); st.ConnsRefused == 0 || st.RefusedLimit != st.ConnsRefused || st.Authenticated != 2 {
+		t.Errorf("stats after a refusal: %+v", st)
+	}
+	if second.Err() != nil {
+		t.Errorf("the second connection ended: %v", second.Err())
 	}
 
 	// Once a connection is gone, its place is free again.
@@ -351,7 +360,7 @@ func TestListenValidatesConfig(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"budget below frame":         {MaxFrameSize: 1 << 20, InflightBudget: 1 << 10},
 		"stream max below initial":   {InitialStreamReceiveWindow: 1 << 20, MaxStreamReceiveWindow: 1 << 19},
-		"window budget below a conn": {ReceiveWindowBudget: 1 << 10},
+		"negative bound":             {MaxUnauthenticated: -1},
 	} {
 		if _, err := Listen("127.0.0.1:0", conf, cfg); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -427,11 +436,12 @@ func TestCertificateRenewedWhileServing(t *testing.T) {
 }
 
 func TestReceiveWindowBudget(t *testing.T) {
-	// Room for one connection's initial window: the second is refused
-	// before its handshake, and the first one's window cannot grow.
+	// The budget bounds how far windows grow beyond their initial size; it
+	// no longer caps the number of connections.
+	const budget = 256 << 10
 	ts := newTestServer(t, Config{
-		InitialConnectionReceiveWindow: 1 << 20,
-		ReceiveWindowBudget:            1 << 20,
+		InitialConnectionReceiveWindow: 64 << 10,
+		ReceiveWindowBudget:            budget,
 	})
 	ts.serve(t, echo)
 	c := ts.dial(t, ClientConfig{})
@@ -441,12 +451,15 @@ func TestReceiveWindowBudget(t *testing.T) {
 	for i := range 64 {
 		mustEcho(t, p, numbered(i)+body)
 	}
-	if _, err := Dial(testContext(t), ts.addr(), ts.clientTLS(), ClientConfig{}); !errors.Is(err, ErrConnectionRefused) {
-		t.Fatalf("second connection: err = %v, want ErrConnectionRefused", err)
+	if st := ts.ln.Stats(); st.WindowReserved > budget {
+		t.Errorf("WindowReserved = %d, over the budget of %d", st.WindowReserved, budget)
+	}
+	for i := range 8 {
+		mustEcho(t, pipeline(t, ts.dial(t, ClientConfig{}), 1), numbered(i))
 	}
 	st := ts.ln.Stats()
-	if st.WindowReserved != 1<<20 {
-		t.Errorf("WindowReserved = %d, want %d", st.WindowReserved, 1<<20)
+	if st.ConnsRefused != 0 || st.Authenticated != 9 {
+		t.Errorf("with the budget spent: %d refused, %d connections, want 0 and 9", st.ConnsRefused, st.Authenticated)
 	}
-	t.Logf("window increases denied: %d", st.WindowDenials)
+	t.Logf("window growth granted %d, increases denied %d", st.WindowReserved, st.WindowDenials)
 }
