@@ -27,6 +27,7 @@ type stateDescs struct {
 	committed, lag                                       *prometheus.Desc
 	topics, partitions                                   *prometheus.Desc
 	connsOpen, connsAccepted, connsRefused, authFailures *prometheus.Desc
+	connsUnauth, connsEvicted, retries                   *prometheus.Desc
 	streamsOpen, streamsAccepted                         *prometheus.Desc
 	inFlight, inflightBytes, inflightBudget, bpWaits     *prometheus.Desc
 	framesTooLarge, protocolErrors, receivedBytes        *prometheus.Desc
@@ -58,7 +59,10 @@ func newStateDescs() stateDescs {
 		partitions:        nodeDesc("ledge_partitions", "Partitions served."),
 		connsOpen:         nodeDesc("ledge_connections_open", "QUIC connections open."),
 		connsAccepted:     nodeDesc("ledge_connections_accepted_total", "QUIC connections that completed the handshake."),
-		connsRefused:      nodeDesc("ledge_connections_refused_total", "QUIC connections refused (connection limit, window budget, shutdown)."),
+		connsRefused:      prometheus.NewDesc("ledge_connections_refused_total", "QUIC connections refused, by reason: limit (quic.max_conns), token_limit (quic.max_conns_per_token), source_rate (quic.source_handshake_rate), shutdown.", []string{"reason"}, nil),
+		connsUnauth:       nodeDesc("ledge_connections_unauthenticated", "QUIC connections handshaking or waiting to authenticate (bounded by quic.max_unauthenticated)."),
+		connsEvicted:      nodeDesc("ledge_connections_evicted_total", "Unauthenticated connections closed to make room for newer ones (quic.max_unauthenticated)."),
+		retries:           nodeDesc("ledge_connections_address_validations_total", "Connection attempts asked to prove their address with a QUIC Retry (under load)."),
 		authFailures:      nodeDesc("ledge_auth_failures_total", "Connections closed because authentication failed or timed out."),
 		streamsOpen:       nodeDesc("ledge_streams_open", "QUIC streams open."),
 		streamsAccepted:   nodeDesc("ledge_streams_accepted_total", "QUIC streams accepted."),
@@ -96,7 +100,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		d.hw, d.start, d.epoch, d.records, d.size, d.failed, d.appends, d.appendedBytes, d.deliveredBytes,
 		d.partSyncFailures, d.noSpace,
 		d.committed, d.lag, d.topics, d.partitions, d.connsOpen, d.connsAccepted, d.connsRefused, d.authFailures,
-		d.streamsOpen, d.streamsAccepted, d.inFlight, d.inflightBytes, d.inflightBudget, d.bpWaits,
+		d.connsUnauth, d.connsEvicted, d.retries, d.streamsOpen, d.streamsAccepted, d.inFlight, d.inflightBytes, d.inflightBudget, d.bpWaits,
 		d.framesTooLarge, d.protocolErrors, d.receivedBytes, d.parked, d.parkedLimit, d.diskFree, d.diskTotal, d.ready,
 		d.pluginCalls, d.pluginFailures, d.pluginTimeouts, d.pluginTraps, d.pluginStrikes, d.pluginQuarantined,
 	} {
@@ -151,7 +155,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		tr := s.transport
 		gauge(d.connsOpen, float64(tr.ConnsOpen))
 		counter(d.connsAccepted, float64(tr.ConnsAccepted))
-		counter(d.connsRefused, float64(tr.ConnsRefused))
+		counter(d.connsRefused, float64(tr.RefusedLimit), "limit")
+		counter(d.connsRefused, float64(tr.RefusedToken), "token_limit")
+		counter(d.connsRefused, float64(tr.RefusedSource), "source_rate")
+		counter(d.connsRefused, float64(tr.RefusedShutdown), "shutdown")
+		gauge(d.connsUnauth, float64(tr.Unauthenticated))
+		counter(d.connsEvicted, float64(tr.Evicted))
+		counter(d.retries, float64(tr.RetriesDemanded))
 		counter(d.authFailures, float64(tr.AuthFailures))
 		gauge(d.streamsOpen, float64(tr.StreamsOpen))
 		counter(d.streamsAccepted, float64(tr.StreamsAccepted))

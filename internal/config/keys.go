@@ -80,6 +80,10 @@ type Plugins struct {
 // QUIC tunes the QUIC listener.
 type QUIC struct {
 	MaxConns             int
+	MaxUnauthenticated   int
+	MaxConnsPerToken     int
+	SourceHandshakeRate  int
+	SourceHandshakeBurst int
 	MaxStreams           int
 	MaxRequestsPerStream int
 	MaxFrameSize         int64
@@ -192,12 +196,16 @@ func Keys() []Key {
 		bytesKey("plugins.memory_budget", 512<<20, 1<<20, 1<<40, "memory of all plugin instances together, growth during calls included; a call that cannot grow within it fails (docs/PLUGINS.md)", func(c *Config) *int64 { return &c.Plugins.MemoryBudget }),
 		intKey("plugins.workers", 0, 0, 4096, "plugin code running at once, over all plugins; more calls queue (0: one less than the CPUs, at least 1)", func(c *Config) *int { return &c.Plugins.Workers }),
 
-		intKey("quic.max_conns", quic.DefaultMaxConns, 1, 65536, "connections served at once; more are refused", func(c *Config) *int { return &c.QUIC.MaxConns }),
+		intKey("quic.max_conns", quic.DefaultMaxConns, 1, 65536, "authenticated connections served at once; more are refused", func(c *Config) *int { return &c.QUIC.MaxConns }),
+		intKey("quic.max_unauthenticated", quic.DefaultMaxUnauthenticated, 1, 65536, "connections handshaking or waiting to authenticate; one more evicts the oldest of them", func(c *Config) *int { return &c.QUIC.MaxUnauthenticated }),
+		intKey("quic.max_conns_per_token", 0, 0, 65536, "authenticated connections of one token; 0: no bound", func(c *Config) *int { return &c.QUIC.MaxConnsPerToken }),
+		intKey("quic.source_handshake_rate", quic.DefaultSourceHandshakeRate, 0, 1000000, "handshakes per second from one address that do not end authenticated; 0 turns the limit off", func(c *Config) *int { return &c.QUIC.SourceHandshakeRate }),
+		intKey("quic.source_handshake_burst", quic.DefaultSourceHandshakeBurst, 1, 1000000, "handshakes from one address at once, before quic.source_handshake_rate applies", func(c *Config) *int { return &c.QUIC.SourceHandshakeBurst }),
 		intKey("quic.max_streams", quic.DefaultMaxIncomingStreams, 1, 65536, "streams one connection may have open at once", func(c *Config) *int { return &c.QUIC.MaxStreams }),
 		intKey("quic.max_requests_per_stream", node.DefaultStreamRequests, 1, 65536, "requests in flight on one stream; the node stops reading the stream past it", func(c *Config) *int { return &c.QUIC.MaxRequestsPerStream }),
 		bytesKey("quic.max_frame_size", quic.DefaultMaxRequestFrame, 64<<10, 256<<20, "largest request frame, header included; a larger one resets its stream", func(c *Config) *int64 { return &c.QUIC.MaxFrameSize }),
 		bytesKey("quic.inflight_budget", quic.DefaultInflightBudget, 64<<10, 64<<30, "bytes of requests read and not yet answered, over all connections; past it the node applies backpressure (at least quic.max_frame_size)", func(c *Config) *int64 { return &c.QUIC.InflightBudget }),
-		bytesKey("quic.receive_window_budget", quic.DefaultReceiveWindowBudget, 1<<20, 64<<30, "receive windows of all connections together: what QUIC may buffer for the node", func(c *Config) *int64 { return &c.QUIC.ReceiveWindowBudget }),
+		bytesKey("quic.receive_window_budget", quic.DefaultReceiveWindowBudget, 1<<20, 64<<30, "growth of receive windows beyond their initial 256KiB, all connections together: what QUIC may buffer for the node past that", func(c *Config) *int64 { return &c.QUIC.ReceiveWindowBudget }),
 		durationKey("quic.idle_timeout", quic.DefaultMaxIdleTimeout, time.Second, time.Hour, false, "a connection without a packet for this long is closed", func(c *Config) *time.Duration { return &c.QUIC.IdleTimeout }),
 		durationKey("quic.keep_alive", 0, time.Second, time.Hour, true, "how often the node sends keep-alives on quiet connections; 0 leaves it to clients", func(c *Config) *time.Duration { return &c.QUIC.KeepAlive }),
 		durationKey("quic.handshake_timeout", quic.DefaultHandshakeTimeout, time.Second, 5*time.Minute, false, "bound on the QUIC and TLS handshake", func(c *Config) *time.Duration { return &c.QUIC.HandshakeTimeout }),

@@ -94,6 +94,10 @@ func MarkdownTable() string {
 // Node returns the node configuration the settings describe. The caller
 // sets what is not a setting: Logger, Version, and the metrics hooks.
 func (c *Config) Node() node.Config {
+	sourceRate := float64(c.QUIC.SourceHandshakeRate)
+	if sourceRate == 0 {
+		sourceRate = -1 // the transport's "off"
+	}
 	retention := c.RetentionInterval
 	if retention == 0 {
 		retention = -1 // the node's "off"
@@ -109,15 +113,19 @@ func (c *Config) Node() node.Config {
 		MaxStreamRequests: c.QUIC.MaxRequestsPerStream,
 		Plugins:           plugins.Config{MemoryBudget: c.Plugins.MemoryBudget, MaxConcurrentCalls: c.Plugins.Workers},
 		Transport: quic.Config{
-			MaxConns:            c.QUIC.MaxConns,
-			MaxIncomingStreams:  int64(c.QUIC.MaxStreams),
-			MaxFrameSize:        int(c.QUIC.MaxFrameSize),
-			InflightBudget:      c.QUIC.InflightBudget,
-			ReceiveWindowBudget: uint64(c.QUIC.ReceiveWindowBudget),
-			MaxIdleTimeout:      c.QUIC.IdleTimeout,
-			KeepAlivePeriod:     c.QUIC.KeepAlive,
-			HandshakeTimeout:    c.QUIC.HandshakeTimeout,
-			AuthTimeout:         c.QUIC.AuthTimeout,
+			MaxConns:             c.QUIC.MaxConns,
+			MaxUnauthenticated:   c.QUIC.MaxUnauthenticated,
+			MaxConnsPerToken:     c.QUIC.MaxConnsPerToken,
+			SourceHandshakeRate:  sourceRate,
+			SourceHandshakeBurst: c.QUIC.SourceHandshakeBurst,
+			MaxIncomingStreams:   int64(c.QUIC.MaxStreams),
+			MaxFrameSize:         int(c.QUIC.MaxFrameSize),
+			InflightBudget:       c.QUIC.InflightBudget,
+			ReceiveWindowBudget:  uint64(c.QUIC.ReceiveWindowBudget),
+			MaxIdleTimeout:       c.QUIC.IdleTimeout,
+			KeepAlivePeriod:      c.QUIC.KeepAlive,
+			HandshakeTimeout:     c.QUIC.HandshakeTimeout,
+			AuthTimeout:          c.QUIC.AuthTimeout,
 		},
 	}
 }

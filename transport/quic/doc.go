@@ -50,24 +50,30 @@
 //     partitions and consumers needs hundreds of concurrent streams; 100
 //     would make OpenStream wait.
 //   - InitialStreamReceiveWindow 768 KiB, MaxStreamReceiveWindow 8 MiB.
-//     The reference load is 500 in-flight 1 KiB messages on one partition
-//     stream, in batches of 100: 5 × (100 × ~1.03 KiB + headers) ≈ 0.5 MiB.
-//     A 768 KiB window lets a producer put all of it on the wire before the
-//     first window update, with room to spare. quic-go's
-//     auto-tuning grows a window whose data is read within a few round
-//     trips, up to 8 MiB, which covers a 50 ms path at over 1 Gbit/s.
-//   - InitialConnectionReceiveWindow 1 MiB, MaxConnectionReceiveWindow
-//     32 MiB: one full partition stream fits in the initial window, and
-//     the limit lets several hot streams grow at once.
-//   - ReceiveWindowBudget 256 MiB over all connections: the connection
-//     window is what quic-go may buffer for a connection whose streams the
-//     node is not reading (which is exactly what backpressure does). Each
-//     connection reserves its initial window when admitted and every
-//     growth draws from the budget, so the memory the node lends to
-//     unread client data is bounded; past it connections are refused and
-//     windows stop growing.
-//   - MaxConns 256 (handshaking connections count; refused past it with
-//     CONNECTION_REFUSED before any TLS work).
+//     quic-go's auto-tuning grows a window whose data is read within a
+//     few round trips, up to 8 MiB, which covers a 50 ms path at over
+//     1 Gbit/s.
+//   - InitialConnectionReceiveWindow 256 KiB, MaxConnectionReceiveWindow
+//     32 MiB. The initial connection window is what any connection may
+//     make the node buffer before the node reads a byte of it, and it is
+//     granted in the handshake, before the client has authenticated: at
+//     1 MiB, 4096 connections could pin 4 GiB. A busy connection's window
+//     grows with auto-tuning (on loopback within the first few requests),
+//     and the limit lets several hot streams grow at once.
+//   - ReceiveWindowBudget 256 MiB over all connections bounds that
+//     growth: each increase past the initial window draws from it, and
+//     only authenticated connections grow. So what quic-go may buffer for
+//     the node is at most (MaxConns + MaxUnauthenticated) × 256 KiB +
+//     256 MiB, while connections cost nothing of it until data arrives.
+//     (The budget used to reserve each connection's 1 MiB initial window
+//     at admission, which capped a node at 256 connections whatever
+//     MaxConns said.)
+//   - MaxConns 4096 authenticated connections; MaxUnauthenticated 256
+//     handshaking or authenticating ones, the oldest evicted when one more
+//     arrives; a handshake token bucket per source address (50/s, burst
+//     100) that a connection's token returns to once it authenticates;
+//     QUIC Retry under load. See admission.go for why each, and
+//     docs/OPERATIONS.md for what a connection costs.
 //   - MaxFrameSize 8 MiB for requests, checked from the frame header
 //     before allocation; a larger frame stops that stream only.
 //   - InflightBudget 64 MiB: bytes of requests read and not yet answered.
@@ -78,7 +84,7 @@
 //     waits; [Config.OnBackpressure] reports each one.
 //   - MaxIdleTimeout 60 s; no server keep-alives (clients send them every
 //     15 s, which also keeps NAT bindings open during long polls); the
-//     handshake is bounded at 10 s and the authentication frame at 10 s.
+//     handshake is bounded at 10 s and the authentication frame at 5 s.
 //   - No unidirectional streams, no datagrams, no 0-RTT (replayable
 //     requests would need their own rules). Partial-delivery stream resets
 //     (RESET_STREAM_AT) are on: a stream ended because of a bad frame

@@ -358,9 +358,9 @@ func TestListenValidatesConfig(t *testing.T) {
 	conf := ServerTLSConfig(nil)
 	conf.Certificates = []tls.Certificate{eph.Server}
 	for name, cfg := range map[string]Config{
-		"budget below frame":         {MaxFrameSize: 1 << 20, InflightBudget: 1 << 10},
-		"stream max below initial":   {InitialStreamReceiveWindow: 1 << 20, MaxStreamReceiveWindow: 1 << 19},
-		"negative bound":             {MaxUnauthenticated: -1},
+		"budget below frame":       {MaxFrameSize: 1 << 20, InflightBudget: 1 << 10},
+		"stream max below initial": {InitialStreamReceiveWindow: 1 << 20, MaxStreamReceiveWindow: 1 << 19},
+		"negative bound":           {MaxUnauthenticated: -1},
 	} {
 		if _, err := Listen("127.0.0.1:0", conf, cfg); err == nil {
 			t.Errorf("%s: accepted", name)
