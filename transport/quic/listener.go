@@ -51,7 +51,7 @@ type counters struct {
 type Stats struct {
 	ConnsOpen       int64  // connections accepted by quic-go and not yet gone
 	ConnsAccepted   uint64 // connections that completed the handshake
-	ConnsRefused    uint64 // connection attempts refused, for any of the reasons below
+	ConnsRefused    uint64 // connection attempts refused, for any of the reasons below (a client may send its first packet again, and be counted again)
 	RefusedLimit    uint64 // refused or closed at MaxConns
 	RefusedToken    uint64 // closed at MaxConnsPerToken
 	RefusedSource   uint64 // refused: the source address's handshake bucket was empty
