@@ -57,14 +57,31 @@ func TestDeploymentDay(t *testing.T) {
 		}
 	}
 
+	// A filter plugin in use on a topic of its own, and an uplink of the
+	// "always" topic to a Kafka cluster whose connectivity is cut and
+	// restored.
+	plugin := &dayPlugin{}
+	plugin.setUp(ctx, t, c)
+	if _, err := c.CreateTopic(ctx, "readings", sdk.TopicConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	kafka := newDayKafka(t, 3)
+	if err := c.AddUplink(ctx, "always", sdk.UplinkConfig{Seeds: kafka.cluster.ListenAddrs(), To: dayKafkaTopic}); err != nil {
+		t.Fatal(err)
+	}
+
 	load, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	producers := map[string]*dayProducer{}
-	for _, topic := range []string{"always", "none"} {
+	for _, topic := range []string{"always", "none", "readings"} {
 		p := &dayProducer{topic: topic, acked: map[string]sdk.Record{}}
+		if topic == "readings" {
+			p.value = plugin.value
+		}
 		producers[topic] = p
 		wg.Go(func() { p.run(load, t, c) })
 	}
+	wg.Go(func() { plugin.consume(load, t, c) })
 	group := &dayGroup{name: "fold", topic: "always", committed: map[int32]uint64{}}
 	for i := range 2 {
 		wg.Go(func() { group.member(load, t, c, fmt.Sprintf("member-%d", i)) })
@@ -74,11 +91,12 @@ func TestDeploymentDay(t *testing.T) {
 
 	// The day: load, then an event, until the duration is spent (at
 	// least one SIGTERM and one SIGKILL restart).
-	var resume []time.Duration
+	resume := map[syscall.Signal][]time.Duration{}
 	period := max(*dayDuration/6, 700*time.Millisecond)
 	deadline := time.Now().Add(*dayDuration)
 	for i := 0; i < 2 || time.Now().Before(deadline); i++ {
 		time.Sleep(period)
+		kafka.toggle()
 		sig := syscall.SIGTERM
 		if i%2 == 1 {
 			sig = syscall.SIGKILL
@@ -88,7 +106,7 @@ func TestDeploymentDay(t *testing.T) {
 		node.stop(sig)
 		ready := node.start()
 		if d, ok := producers["always"].nextAckAfter(ready, 10*time.Second); ok {
-			resume = append(resume, d)
+			resume[sig] = append(resume[sig], d)
 		} else {
 			t.Errorf("restart %d (%v): no acknowledgement within 10 s of the node being ready", i, sig)
 		}
@@ -101,22 +119,26 @@ func TestDeploymentDay(t *testing.T) {
 	// The last stop is graceful; what follows reads the node back.
 	node.stop(syscall.SIGTERM)
 	node.start()
-	for _, topic := range []string{"always", "none"} {
+	for _, topic := range []string{"always", "none", "readings"} {
 		producers[topic].check(ctx, t, c)
 	}
+	plugin.check(ctx, t, c, producers["readings"])
+	kafka.check(ctx, t, c, "always")
 	group.checkOffsets(ctx, t, c)
 	group.checkFold(ctx, t, c)
 	follower.check(ctx, t, c, producers["none"])
 	node.stop(syscall.SIGTERM)
 
 	t.Logf("restart to ready (exec to /readyz 200): %s", median(node.readyTimes))
-	t.Logf("producer resume (ready to next acknowledgement): %s", median(resume))
+	t.Logf("producer resume (ready to next acknowledgement) after SIGTERM: %s", median(resume[syscall.SIGTERM]))
+	t.Logf("producer resume (ready to next acknowledgement) after SIGKILL: %s", median(resume[syscall.SIGKILL]))
 	t.Logf("shutdown (SIGTERM to exit): %s", median(node.shutdownTimes))
-	for _, topic := range []string{"always", "none"} {
+	for _, topic := range []string{"always", "none", "readings"} {
 		p := producers[topic]
 		t.Logf("topic %s: %d records acknowledged, %d of unknown outcome", topic, len(p.acked), p.unknown.Load())
 	}
 	t.Logf("group %s: %d records folded, %d state commits", group.name, group.folded.Load(), group.commits.Load())
+	t.Logf("uplink: Kafka's connectivity cut %d times", kafka.cuts)
 }
 
 // vanishClients starts CLI clients — a named follower, a group member —
@@ -144,6 +166,7 @@ func vanishClients(t *testing.T, node *servedLedge, round int) {
 // was acknowledged (value -> partition and offset).
 type dayProducer struct {
 	topic   string
+	value   func(i int) []byte // default: topic-i
 	unknown atomic.Int64
 
 	mu    sync.Mutex
@@ -160,8 +183,12 @@ func (p *dayProducer) run(ctx context.Context, t *testing.T, c *sdk.Client) {
 	}
 	p.maybe = map[string]bool{}
 	for i := 0; ctx.Err() == nil; i++ {
-		v := fmt.Sprintf("%s-%07d", p.topic, i)
-		rec := &sdk.Record{Key: []byte(strconv.Itoa(i % 7)), Value: []byte(v)}
+		val := fmt.Appendf(nil, "%s-%07d", p.topic, i)
+		if p.value != nil {
+			val = p.value(i)
+		}
+		v := string(val)
+		rec := &sdk.Record{Key: []byte(strconv.Itoa(i % 7)), Value: val}
 		prod.Produce(context.WithoutCancel(ctx), rec, func(r *sdk.Record, err error) {
 			p.mu.Lock()
 			defer p.mu.Unlock()

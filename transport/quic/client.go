@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 )
@@ -25,6 +26,14 @@ type ClientConn struct {
 // ALPN [ALPN], enforced on a copy of tlsConf (see [ClientTLSConfig]). An
 // error matching ErrConnectionRefused means the node is at its connection
 // limit or shutting down: retry later.
+//
+// A node that does not answer (it is down, or restarting) gets a fresh
+// attempt every 250 ms beside those under way, at most four at once: an
+// attempt's retransmissions of its first packet back off, doubling, so an
+// attempt begun while the node was down would reach it seconds after it
+// came back, while a fresh one reaches it at once. The first attempt to
+// connect wins; the attempts under way go on, so a slow path still
+// connects.
 func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfig) (*ClientConn, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -37,16 +46,84 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfi
 	if err != nil {
 		return nil, fmt.Errorf("quic: dial %s: %w", addr, err)
 	}
+	tlsConf = enforceTLS(tlsConf)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		c   *ClientConn
+		err error
+	}
+	results := make(chan result, maxDialAttempts)
+	running := 0
+	attempt := func() {
+		running++
+		go func() {
+			c, err := dialOnce(ctx, raddr, tlsConf, cfg)
+			if err != nil {
+				err = fmt.Errorf("quic: dial %s: %w", addr, err)
+			}
+			results <- result{c, err}
+		}()
+	}
+	// settle closes what the attempts still under way connect.
+	settle := func() {
+		cancel()
+		go func(n int) {
+			for range n {
+				if r := <-results; r.c != nil {
+					_ = r.c.Close()
+				}
+			}
+		}(running)
+	}
+	attempt()
+	tick := time.NewTicker(dialAttemptEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-results:
+			running--
+			var ne net.Error
+			switch {
+			case r.err == nil:
+				settle()
+				return r.c, nil
+			case ctx.Err() == nil && !(errors.As(r.err, &ne) && ne.Timeout()):
+				// Refused (TLS, version, connection limit): say so at once.
+				settle()
+				return nil, r.err
+			case running == 0 && ctx.Err() != nil:
+				return nil, r.err
+			case running == 0:
+				attempt()
+			}
+		case <-tick.C:
+			if running < maxDialAttempts && ctx.Err() == nil {
+				attempt()
+			}
+		}
+	}
+}
+
+// Dial's attempts: how often a new one starts while none has connected,
+// and how many may be under way at once.
+const (
+	dialAttemptEvery = 250 * time.Millisecond
+	maxDialAttempts  = 4
+)
+
+// dialOnce is one attempt of Dial, on a socket of its own.
+func dialOnce(ctx context.Context, raddr *net.UDPAddr, tlsConf *tls.Config, cfg ClientConfig) (*ClientConn, error) {
 	// A socket of the connection's own, as quic.DialAddr would make, read
 	// through yieldingConn.
 	sock, err := listenUDP(&net.UDPAddr{IP: net.IPv4zero})
 	if err != nil {
-		return nil, fmt.Errorf("quic: dial %s: %w", addr, err)
+		return nil, err
 	}
-	qc, err := quicgo.Dial(ctx, sock, raddr, enforceTLS(tlsConf), cfg.quicConfig())
+	qc, err := quicgo.Dial(ctx, sock, raddr, tlsConf, cfg.quicConfig())
 	if err != nil {
 		_ = sock.Close()
-		return nil, fmt.Errorf("quic: dial %s: %w", addr, mapError(err))
+		return nil, mapError(err)
 	}
 	// quic-go stops reading the socket when the connection closes (after
 	// sending its CONNECTION_CLOSE) but leaves a socket it did not make
