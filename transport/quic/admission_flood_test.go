@@ -28,6 +28,9 @@ var fullFlood = flag.Bool("admission.full", false, "flood the listener with 2,00
 // fast the machine is. All traffic stays on loopback (127.0.0.0/8).
 func TestHonestClientsConnectThroughAFlood(t *testing.T) {
 	paced, fast := 90, 300
+	if testing.Short() {
+		paced, fast = 45, 150
+	}
 	if *fullFlood {
 		paced, fast = 2000, 2000
 	}
@@ -153,7 +156,8 @@ func newFlood(t *testing.T, ts *testServer, sources int) *flood {
 	for i := range sources {
 		sock, err := net.ListenUDP("udp", f.source(i))
 		if err != nil {
-			t.Fatalf("a socket on 127.0.0.%d: %v", i+2, err)
+			// Linux routes all of 127.0.0.0/8 to loopback; others may not.
+			t.Skipf("the flood needs loopback addresses besides 127.0.0.1: %v", err)
 		}
 		f.sources = append(f.sources, &quicgo.Transport{Conn: sock})
 	}
