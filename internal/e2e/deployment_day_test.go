@@ -36,7 +36,12 @@ func TestDeploymentDay(t *testing.T) {
 		t.Skip("builds and runs the ledge binary")
 	}
 	bin := buildLedge(t)
-	node := newServedLedge(t, bin, filepath.Join(t.TempDir(), "ledge-data"))
+	dataDir := filepath.Join(t.TempDir(), "ledge-data")
+	disk := newDayDisk(t, 1<<30)
+	if disk != nil {
+		dataDir = filepath.Join(disk.dir, "ledge-data")
+	}
+	node := newServedLedge(t, bin, dataDir)
 	node.start()
 	defer node.checkNoPanic()
 
@@ -90,12 +95,27 @@ func TestDeploymentDay(t *testing.T) {
 	wg.Go(func() { follower.run(load, t, c, "none") })
 
 	// The day: load, then an event, until the duration is spent (at
-	// least one SIGTERM and one SIGKILL restart).
+	// least two SIGTERM restarts, one SIGKILL restart and, where the test
+	// can mount a tmpfs, a full disk).
 	resume := map[syscall.Signal][]time.Duration{}
+	var spaceResume []time.Duration
 	period := max(*dayDuration/6, 700*time.Millisecond)
 	deadline := time.Now().Add(*dayDuration)
-	for i := 0; i < 2 || time.Now().Before(deadline); i++ {
+	for i := 0; i < 3 || time.Now().Before(deadline); i++ {
 		time.Sleep(period)
+		if disk != nil && i%3 == 2 {
+			// The disk fills: appends are refused (retryably) while it
+			// is full; freeing it lets the producers through again.
+			disk.fill(t)
+			time.Sleep(min(period, 2*time.Second))
+			disk.free(t)
+			freed := time.Now()
+			if d, ok := producers["always"].nextAckAfter(freed, 10*time.Second); ok {
+				spaceResume = append(spaceResume, d)
+			} else {
+				t.Errorf("no acknowledgement within 10 s of the disk being freed")
+			}
+		}
 		kafka.toggle()
 		sig := syscall.SIGTERM
 		if i%2 == 1 {
@@ -133,6 +153,9 @@ func TestDeploymentDay(t *testing.T) {
 	t.Logf("producer resume (ready to next acknowledgement) after SIGTERM: %s", median(resume[syscall.SIGTERM]))
 	t.Logf("producer resume (ready to next acknowledgement) after SIGKILL: %s", median(resume[syscall.SIGKILL]))
 	t.Logf("shutdown (SIGTERM to exit): %s", median(node.shutdownTimes))
+	if disk != nil {
+		t.Logf("full disk: filled %d times; space freed to next acknowledgement: %s", disk.fills, median(spaceResume))
+	}
 	for _, topic := range []string{"always", "none", "readings"} {
 		p := producers[topic]
 		t.Logf("topic %s: %d records acknowledged, %d of unknown outcome", topic, len(p.acked), p.unknown.Load())
@@ -204,7 +227,7 @@ func (p *dayProducer) run(ctx context.Context, t *testing.T, c *sdk.Client) {
 			}
 		})
 		if i%20 == 19 {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(40 * time.Millisecond) // about 500 records a second
 		}
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), safety)

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,5 +195,58 @@ func (k *dayKafka) check(ctx context.Context, t *testing.T, c *sdk.Client, topic
 	}
 	if n != total {
 		t.Errorf("Kafka holds %d records, the log %d", n, total)
+	}
+}
+
+// dayDisk is a small file system of its own (a tmpfs, mounted as root)
+// holding the data directory, that the test fills with a ballast file and
+// frees again.
+type dayDisk struct {
+	dir   string
+	fills int
+}
+
+// newDayDisk mounts a tmpfs of size bytes, or returns nil (and says why)
+// where the test cannot mount.
+func newDayDisk(t *testing.T, size int64) *dayDisk {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Log("not root: the full-disk part of the day is left out")
+		return nil
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Logf("cannot mount a tmpfs (%v: %s): the full-disk part of the day is left out", err, strings.TrimSpace(string(out)))
+		return nil
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return &dayDisk{dir: dir}
+}
+
+// fill writes a ballast file until the file system is full.
+func (d *dayDisk) fill(t *testing.T) {
+	t.Helper()
+	d.fills++
+	f, err := os.Create(filepath.Join(d.dir, "ballast"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// free removes the ballast.
+func (d *dayDisk) free(t *testing.T) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(d.dir, "ballast")); err != nil {
+		t.Fatal(err)
 	}
 }
