@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
@@ -94,6 +95,12 @@ type Config struct {
 	// nil: nothing is counted.
 	Metrics Metrics
 
+	// KafkaListen, when set, is the TCP address of the Kafka protocol
+	// listener (package kafka, docs/KAFKA.md); KafkaTLS makes it speak
+	// TLS with the node's certificate. Default: no Kafka listener.
+	KafkaListen string
+	KafkaTLS    bool
+
 	// Plugins configures the WebAssembly plugin host (limits, budget).
 	// Its zero value takes the host's defaults; CacheDir defaults to
 	// PluginsCacheDir in the data directory when FS is vfs.Default, and
@@ -171,6 +178,7 @@ type Node struct {
 	uplinks   *Uplinks
 	certs     *certs.Store
 	ln        *quic.Listener
+	kafka     *kafka.Server
 	// mintedAdmin says the admin token was minted by this start.
 	mintedAdmin bool
 
@@ -306,6 +314,12 @@ func (n *Node) open(ctx context.Context) error {
 		}
 		return err
 	}
+	if cfg.KafkaListen != "" {
+		if err := n.listenKafka(); err != nil {
+			_ = n.ln.Close()
+			return err
+		}
+	}
 	n.work.Go(n.acceptLoop)
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)
@@ -366,6 +380,9 @@ func (n *Node) close(ctx context.Context) error {
 	var errs []error
 	if err := n.ln.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		errs = append(errs, err)
+	}
+	if n.kafka != nil {
+		_ = n.kafka.Close()
 	}
 	done := make(chan struct{})
 	go func() { n.work.Wait(); close(done) }()

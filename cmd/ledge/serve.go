@@ -114,6 +114,9 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 		ops.AttachPlugins(n.Plugins())
 	}
 	printWelcome(stdout, n, ver)
+	if a := n.KafkaAddr(); a != "" {
+		fmt.Fprintf(stdout, "Kafka listener: %s (SASL/PLAIN; the password is a Ledge token)\n", a)
+	}
 	if ops != nil {
 		fmt.Fprintf(stdout, "Status page: http://%s/ (ledge status prints it here)\n", ops.Addr())
 	}

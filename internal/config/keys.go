@@ -38,6 +38,7 @@ type Config struct {
 	MemoryLimit int64
 
 	HTTP    HTTP
+	Kafka   Kafka
 	Log     Log
 	Polls   Polls
 	QUIC    QUIC
@@ -56,6 +57,12 @@ type HTTP struct {
 	Listen  string // TCP host:port
 	// Pprof serves Go's profiler under /debug/pprof/.
 	Pprof bool
+}
+
+// Kafka configures the Kafka protocol listener (docs/KAFKA.md).
+type Kafka struct {
+	Listen string // TCP host:port; "" for none
+	TLS    bool
 }
 
 // Log configures the node's log.
@@ -186,6 +193,10 @@ func Keys() []Key {
 		addressKey("http.listen", node.DefaultHTTPListen, "TCP address of the HTTP listener (/metrics, /healthz, /readyz, /, /api/status)", func(c *Config) *string { return &c.HTTP.Listen }),
 		boolKey("http.pprof", false, "also serve Go's profiler under /debug/pprof/ on the HTTP listener (it exposes the node's internals: trusted networks only)", func(c *Config) *bool { return &c.HTTP.Pprof }),
 
+		optionalAddressKey("kafka.listen", "TCP address of the Kafka protocol listener, SASL/PLAIN with a Ledge token as the password (empty: none; docs/KAFKA.md)",
+			func(c *Config) *string { return &c.Kafka.Listen }),
+		boolKey("kafka.tls", false, "the Kafka listener speaks TLS with the node's certificate (SASL_SSL)", func(c *Config) *bool { return &c.Kafka.TLS }),
+
 		choiceKey("log.format", string(logging.FormatAuto), logging.Formats(), "log format: text on a terminal and JSON otherwise (auto), or always one of them", func(c *Config) *string { return &c.Log.Format }),
 		choiceKey("log.level", "info", logging.Levels(), "least severe level logged", func(c *Config) *string { return &c.Log.Level }),
 
@@ -242,6 +253,19 @@ func stringKey(name, def, help, allowed string, check func(string) error, field 
 
 func addressKey(name, def, help string, field func(*Config) *string) Key {
 	k := stringKey(name, def, help, "host:port", checkHostPort, field)
+	k.Kind, k.Unit = KindAddress, "host:port"
+	return k
+}
+
+// optionalAddressKey is addressKey whose empty value, the default, turns
+// its listener off.
+func optionalAddressKey(name, help string, field func(*Config) *string) Key {
+	k := stringKey(name, "", help, "host:port, or empty", func(s string) error {
+		if s == "" {
+			return nil
+		}
+		return checkHostPort(s)
+	}, field)
 	k.Kind, k.Unit = KindAddress, "host:port"
 	return k
 }

@@ -112,6 +112,8 @@ func (c *Config) Node() node.Config {
 		MaxPollBytes:      int(c.Polls.MaxBytes),
 		MaxStreamRequests: c.QUIC.MaxRequestsPerStream,
 		Plugins:           plugins.Config{MemoryBudget: c.Plugins.MemoryBudget, MaxConcurrentCalls: c.Plugins.Workers},
+		KafkaListen:       c.Kafka.Listen,
+		KafkaTLS:          c.Kafka.TLS,
 		Transport: quic.Config{
 			MaxConns:             c.QUIC.MaxConns,
 			MaxUnauthenticated:   c.QUIC.MaxUnauthenticated,

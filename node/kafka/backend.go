@@ -1,0 +1,54 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Backend is the node as the listener sees it.
+type Backend interface {
+	// Authenticate returns the session of the Ledge token whose secret
+	// is given (SASL/PLAIN's password), or an error a client may show.
+	Authenticate(secret string) (Session, error)
+}
+
+// Session serves requests under one token, with the node's own messages.
+// Every method checks the token (still valid, the scope on the topic) as
+// the QUIC server does, and returns errors whose wire.Status
+// (wire.StatusOf) says what happened.
+type Session interface {
+	ListTopics(ctx context.Context) (*wire.ListTopicsReply, error)
+	DescribeTopic(ctx context.Context, m *wire.DescribeTopicRequest) (*wire.DescribeTopicReply, error)
+	CreateTopic(ctx context.Context, m *wire.CreateTopicRequest) (*wire.CreateTopicReply, error)
+	DeleteTopic(ctx context.Context, m *wire.DeleteTopicRequest) (*wire.DeleteTopicReply, error)
+	Purge(ctx context.Context, m *wire.PurgeRequest) (*wire.PurgeReply, error)
+	// Lineage is how each history epoch of the partition began.
+	Lineage(ctx context.Context, topic string, partition uint32) ([]fence.HistoryTransition, error)
+	// OffsetForTime is the first offset whose timestamp is at or after
+	// ts (unix ms), or the high watermark.
+	OffsetForTime(ctx context.Context, topic string, partition uint32, ts int64) (uint64, error)
+
+	InitProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error)
+	// Produce appends a Ledge batch through the partition's owner and
+	// returns once it is durable per the topic's policy.
+	Produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error)
+	// Poll reads through the partitions' owners, long polling up to
+	// MaxWait. The reply refers to stored batches until release is
+	// called.
+	Poll(ctx context.Context, m *wire.PollRequest) (rep *wire.PollReply, release func(), err error)
+
+	// ResetPosition sets group members' committed offsets through the
+	// owners, which fence each with the token.
+	ResetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error)
+	// GroupOffsets reads a group's committed offsets, resolved in each
+	// partition's current history.
+	GroupOffsets(ctx context.Context, group string, partitions []wire.TopicPartition) ([]wire.GroupOffset, error)
+
+	JoinGroup(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error)
+	Heartbeat(ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error)
+	LeaveGroup(ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error)
+	DescribeGroup(ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error)
+	ListGroups(ctx context.Context) (*wire.ListGroupsReply, error)
+}

@@ -1,0 +1,332 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DefaultMaxRequestBytes bounds one request's size before it is read.
+const DefaultMaxRequestBytes = 100 << 20
+
+// Config configures a Server.
+type Config struct {
+	// Listen is the TCP address, e.g. 127.0.0.1:9092; port 0 picks one.
+	Listen string
+	// TLS, when set, makes the listener speak TLS (SASL_SSL); nil is
+	// plain TCP (SASL_PLAINTEXT).
+	TLS *tls.Config
+	// Backend serves the requests.
+	Backend Backend
+	// Logger receives one line per connection problem. Default: discard.
+	Logger *slog.Logger
+	// ClusterID is what Metadata says the cluster is called. Default
+	// "ledge".
+	ClusterID string
+	// MaxRequestBytes bounds a request; a larger one closes the
+	// connection. Default DefaultMaxRequestBytes.
+	MaxRequestBytes int
+}
+
+// Server is a Kafka listener in front of a node.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	ln     net.Listener
+	groups *classicGroups
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	work   sync.WaitGroup
+}
+
+// nodeID is the one broker Metadata describes: this node.
+const nodeID = 1
+
+// Listen starts the listener; Close stops it.
+func Listen(cfg Config) (*Server, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("kafka: a listener needs a backend")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClusterID == "" {
+		cfg.ClusterID = "ledge"
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: listen: %w", err)
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, ln: ln, conns: map[net.Conn]struct{}{}, groups: newClassicGroups()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.work.Go(s.accept)
+	return s, nil
+}
+
+// Addr is the address the listener is bound to.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops accepting, ends every connection (parked fetches included)
+// and waits for their handlers to return.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.cancel()
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.work.Wait()
+	return err
+}
+
+func (s *Server) accept() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.work.Go(func() {
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				_ = c.Close()
+			}()
+			s.serve(c)
+		})
+	}
+}
+
+// conn is one client connection. Its requests are served one at a time,
+// in order, as a Kafka broker serves them.
+type conn struct {
+	s    *Server
+	c    net.Conn
+	sess Session // nil until SASL succeeded
+	mech string  // the mechanism SaslHandshake chose
+	// rawSASL: a SaslHandshake v0 was answered, so the next frame is the
+	// SASL exchange itself.
+	rawSASL bool
+}
+
+func (s *Server) serve(c net.Conn) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	cc := &conn{s: s, c: c}
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	var size [4]byte
+	var out []byte
+	for {
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if (n < 8 && !cc.rawSASL) || n > s.cfg.MaxRequestBytes {
+			s.log.Info("kafka: request size refused; closing the connection", "remote", c.RemoteAddr(), "bytes", n)
+			return
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return
+		}
+		if cc.rawSASL {
+			if !cc.rawSASLAuthenticate(body) {
+				return
+			}
+			if _, err := w.Write([]byte{0, 0, 0, 0}); err != nil || w.Flush() != nil {
+				return
+			}
+			continue
+		}
+		resp, corr, keep := cc.handle(ctx, body)
+		if resp == nil {
+			if !keep {
+				return
+			}
+			continue // acks=0 produce: no response
+		}
+		out = append(out[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+		if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
+			out = append(out, 0) // the response header's empty tagged fields
+		}
+		out = resp.AppendTo(out)
+		binary.BigEndian.PutUint32(out[0:], uint32(len(out)-4))
+		binary.BigEndian.PutUint32(out[4:], uint32(corr))
+		if _, err := w.Write(out); err != nil {
+			return
+		}
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+		if !keep {
+			_ = w.Flush()
+			return
+		}
+	}
+}
+
+// handle parses and serves one request. It returns the response (nil for
+// none), the correlation id, and whether the connection stays open.
+func (cc *conn) handle(ctx context.Context, body []byte) (resp kmsg.Response, corr int32, keep bool) {
+	rd := kbin.Reader{Src: body}
+	key, version := rd.Int16(), rd.Int16()
+	corr = rd.Int32()
+	rd.NullableString() // client id
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		cc.s.log.Info("kafka: unknown api key; closing the connection", "remote", cc.c.RemoteAddr(), "key", key)
+		return nil, corr, false
+	}
+	req.SetVersion(version)
+	lo, hi, ok := supported(key)
+	if !ok || version < lo || version > hi {
+		if key == kmsg.ApiVersions.Int16() {
+			// KIP-511: an ApiVersions the broker does not speak is
+			// answered at v0 with the versions it does.
+			r := kmsg.NewPtrApiVersionsResponse()
+			r.ErrorCode = kerr.UnsupportedVersion.Code
+			r.ApiKeys = apiKeys()
+			return r, corr, true
+		}
+		return unsupportedResponse(req), corr, true
+	}
+	if req.IsFlexible() {
+		kmsg.SkipTags(&rd)
+	}
+	if err := rd.Complete(); err != nil {
+		return nil, corr, false
+	}
+	if err := req.ReadFrom(rd.Src); err != nil {
+		cc.s.log.Info("kafka: malformed request; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "err", err)
+		return nil, corr, false
+	}
+	if cc.sess == nil {
+		switch req.(type) {
+		case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
+		default:
+			// A Kafka broker closes a connection that skips SASL.
+			cc.s.log.Info("kafka: request before authentication; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key))
+			return nil, corr, false
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			cc.s.log.Error("kafka: request handler panicked", "key", kmsg.NameForKey(key), "panic", p, "stack", string(debug.Stack()))
+			resp, keep = nil, false
+		}
+	}()
+	resp, keep = cc.dispatch(ctx, req)
+	return resp, corr, keep
+}
+
+func (cc *conn) dispatch(ctx context.Context, req kmsg.Request) (kmsg.Response, bool) {
+	switch m := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		r := m.ResponseKind().(*kmsg.ApiVersionsResponse)
+		r.ApiKeys = apiKeys()
+		return r, true
+	case *kmsg.SASLHandshakeRequest:
+		return cc.saslHandshake(m), true
+	case *kmsg.SASLAuthenticateRequest:
+		r := cc.saslAuthenticate(m)
+		return r, r.ErrorCode == 0
+	case *kmsg.MetadataRequest:
+		return cc.metadata(ctx, m), true
+	case *kmsg.ProduceRequest:
+		r := cc.produce(ctx, m)
+		if m.Acks == 0 {
+			return nil, true
+		}
+		return r, true
+	case *kmsg.FetchRequest:
+		return cc.fetch(ctx, m), true
+	case *kmsg.ListOffsetsRequest:
+		return cc.listOffsets(ctx, m), true
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return cc.offsetForLeaderEpoch(ctx, m), true
+	case *kmsg.InitProducerIDRequest:
+		return cc.initProducerID(ctx, m), true
+	case *kmsg.FindCoordinatorRequest:
+		return cc.findCoordinator(m), true
+	case *kmsg.CreateTopicsRequest:
+		return cc.createTopics(ctx, m), true
+	case *kmsg.DeleteTopicsRequest:
+		return cc.deleteTopics(ctx, m), true
+	case *kmsg.DeleteRecordsRequest:
+		return cc.deleteRecords(ctx, m), true
+	case *kmsg.JoinGroupRequest:
+		return cc.joinGroup(ctx, m), true
+	case *kmsg.SyncGroupRequest:
+		return cc.syncGroup(ctx, m), true
+	case *kmsg.HeartbeatRequest:
+		return cc.heartbeat(ctx, m), true
+	case *kmsg.LeaveGroupRequest:
+		return cc.leaveGroup(ctx, m), true
+	case *kmsg.OffsetCommitRequest:
+		return cc.offsetCommit(ctx, m), true
+	case *kmsg.OffsetFetchRequest:
+		return cc.offsetFetch(ctx, m), true
+	case *kmsg.DescribeGroupsRequest:
+		return cc.describeGroups(ctx, m), true
+	case *kmsg.ListGroupsRequest:
+		return cc.listGroups(ctx, m), true
+	}
+	return unsupportedResponse(req), true
+}
+
+// unsupportedResponse answers a request this listener does not serve:
+// the response of its kind at the version asked, with UNSUPPORTED_VERSION
+// wherever the response has an error code.
+func unsupportedResponse(req kmsg.Request) kmsg.Response {
+	r := req.ResponseKind()
+	setErrorCodes(r, kerr.UnsupportedVersion.Code)
+	return r
+}
+
+// remote names a connection in logs.
+func (cc *conn) remote() string { return cc.c.RemoteAddr().String() }
+
+// advertised is the host and port clients reach this listener at: the
+// address the connection came in on.
+func (cc *conn) advertised() (string, int32) {
+	host, port, err := net.SplitHostPort(cc.c.LocalAddr().String())
+	if err != nil {
+		return "127.0.0.1", 9092
+	}
+	p, _ := strconv.Atoi(port)
+	return host, int32(p)
+}

@@ -1,0 +1,207 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/kafka"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// The Kafka listener's view of the node (package kafka): a session per
+// token whose every method is the QUIC server's handler of the same
+// request, so a Kafka request goes through the same scope checks and the
+// same partition owners as a QUIC one.
+
+// listenKafka starts the Kafka listener on cfg.KafkaListen.
+func (n *Node) listenKafka() error {
+	var tcfg *tls.Config
+	if n.cfg.KafkaTLS {
+		tcfg = &tls.Config{GetCertificate: n.certs.GetCertificate, MinVersion: tls.VersionTLS12}
+	}
+	s, err := kafka.Listen(kafka.Config{Listen: n.cfg.KafkaListen, TLS: tcfg, Backend: kafkaBackend{n}, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	n.kafka = s
+	n.log.Info("kafka listener started", "listen", s.Addr(), "tls", tcfg != nil)
+	return nil
+}
+
+// KafkaAddr is the address of the Kafka listener ("" when there is none).
+func (n *Node) KafkaAddr() string {
+	if n.kafka == nil {
+		return ""
+	}
+	return n.kafka.Addr()
+}
+
+type kafkaBackend struct{ n *Node }
+
+func (b kafkaBackend) Authenticate(secret string) (kafka.Session, error) {
+	rec, err := b.n.tokens.authenticate(secret)
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaSession{n: b.n, tok: rec}, nil
+}
+
+type kafkaSession struct {
+	n   *Node
+	tok *tokenRecord
+}
+
+// request is a request of the session, refused once its token expired or
+// was revoked.
+func (s *kafkaSession) request() (*request, error) {
+	if err := s.tok.valid(s.n.cfg.Now()); err != nil {
+		return nil, wireError(err)
+	}
+	return &request{n: s.n, tok: s.tok}, nil
+}
+
+// wireError gives err the status the QUIC server would answer with.
+func wireError(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, msg := StatusOf(err)
+	return &wire.Error{Status: st, Message: msg}
+}
+
+func kafkaCall[Req, Rep any](ctx context.Context, s *kafkaSession, m Req, fn func(*request, context.Context, Req) (Rep, error)) (Rep, error) {
+	r, err := s.request()
+	if err != nil {
+		var zero Rep
+		return zero, err
+	}
+	rep, err := fn(r, ctx, m)
+	return rep, wireError(err)
+}
+
+func (s *kafkaSession) ListTopics(ctx context.Context) (*wire.ListTopicsReply, error) {
+	return kafkaCall(ctx, s, &wire.ListTopicsRequest{}, (*request).listTopics)
+}
+
+func (s *kafkaSession) DescribeTopic(ctx context.Context, m *wire.DescribeTopicRequest) (*wire.DescribeTopicReply, error) {
+	return kafkaCall(ctx, s, m, (*request).describeTopic)
+}
+
+func (s *kafkaSession) CreateTopic(ctx context.Context, m *wire.CreateTopicRequest) (*wire.CreateTopicReply, error) {
+	return kafkaCall(ctx, s, m, (*request).createTopic)
+}
+
+func (s *kafkaSession) DeleteTopic(ctx context.Context, m *wire.DeleteTopicRequest) (*wire.DeleteTopicReply, error) {
+	return kafkaCall(ctx, s, m, (*request).deleteTopic)
+}
+
+func (s *kafkaSession) Purge(ctx context.Context, m *wire.PurgeRequest) (*wire.PurgeReply, error) {
+	return kafkaCall(ctx, s, m, (*request).purge)
+}
+
+func (s *kafkaSession) InitProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error) {
+	return kafkaCall(ctx, s, m, (*request).initProducer)
+}
+
+func (s *kafkaSession) Produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error) {
+	return kafkaCall(ctx, s, m, (*request).produce)
+}
+
+func (s *kafkaSession) ResetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {
+	return kafkaCall(ctx, s, m, (*request).resetPosition)
+}
+
+func (s *kafkaSession) Poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, func(), error) {
+	r, err := s.request()
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := r.poll(ctx, m)
+	if err != nil {
+		r.releasePolled()
+		return nil, nil, wireError(err)
+	}
+	return rep, r.releasePolled, nil
+}
+
+// partition returns the topic and partition a request of the session
+// may read.
+func (s *kafkaSession) partition(name string, p uint32) (*topic, error) {
+	r, err := s.request()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.allow(name, wire.ScopeConsume); err != nil {
+		return nil, wireError(err)
+	}
+	_, _, err = r.partitionOf(name, [16]byte{}, p)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	t, err := r.n.lookup(name, [16]byte{})
+	return t, wireError(err)
+}
+
+func (s *kafkaSession) Lineage(_ context.Context, name string, p uint32) ([]fence.HistoryTransition, error) {
+	t, err := s.partition(name, p)
+	if err != nil {
+		return nil, err
+	}
+	return t.logs[p].Lineage(), nil
+}
+
+func (s *kafkaSession) OffsetForTime(ctx context.Context, name string, p uint32, ts int64) (uint64, error) {
+	t, err := s.partition(name, p)
+	if err != nil {
+		return 0, err
+	}
+	off, err := offsetForTime(ctx, t.logs[p], ts)
+	return off, wireError(err)
+}
+
+func (s *kafkaSession) GroupOffsets(_ context.Context, group string, ps []wire.TopicPartition) ([]wire.GroupOffset, error) {
+	r, err := s.request()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wire.GroupOffset, len(ps))
+	for i, p := range ps {
+		if err := r.allow(p.Topic, wire.ScopeConsume); err != nil {
+			out[i].Status, out[i].Message = StatusOf(err)
+			continue
+		}
+		out[i] = nodeGroupTopics{s.n}.GroupOffset(p.Topic, p.Partition, group)
+	}
+	return out, nil
+}
+
+func (s *kafkaSession) JoinGroup(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
+	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
+		return r.n.groups.serveJoin(ctx, r.allow, m)
+	})
+}
+
+func (s *kafkaSession) Heartbeat(ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
+	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
+		return r.n.groups.serveHeartbeat(ctx, r.allow, m)
+	})
+}
+
+func (s *kafkaSession) LeaveGroup(ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
+	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
+		return r.n.groups.serveLeave(ctx, r.allow, m)
+	})
+}
+
+func (s *kafkaSession) DescribeGroup(ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
+	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
+		return r.n.groups.serveDescribe(ctx, r.allow, m)
+	})
+}
+
+func (s *kafkaSession) ListGroups(ctx context.Context) (*wire.ListGroupsReply, error) {
+	return kafkaCall(ctx, s, &wire.ListGroupsRequest{}, func(r *request, ctx context.Context, m *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
+		return r.n.groups.serveList(ctx, r.allow, m)
+	})
+}
