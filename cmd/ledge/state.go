@@ -114,7 +114,7 @@ func printState(w io.Writer, group string, s *sdk.PartitionStateSnapshot) error 
 	if s.Moved {
 		fmt.Fprintf(w, ", partition now at history %d: derived from purged records; resumes at %d", s.CurrentHistory, s.Next)
 	}
-	fmt.Fprintf(w, "), %d keys\n", len(s.Entries))
+	fmt.Fprintf(w, "), %s\n", plural(len(s.Entries), "key"))
 	if len(s.Entries) == 0 {
 		return nil
 	}

@@ -118,8 +118,9 @@ func printStatus(w io.Writer, st node.Status) error {
 	}
 	n, tr := st.Node, st.Transport
 	fmt.Fprintf(w, "ledge %s · %s · up %s\n", n.Version, health, humanDuration(n.UptimeSeconds))
-	fmt.Fprintf(w, "QUIC %s · %d connections · %d streams · %d requests in flight · %d/%d parked polls\n",
-		orDash(n.Listen), tr.ConnectionsOpen, tr.StreamsOpen, tr.RequestsInFlight, tr.ParkedPolls, tr.MaxParkedPolls)
+	fmt.Fprintf(w, "QUIC %s · %s · %s · %s in flight · %d/%d parked polls\n",
+		orDash(n.Listen), plural(int(tr.ConnectionsOpen), "connection"), plural(int(tr.StreamsOpen), "stream"),
+		plural(int(tr.RequestsInFlight), "request"), tr.ParkedPolls, tr.MaxParkedPolls)
 	if n.DiskTotalBytes > 0 {
 		fmt.Fprintf(w, "data %s · disk free %s of %s\n", orDash(n.DataDir), humanBytes(int64(n.DiskFreeBytes)), humanBytes(int64(n.DiskTotalBytes)))
 	}

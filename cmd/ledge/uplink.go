@@ -210,12 +210,12 @@ func printUplinkStatus(out io.Writer, u sdk.Uplink) error {
 			fmt.Fprintln(out, line)
 		}
 		if p.HeldBack > 0 {
-			fmt.Fprintf(out, "partition %d: retention held back %d records not yet forwarded (overflow block): "+
-				"the partition is over its retention limits until Kafka takes them\n", p.Partition, p.HeldBack)
+			fmt.Fprintf(out, "partition %d: retention held back %s not yet forwarded (overflow block): "+
+				"the partition is over its retention limits until Kafka takes them\n", p.Partition, plural(int(p.HeldBack), "record"))
 		}
 		if p.Dropped > 0 {
-			fmt.Fprintf(out, "partition %d: %d records were deleted before they were forwarded "+
-				"(retention under overflow drop-oldest, or a purge); see the node's log\n", p.Partition, p.Dropped)
+			fmt.Fprintf(out, "partition %d: %s deleted before forwarded "+
+				"(retention under overflow drop-oldest, or a purge); see the node's log\n", p.Partition, plural(int(p.Dropped), "record"))
 		}
 	}
 	return nil

@@ -45,7 +45,7 @@ func TestUplinkStatusShowsLagAndWhatBites(t *testing.T) {
 		"overflow block", "HELD BACK", "1200", "2h0m0s",
 		"partition 0: backoff, failing for 2h0m3s, next attempt in 30s: dial tcp: connection refused",
 		"partition 0: retention held back 800 records",
-		"partition 1: 12 records were deleted before they were forwarded",
+		"partition 1: 12 records deleted before forwarded",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status does not show %q:\n%s", want, got)
