@@ -205,3 +205,7 @@ func (s *kafkaSession) ListGroups(ctx context.Context) (*wire.ListGroupsReply, e
 		return r.n.groups.serveList(ctx, r.allow, m)
 	})
 }
+
+// ParkedPolls is how many long polls, QUIC polls and Kafka fetches alike,
+// wait for records now.
+func (n *Node) ParkedPolls() int { return len(n.parked) }
