@@ -41,6 +41,7 @@ type Host struct {
 	seq      uint64        // instance counter (seeds, LRU order)
 	reaper   *time.Timer   // closes instances idle for IdleTimeout (pool.go); nil when none is idle
 	workers  chan struct{} // one token per guest entry running (MaxConcurrentCalls)
+	giveBack atomic.Bool   // a return of freed Go memory to the OS is scheduled (memory.go)
 }
 
 // module is a compiled module, shared by the plugins with its digest.
@@ -503,6 +504,7 @@ func (h *Host) unrefModuleLocked(m *module) {
 	}
 	if m.compiled != nil {
 		_ = m.compiled.Close(context.Background())
+		h.scheduleGiveBack()
 	}
 }
 

@@ -162,7 +162,7 @@ func expectErr(t *testing.T, err, target error, substr string) {
 	}
 }
 
-var hostileView3 = func(t *testing.T) *View {
+var hostileView3 = func(t testing.TB) *View {
 	return testView(t, 40, batchOf(t, 40, values("a", "b", "c")...))
 }
 

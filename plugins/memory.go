@@ -2,6 +2,8 @@ package plugins
 
 import (
 	"fmt"
+	"runtime/debug"
+	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -175,3 +177,26 @@ func (g *guestMemory) takeRefusal() error {
 
 // sizeLocked is the memory the guest grew to.
 func (g *guestMemory) sizeLocked() int64 { return int64(g.size) }
+
+// giveBackDelay is how long after the first instance or module closed
+// the host returns freed Go memory to the operating system: closings
+// within it share one return.
+const giveBackDelay = 5 * time.Second
+
+// scheduleGiveBack returns the Go memory closed instances and modules
+// used (their wazero structures, a compiled module's loading) to the
+// operating system soon. Their linear memory is already back (unmapped
+// on close), but without this the garbage collector would only find the
+// rest at its next cycle, which an idle node may not run for minutes,
+// and the runtime would keep the pages a while longer. It runs when idle
+// instances time out and when a plugin's module goes, never on a call's
+// path: one forced collection per giveBackDelay at most.
+func (h *Host) scheduleGiveBack() {
+	if h.giveBack.Swap(true) {
+		return
+	}
+	time.AfterFunc(giveBackDelay, func() {
+		h.giveBack.Store(false)
+		debug.FreeOSMemory()
+	})
+}

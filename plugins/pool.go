@@ -258,6 +258,9 @@ func (h *Host) reapIdle() {
 	if next >= 0 {
 		h.armReaperLocked(next)
 	}
+	if len(toClose) > 0 {
+		h.scheduleGiveBack()
+	}
 	h.mu.Unlock()
 	closeAll(toClose)
 }
