@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ledgemq/ledge/plugins/abi"
@@ -106,6 +107,9 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		err = check(ans)
 	}
 	elapsed := h.cfg.Now().Sub(start)
+	if (in.cs.yields >= slowYields || errors.Is(err, ErrTimeout)) && !p.slow.Load() {
+		p.slow.Store(true)
+	}
 	if err != nil {
 		// A plugin's own error report leaves the instance sound; anything
 		// else may have left it mid-way, so it is discarded.

@@ -40,7 +40,7 @@ type Host struct {
 	released chan struct{} // closed and replaced whenever an instance is released or closed
 	seq      uint64        // instance counter (seeds, LRU order)
 	reaper   *time.Timer   // closes instances idle for IdleTimeout (pool.go); nil when none is idle
-	workers  chan struct{} // one token per guest entry running (MaxConcurrentCalls)
+	workers  chan *worker  // the idle workers of MaxConcurrentCalls (workers.go)
 	giveBack atomic.Bool   // a return of freed Go memory to the OS is scheduled (memory.go)
 }
 
@@ -62,6 +62,7 @@ type plugin struct {
 	mod   *module
 	added time.Time
 	stats statCounters
+	slow  atomic.Bool // a call took slowCall or longer: guest code runs on the workers' threads
 
 	// Under Host.mu.
 	idle     []*instance
@@ -122,7 +123,7 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 		plugins:    map[string]*plugin{},
 		modules:    map[Digest]*module{},
 		released:   make(chan struct{}),
-		workers:    make(chan struct{}, cfg.MaxConcurrentCalls),
+		workers:    newWorkers(cfg.MaxConcurrentCalls),
 	}, nil
 }
 
@@ -149,6 +150,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.signalLocked()
 	h.mu.Unlock()
+	h.stopWorkers()
 	err := h.rt.Close(ctx)
 	if h.cache != nil {
 		err = errors.Join(err, h.cache.Close(ctx))

@@ -32,6 +32,8 @@ type instance struct {
 
 	ctx   context.Context // carries &cs for host functions
 	cs    callState
+	w     *worker // runs the guest code of the current entry
+	onW   bool    // on w's thread (workers.go)
 	stack [3]uint64
 
 	bufPtr, bufCap uint32 // the buffer the guest lent the host
@@ -74,8 +76,12 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, gm *gues
 
 	// Instantiation runs the module's start function, if it has one, under
 	// the same deadline as _initialize.
-	mod, err := h.rt.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, gm), m.compiled,
-		wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	var mod api.Module
+	err := in.w.run(in.onW, workerJob{run: func() (err error) {
+		mod, err = h.rt.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, gm), m.compiled,
+			wazero.NewModuleConfig().WithName("").WithStartFunctions())
+		return err
+	}})
 	if err != nil {
 		return nil, in.classify(err, "starting")
 	}
@@ -85,7 +91,7 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, gm *gues
 		return nil, err
 	}
 	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
-		if _, err := init.Call(in.ctx); err != nil {
+		if err := in.w.run(in.onW, workerJob{ctx: in.ctx, fn: init}); err != nil {
 			return fail(in.classify(err, abi.ExportInitialize))
 		}
 	}
@@ -123,12 +129,17 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, gm *gues
 // host's Close waits for. It waits for one of the MaxConcurrentCalls
 // workers first; the deadline starts once it has one.
 func (in *instance) begin(ctx context.Context, timeout time.Duration, v *View) error {
-	if err := in.h.takeWorker(ctx, in.p.name); err != nil {
+	w, err := in.h.takeWorker(ctx, in.p.name)
+	if err != nil {
 		return err
 	}
 	if err := in.h.enter(); err != nil {
-		in.h.putWorker()
+		in.h.putWorker(w)
 		return err
+	}
+	in.w, in.onW = w, dedicatedThreads && in.p.slow.Load()
+	if in.onW {
+		w.onThread()
 	}
 	_ = in.gm.takeRefusal()
 	// The deadline is on the host's clock; the caller's own deadline, on
@@ -156,14 +167,15 @@ func (in *instance) end() {
 	in.cs.view = nil
 	in.cs.ctx = nil
 	in.h.leave()
-	in.h.putWorker()
+	in.h.putWorker(in.w)
+	in.w = nil
 }
 
 // callRaw calls fn with args and returns its first result.
 func (in *instance) callRaw(fn api.Function, args ...uint64) (uint64, error) {
 	st := in.stack[:max(len(args), 1)]
 	copy(st, args)
-	if err := fn.CallWithStack(in.ctx, st); err != nil {
+	if err := in.w.run(in.onW, workerJob{ctx: in.ctx, fn: fn, stack: st}); err != nil {
 		return 0, err
 	}
 	return st[0], nil

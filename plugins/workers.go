@@ -3,31 +3,129 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"runtime"
+
+	"github.com/tetratelabs/wazero/api"
 )
 
-// Guest code runs on at most MaxConcurrentCalls workers at once: a
-// metered guest gives its thread back only to the Go scheduler, never to
-// the kernel, so without a bound enough busy plugins would hold every
-// core and polls and produces without plugins would queue behind them.
-// A worker is a token, not a goroutine: the caller's goroutine runs the
-// guest once it holds one, so no hand-off is added to a call.
+// Guest code runs on at most MaxConcurrentCalls workers at once. A
+// metered guest gives its thread back to the Go scheduler at every yield,
+// but never to the kernel: without a bound, enough busy plugins would
+// hold every core, and polls and produces without plugins would queue
+// behind them.
+//
+// A plugin whose call ran slowYields metering slices or more, or timed
+// out (a loop, a memory bomb, or only a heavy filter), runs from then on
+// at a lower priority where the kernel allows it (Linux: priorities are
+// per thread): its guest entries (instantiation, init, filter, propose) are handed to the
+// worker's own goroutine, locked to an OS thread with nice workerNice, and
+// the caller waits. When the node's own threads and such a plugin want
+// the same core, the node's win, and the plugin still has every idle
+// cycle. The rest of a call (copying the view in, validating the answer)
+// stays on the caller's goroutine. Other plugins' calls, and every call
+// elsewhere, run on the caller's goroutine with the worker as a token:
+// the hand-off to another thread costs about 20 µs of CPU per call, a
+// fifth of a fast filter's poll (RATIONALE.md).
+
+// workerNice is the nice value of the workers' threads: a thread at 10
+// weighs about a tenth of one at 0 in the kernel's fair scheduler.
+const workerNice = 10
+
+// slowYields is how many metering slices (meter.go: 20 000 units, 25 to
+// 60 µs of loop code each) a call may run before its plugin's calls move
+// to the workers' threads, for good: about 1 to 2.5 ms of guest code.
+// Counting slices, not time, keeps a loaded machine's preemptions from
+// moving a fast plugin.
+const slowYields = 40
+
+// worker runs guest code; it belongs to one call between takeWorker and
+// putWorker.
+type worker struct {
+	jobs chan workerJob // nil: the caller runs the guest itself
+	done chan error
+}
+
+// workerJob is one guest entry: a call of fn with stack, or run.
+type workerJob struct {
+	ctx   context.Context
+	fn    api.Function
+	stack []uint64
+	run   func() error
+}
+
+func (j *workerJob) do() error {
+	if j.run != nil {
+		return j.run()
+	}
+	return j.fn.CallWithStack(j.ctx, j.stack)
+}
+
+// newWorkers returns the host's idle workers; their threads start on
+// first use.
+func newWorkers(n int) chan *worker {
+	ws := make(chan *worker, n)
+	for range n {
+		ws <- &worker{}
+	}
+	return ws
+}
 
 // takeWorker waits for a worker, until ctx ends or the host closes.
-func (h *Host) takeWorker(ctx context.Context, name string) error {
+func (h *Host) takeWorker(ctx context.Context, name string) (*worker, error) {
+	var w *worker
 	select {
-	case h.workers <- struct{}{}:
-		return nil
+	case w = <-h.workers:
 	default:
+		select {
+		case w = <-h.workers:
+		case <-h.lifetime.Done():
+			return nil, ErrClosed
+		case <-ctx.Done():
+			return nil, fmt.Errorf("plugins: %q: waiting for one of the %d plugin workers: %w", name, cap(h.workers), context.Cause(ctx))
+		}
 	}
-	select {
-	case h.workers <- struct{}{}:
-		return nil
-	case <-h.lifetime.Done():
-		return ErrClosed
-	case <-ctx.Done():
-		return fmt.Errorf("plugins: %q: waiting for one of the %d plugin workers: %w", name, cap(h.workers), context.Cause(ctx))
+	return w, nil
+}
+
+// onThread makes sure w has its thread, which is then used for the
+// guest entries of the call holding w.
+func (w *worker) onThread() {
+	if w.jobs == nil {
+		w.jobs, w.done = make(chan workerJob), make(chan error)
+		go w.serve()
 	}
 }
 
 // putWorker gives back what takeWorker took.
-func (h *Host) putWorker() { <-h.workers }
+func (h *Host) putWorker(w *worker) { h.workers <- w }
+
+// stopWorkers ends the workers' threads; the host is closed and no guest
+// code runs.
+func (h *Host) stopWorkers() {
+	for range cap(h.workers) {
+		w := <-h.workers
+		if w.jobs != nil {
+			close(w.jobs)
+		}
+	}
+}
+
+// serve runs jobs on a thread of its own, at a lower priority. The thread
+// ends with the goroutine (it stays locked), so no other goroutine ever
+// runs at that priority.
+func (w *worker) serve() {
+	runtime.LockOSThread()
+	lowerThreadPriority()
+	for j := range w.jobs {
+		w.done <- j.do()
+	}
+}
+
+// run runs j on w's thread if thread is set, else on the caller's.
+func (w *worker) run(thread bool, j workerJob) error {
+	if !thread {
+		return j.do()
+	}
+	w.jobs <- j
+	return <-w.done
+}

@@ -54,4 +54,16 @@ func TestWorkersBoundConcurrentCalls(t *testing.T) {
 	if info, _ := h.Stat("ok"); info.Stats.Calls != 1 {
 		t.Fatalf("ok plugin: %d calls, want 1", info.Stats.Calls)
 	}
+
+	// The spinner's calls now run on the workers' lower-priority threads
+	// (where the kernel has them); the quick plugin's stay on the caller's.
+	h.mu.Lock()
+	spinSlow, okSlow := h.plugins["spin"].slow.Load(), h.plugins["ok"].slow.Load()
+	h.mu.Unlock()
+	if !spinSlow || okSlow {
+		t.Fatalf("slow plugins: spin %v, ok %v; want only spin", spinSlow, okSlow)
+	}
+	if _, err := h.Filter(context.Background(), "spin", Params{"do": "ok"}, v); err != nil {
+		t.Fatalf("a call of the slow plugin: %v", err)
+	}
 }
