@@ -71,9 +71,16 @@
 // before recovery acts on it (pebble's Open flushes it into a new table).
 // A failed metadata write
 // makes every later metadata read and write fail (ErrMetadataFailed): the
-// store already shows the failed batch in memory. A full disk is different: the appends refused
-// fail with ErrNoSpace (retryable), reads go on, and a ballast file is
-// released so that retention and purge keep room for their metadata.
+// store already shows the failed batch in memory. A full disk is different, an expected
+// state and never a failure (space.go): the appends refused fail with
+// ErrNoSpace (retryable), reads go on, the ballast file is released so
+// that the metadata of purge, retention, deletion and commits has room,
+// later appends are refused without writing until the disk has room
+// again, and then resume by themselves. A seal on a full disk zeroes only
+// bytes the segment file holds (no new room) and goes without an index
+// file if there is no room for one; the metadata store's retries of a
+// table it cannot write are paced and their log lines limited
+// (metalog.go).
 //
 // # Purge, retention and topic deletion
 //

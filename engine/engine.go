@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -30,14 +29,13 @@ type Engine struct {
 	readBufs sync.Pool // read buffers (*[]byte) of readBufBytes
 	bigBufs  bigBufs   // buffers of larger reads, given back by Release
 
-	metaSeq    atomic.Uint64 // commits applied
-	metaErr    atomic.Pointer[error]
-	syncMu     sync.Mutex
-	syncedSeq  uint64
-	syncing    bool
-	syncDone   chan struct{}
-	ballastMu  sync.Mutex
-	ballastSet bool
+	metaSeq   atomic.Uint64 // commits applied
+	metaErr   atomic.Pointer[error]
+	syncMu    sync.Mutex
+	syncedSeq uint64
+	syncing   bool
+	syncDone  chan struct{}
+	space     spaceState // the no-space state and the ballast (space.go)
 
 	mu     sync.Mutex
 	topics map[string]*Topic
@@ -95,6 +93,7 @@ func Open(opts Options) (*Engine, error) {
 		readers: make(chan struct{}, opts.ReaderPoolSize),
 		topics:  make(map[string]*Topic),
 	}
+	e.space.meta.closing = make(chan struct{})
 	if err := e.open(); err != nil {
 		e.shutdown()
 		return nil, err
@@ -103,10 +102,12 @@ func Open(opts Options) (*Engine, error) {
 }
 
 func (e *Engine) open() error {
-	po := &pebble.Options{FS: e.fs, Logger: metaLogger{e.opts.Logger}}
+	po := &pebble.Options{FS: e.fs, Logger: newMetaLogger(e.opts.Logger)}
+	po.EventListener = &pebble.EventListener{BackgroundError: e.backgroundError}
 	if e.opts.Pebble != nil {
 		e.opts.Pebble(po)
 	}
+	e.releaseBallastForOpen()
 	db, err := pebble.Open(e.fs.PathJoin(e.opts.Dir, metaDirName), po)
 	if err != nil {
 		return fmt.Errorf("engine: open metadata: %w", err)
@@ -143,7 +144,7 @@ func (e *Engine) open() error {
 	if err := e.syncAll(); err != nil {
 		return err
 	}
-	e.createBallast()
+	e.reserveAfterOpen()
 	for _, t := range e.topics {
 		for _, p := range t.parts {
 			p.startFlusher()
@@ -209,6 +210,7 @@ func (e *Engine) Close() error {
 		return ErrClosed
 	}
 	e.closed = true
+	e.space.meta.stopPacing()
 	topics := slices.Collect(maps.Values(e.topics))
 	e.mu.Unlock()
 	var errs []error
@@ -319,66 +321,4 @@ func (e *Engine) syncAll() (err error) {
 		return fmt.Errorf("%w: %v", ErrMetadataFailed, err)
 	}
 	return nil
-}
-
-// metaFatal is what the metadata store's fatal errors panic with, so that
-// the engine can turn them into ErrMetadataFailed instead of an exit.
-type metaFatal string
-
-type metaLogger struct{ l *slog.Logger }
-
-func (m metaLogger) Infof(format string, args ...any) {
-	m.l.Debug("metadata: " + fmt.Sprintf(format, args...))
-}
-
-func (m metaLogger) Errorf(format string, args ...any) {
-	m.l.Error("metadata: " + fmt.Sprintf(format, args...))
-}
-
-func (m metaLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	m.l.Error("metadata store failed; restart the node", "err", msg)
-	panic(metaFatal(msg))
-}
-
-// createBallast makes sure the reserved-space file exists.
-func (e *Engine) createBallast() {
-	if e.opts.ReservedBytes <= 0 {
-		return
-	}
-	path := e.fs.PathJoin(e.opts.Dir, ballastName)
-	if st, err := e.fs.Stat(path); err == nil && st.Size() >= e.opts.ReservedBytes {
-		e.ballastSet = true
-		return
-	}
-	f, err := e.fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	chunk := make([]byte, min(e.opts.ReservedBytes, 1<<20))
-	for left := e.opts.ReservedBytes; left > 0; left -= int64(len(chunk)) {
-		if _, err := f.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
-			_ = e.fs.Remove(path)
-			return
-		}
-	}
-	if f.Sync() == nil {
-		e.ballastSet = true
-	}
-}
-
-// releaseBallast frees the reserved space after a write hit a full disk, so
-// that retention, purge and metadata writes have room. It is recreated at
-// the next start.
-func (e *Engine) releaseBallast() {
-	e.ballastMu.Lock()
-	defer e.ballastMu.Unlock()
-	if !e.ballastSet {
-		return
-	}
-	e.ballastSet = false
-	if err := e.fs.Remove(e.fs.PathJoin(e.opts.Dir, ballastName)); err == nil {
-		e.opts.Logger.Warn("disk full: released the reserved space so retention and purge can run")
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -132,8 +131,9 @@ func (p *Partition) runFlusher() {
 		if cap(batch) <= maxSpareQueue {
 			spare = batch[:0]
 		}
+		rollBlocked := false // the disk had no room for the roll
 		if roll && failed == nil {
-			failed = p.roll(p.nextWriteBase())
+			failed, rollBlocked = p.rollWhenRoom()
 		}
 		if failed == nil && (len(barriers) > 0 || closing != nil) {
 			failed = p.syncNow()
@@ -147,6 +147,14 @@ func (p *Partition) runFlusher() {
 		}
 		if failed == nil && closing == nil && (len(cleanups) > 0 || cleanupWanted) {
 			failed = p.cleanup(len(cleanups) > 0)
+			if failed == nil && rollBlocked {
+				// The files the cleanup removed may have given the roll
+				// the room it lacked (a purge on a full disk): roll, and
+				// remove the segment it sealed if that is wanted too.
+				if failed, rollBlocked = p.rollWhenRoom(); failed == nil && !rollBlocked {
+					failed = p.cleanup(len(cleanups) > 0)
+				}
+			}
 		}
 		for _, c := range cleanups {
 			close(c)
@@ -339,8 +347,12 @@ func (p *Partition) writeBatches(batch []pending) error {
 			now-seg.effCreated >= p.cfg.SegmentAge.Milliseconds() || seg.end <= start)) {
 			if err := p.roll(batch[0].base); err != nil {
 				p.mu.Lock()
+				defer p.mu.Unlock()
+				if errors.Is(err, ErrNoSpace) {
+					p.refuseNoSpaceLocked(err, batch)
+					return nil
+				}
 				p.failQueueLocked(p.failed, batch)
-				p.mu.Unlock()
 				return err
 			}
 			seg = p.active()
@@ -362,18 +374,17 @@ func (p *Partition) writeBatches(batch []pending) error {
 		_, err := f.wf.WriteAt(buf, pos)
 		p.stats.writes.Add(1)
 		if err != nil {
+			// What a failed write left past the logical end is garbage
+			// that the next write overwrites or the roll zeroes.
 			f.physEnd = max(f.physEnd, pos+int64(len(buf)))
-			noSpace := errors.Is(err, syscall.ENOSPC)
+			noSpace := IsDiskFull(err)
 			if noSpace {
-				p.e.releaseBallast()
+				p.e.noteDiskFull("append", err)
 			}
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if noSpace {
-				p.stats.noSpace.Add(uint64(len(batch)))
-				p.e.opts.Logger.Warn("disk full; append refused", "topic", p.t.name, "partition", p.index)
-				p.failQueueLocked(fmt.Errorf("%w: %v", ErrNoSpace, err), batch)
-				p.notifyLocked()
+				p.refuseNoSpaceLocked(fmt.Errorf("%w: %v", ErrNoSpace, err), batch)
 				return nil
 			}
 			p.failLocked(fmt.Errorf("write %s at %d: %w", seg.path, pos, err), batch)
@@ -428,6 +439,29 @@ func (p *Partition) startOffset() uint64 {
 	return p.start
 }
 
+// refuseNoSpaceLocked refuses batch, which found the disk full: its
+// appends fail with err (ErrNoSpace, retryable) and the partition goes on.
+func (p *Partition) refuseNoSpaceLocked(err error, batch []pending) {
+	p.stats.noSpace.Add(uint64(len(batch)))
+	p.e.opts.Logger.Warn("disk full; append refused", "topic", p.t.name, "partition", p.index)
+	p.failQueueLocked(err, batch)
+	p.notifyLocked()
+}
+
+// rollWhenRoom rolls at the next write base, as a purge or a seal asks.
+// A disk too full for the roll is no failure: the roll stays wanted and
+// is made by a later round (blocked reports it).
+func (p *Partition) rollWhenRoom() (failed error, blocked bool) {
+	err := p.roll(p.nextWriteBase())
+	if err == nil || !errors.Is(err, ErrNoSpace) {
+		return err, false
+	}
+	p.mu.Lock()
+	p.rollWanted = true
+	p.mu.Unlock()
+	return nil, true
+}
+
 // roll seals the active segment and starts a new one. A new segment's base
 // is the end of the one before (base is used only for the first segment),
 // so that recovery can tell a sealed segment that lost its tail. Sealing
@@ -435,6 +469,17 @@ func (p *Partition) startOffset() uint64 {
 // index file and the directory fsync that makes the new file's entry
 // durable are done by the next sync (syncOnce), before anything in the new
 // segment counts as durable.
+//
+// The zeroing is what lets a sealed segment be read without its index:
+// recovery finds a segment's end by checksums, and a write that failed
+// half way (a full disk) may have left whole batches there, refused to
+// their producers, that a scan would otherwise take for records. Zeros
+// past the end are padding, never a torn tail or corruption. Only bytes
+// the file holds are zeroed: past its size nothing was written, whatever
+// a failed write was asked to write. Overwriting them takes no new room
+// on a file system that writes in place, so a full disk does not stop a
+// seal; one that needs room even so (copy-on-write) makes roll return
+// ErrNoSpace, the partition unchanged, the segment still active.
 func (p *Partition) roll(base uint64) error {
 	f := &p.fl
 	old := p.active()
@@ -453,16 +498,31 @@ func (p *Partition) roll(base uint64) error {
 		return p.failed
 	}
 	if old != nil && f.physEnd > old.size {
-		if _, err := f.wf.WriteAt(make([]byte, f.physEnd-old.size), old.size); err != nil {
-			return fail(fmt.Errorf("zero the tail of %s: %w", old.path, err))
+		end := f.physEnd
+		if st, err := f.wf.Stat(); err == nil {
+			end = min(end, st.Size())
 		}
-		p.mu.Lock()
-		p.noteUnsyncedLocked(old)
-		p.mu.Unlock()
+		if end > old.size {
+			if _, err := f.wf.WriteAt(make([]byte, end-old.size), old.size); err != nil {
+				if IsDiskFull(err) {
+					p.e.noteDiskFull("seal", err)
+					return fmt.Errorf("%w: zero the tail of %s: %v", ErrNoSpace, old.path, err)
+				}
+				return fail(fmt.Errorf("zero the tail of %s: %w", old.path, err))
+			}
+			p.mu.Lock()
+			p.noteUnsyncedLocked(old)
+			p.mu.Unlock()
+		}
+		f.physEnd = old.size
 	}
 	path := p.segmentPath(base, segmentExt)
 	wf, rf, err := createSegmentFile(p.e.fs, path)
 	if err != nil {
+		if IsDiskFull(err) {
+			p.e.noteDiskFull("seal", err)
+			return fmt.Errorf("%w: %v", ErrNoSpace, err)
+		}
 		return fail(err)
 	}
 	seg := newSegment(base, path, rf)

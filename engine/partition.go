@@ -238,6 +238,10 @@ func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, err
 		return AppendResult{}, fmt.Errorf("%w: %d records span %d offsets (a producer's batch is dense)", ErrInvalidBatch, h.RecordCount, uint64(h.LastOffsetDelta)+1)
 	}
 	n := uint64(h.LastOffsetDelta) + 1
+	if err := p.e.appendRoomErr(); err != nil {
+		p.stats.noSpace.Add(1)
+		return AppendResult{}, err
+	}
 	p.mu.Lock()
 	for {
 		if err := p.appendErrLocked(); err != nil {

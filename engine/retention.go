@@ -272,6 +272,10 @@ func (p *Partition) sealActive() (bool, error) {
 		p.mu.Unlock()
 		return false, nil
 	}
+	var act *segment
+	if n := len(p.segs); n > 0 {
+		act = p.segs[n-1]
+	}
 	ch := make(chan barrierResult, 1)
 	p.barriers = append(p.barriers, barrier{upTo: p.next, ch: ch})
 	p.rollWanted = true
@@ -281,7 +285,11 @@ func (p *Partition) sealActive() (bool, error) {
 	if res.err != nil {
 		return false, res.err
 	}
-	return true, nil
+	// A disk too full for the seal leaves the segment active (the roll
+	// stays wanted): nothing was sealed.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return act == nil || act.sealed, nil
 }
 
 // awaitCleanup asks the flusher for a cleanup and waits until it was
@@ -355,6 +363,9 @@ func (p *Partition) cleanup(waited bool) error {
 			}
 		}
 		s.release()
+	}
+	if len(gone) > 0 {
+		p.e.probeSpace(true) // the removal may have made room for appends
 	}
 	f := &p.fl
 	if f.dirSyncFailed {

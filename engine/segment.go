@@ -273,11 +273,29 @@ func allZero(f vfs.File, pos, fileSize int64) (bool, error) {
 }
 
 // writeIndexFile writes s's index next to its log: to a temporary file,
-// fsynced, then renamed. The caller fsyncs the directory.
+// fsynced, then renamed. The caller fsyncs the directory. A disk with no
+// room for it is no error: an index only saves recovery a scan of the
+// segment (whose bytes past its end are zeros, see roll), so the segment
+// goes without one and the temporary file is removed.
 func writeIndexFile(fs vfs.FS, s *segment, data []byte) error {
 	path := s.path[:len(s.path)-len(".log")] + ".idx"
 	tmp := path + ".tmp"
-	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	err := writeFileSynced(fs, tmp, data)
+	if err == nil {
+		return fs.Rename(tmp, path)
+	}
+	if IsDiskFull(err) {
+		if rerr := fs.Remove(tmp); rerr != nil && !isNotExist(rerr) {
+			return rerr
+		}
+		return nil
+	}
+	return err
+}
+
+// writeFileSynced creates path holding data, fsynced.
+func writeFileSynced(fs vfs.FS, path string, data []byte) error {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
@@ -289,10 +307,7 @@ func writeIndexFile(fs vfs.FS, s *segment, data []byte) error {
 		_ = f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return fs.Rename(tmp, path)
+	return f.Close()
 }
 
 func indexPath(logPath string) string { return logPath[:len(logPath)-len(".log")] + ".idx" }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"syscall"
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
@@ -77,7 +76,9 @@ func statusOf(err error) wire.Status {
 		return wire.StatusOffsetOutOfRange
 	case errors.As(err, &corrupt):
 		return wire.StatusPartitionFailed
-	case errors.Is(err, syscall.ENOSPC):
+	case engine.IsDiskFull(err):
+		// A full disk met outside the log (metadata, a plugin's cache), in
+		// any platform's words: retry once space is freed.
 		return wire.StatusNotEnoughSpace
 	case errors.Is(err, context.DeadlineExceeded):
 		return wire.StatusTimeout
