@@ -54,10 +54,18 @@ func (m *groupMember) poll(t *testing.T, ctx context.Context) {
 
 // TestKafkaGroupConsumeCommitRebalance: a franz-go group consumer reads
 // and commits; a second member joins and the node moves half the
-// partitions to it (the classic protocol's rebalance on Ledge's
-// coordinator); together they read everything exactly once; Ledge's SDK
-// sees the group and its commits.
+// partitions to it; together they read everything exactly once; Ledge's
+// SDK sees the group and its commits. With the classic protocol
+// (JoinGroup, SyncGroup, Heartbeat) and with KIP-848's
+// ConsumerGroupHeartbeat.
 func TestKafkaGroupConsumeCommitRebalance(t *testing.T) {
+	t.Run("classic", func(t *testing.T) { testKafkaGroup(t) })
+	t.Run("kip848", func(t *testing.T) {
+		testKafkaGroup(t, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+	})
+}
+
+func testKafkaGroup(t *testing.T, opts ...kgo.Opt) {
 	n := startKafkaNode(t)
 	ctx := testContext(t)
 	secret := adminToken(t, n)
@@ -66,9 +74,10 @@ func TestKafkaGroupConsumeCommitRebalance(t *testing.T) {
 	produceKafka(t, prod, "events", 4, 0, 40)
 
 	member := func() *groupMember {
-		return &groupMember{cl: kafkaClient(t, n, secret,
+		return &groupMember{cl: kafkaClient(t, n, secret, append([]kgo.Opt{
 			kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("events"),
-			kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.HeartbeatInterval(100*time.Millisecond))}
+			kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.HeartbeatInterval(100 * time.Millisecond),
+		}, opts...)...)}
 	}
 	a := member()
 	for len(a.seen) < 40 {

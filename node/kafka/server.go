@@ -300,6 +300,8 @@ func (cc *conn) dispatch(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		return cc.offsetCommit(ctx, m), true
 	case *kmsg.OffsetFetchRequest:
 		return cc.offsetFetch(ctx, m), true
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return cc.consumerGroupHeartbeat(ctx, m), true
 	case *kmsg.DescribeGroupsRequest:
 		return cc.describeGroups(ctx, m), true
 	case *kmsg.ListGroupsRequest:

@@ -32,6 +32,7 @@ var served = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: kmsg.InitProducerID.Int16(), MinVersion: 0, MaxVersion: 4},
 	{ApiKey: kmsg.OffsetForLeaderEpoch.Int16(), MinVersion: 2, MaxVersion: 4},
 	{ApiKey: kmsg.SASLAuthenticate.Int16(), MinVersion: 0, MaxVersion: 2},
+	{ApiKey: kmsg.ConsumerGroupHeartbeat.Int16(), MinVersion: 0, MaxVersion: 1},
 }
 
 // supported returns the versions of key this listener speaks.
