@@ -45,9 +45,9 @@ const (
 // Config configures a Node. The zero value of every field picks the
 // documented default.
 type Config struct {
-	// DataDir holds the storage engine's files, the TLS material (TLSDir)
-	// and the admin token (AdminTokenFile). Default "ledge-data"; created
-	// (0700) when missing.
+	// DataDir holds the storage engine's files, the TLS material (TLSDir),
+	// the admin token (AdminTokenFile) and the node secret (SecretFile).
+	// Default "ledge-data"; created (0700) when missing.
 	DataDir string
 	// Listen is the UDP address of the QUIC listener. Default
 	// 127.0.0.1:7420; port 0 picks a free port (see Node.Addr).
@@ -70,7 +70,8 @@ type Config struct {
 	FS      vfs.FS
 
 	// Transport tunes the QUIC listener (see quic.Config); the node sets
-	// its Authenticate and, when nil, its Logger.
+	// its Authenticate and, when nil, its Logger and its StatelessResetKey
+	// (derived from SecretFile in the data directory).
 	Transport quic.Config
 
 	// RetentionInterval is how often every partition's retention is
