@@ -1,0 +1,185 @@
+package fleetload
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ledgemq/ledge/sdk"
+)
+
+// Ledge's fleet: devices produce to topic Topic (device i to partition
+// i mod P) and poll topic CmdTopic (device i its partition i mod
+// CmdPartitions, from its end, waiting up to CmdWait). The controller
+// writes a command for device i to that partition, keyed by the device:
+// a command wakes the polls parked on its partition, and each device
+// keeps the commands keyed to it.
+const (
+	Topic    = "fleet"
+	CmdTopic = "fleet-cmd"
+	CmdWait  = 30 * time.Second
+)
+
+// Ledge is a Ledge node as a fleet's System. Each device dials with a
+// token of its own, scoped to produce and consume (no admin).
+type Ledge struct {
+	// Admin is a client with the admin scope: it creates the topics and
+	// the tokens.
+	Admin *sdk.Client
+	// Addr and Options are how devices dial (the CA; the token is added
+	// per device).
+	Addr    string
+	Options []sdk.Option
+	// Durability of the fleet's topics.
+	Durability sdk.Durability
+
+	p      Params
+	tokens []string
+}
+
+// Prepare creates the topics and one token per device.
+func (l *Ledge) Prepare(ctx context.Context, p Params) error {
+	l.p = p
+	for _, t := range []struct {
+		name  string
+		parts int
+	}{{Topic, p.Partitions}, {CmdTopic, p.CmdPartitions}} {
+		if _, err := l.Admin.CreateTopic(ctx, t.name, sdk.TopicConfig{Partitions: t.parts, Durability: l.Durability, Compression: sdk.CompressionNone}); err != nil {
+			return fmt.Errorf("create topic %s: %w", t.name, err)
+		}
+	}
+	l.tokens = make([]string, p.Devices)
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	sem := make(chan struct{}, 8)
+	for i := range l.tokens {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, secret, err := l.Admin.CreateToken(ctx, sdk.TokenSpec{Label: "device-" + strconv.Itoa(i),
+				Topic: sdk.AllTopics, Scopes: sdk.ScopeProduce | sdk.ScopeConsume})
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			l.tokens[i] = secret
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return fmt.Errorf("create device tokens: %w", err)
+	}
+	return nil
+}
+
+// Device dials device i with its token and opens its producer and its
+// command consumer.
+func (l *Ledge) Device(ctx context.Context, i int) (Device, error) {
+	opts := append(append([]sdk.Option(nil), l.Options...), sdk.WithToken(l.tokens[i]))
+	c, err := sdk.Dial(ctx, l.Addr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	prod, err := c.NewProducer(ctx, Topic,
+		sdk.WithPartitioner(sdk.ManualPartitioner()),
+		sdk.WithLinger(0),
+		sdk.WithMaxInFlight(16),
+		sdk.WithCompression(sdk.CompressionNone))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	cons, err := c.NewConsumer(ctx, CmdTopic,
+		sdk.WithPartitions(int32(i%l.p.CmdPartitions)),
+		sdk.WithStart(sdk.AtEnd()),
+		sdk.WithMaxWait(CmdWait),
+		sdk.WithPrefetch(false))
+	if err != nil {
+		_ = prod.Close(ctx)
+		c.Close()
+		return nil, err
+	}
+	return &ledgeDevice{c: c, prod: prod, cons: cons, part: int32(i % l.p.Partitions)}, nil
+}
+
+// Controller dials the command writer with the admin client's options.
+func (l *Ledge) Controller(ctx context.Context) (Controller, error) {
+	prod, err := l.Admin.NewProducer(ctx, CmdTopic,
+		sdk.WithPartitioner(sdk.ManualPartitioner()),
+		sdk.WithLinger(0),
+		sdk.WithCompression(sdk.CompressionNone))
+	if err != nil {
+		return nil, err
+	}
+	return &ledgeController{prod: prod, parts: l.p.CmdPartitions}, nil
+}
+
+// Close does nothing: the admin client is the caller's.
+func (l *Ledge) Close() error { return nil }
+
+type ledgeDevice struct {
+	c    *sdk.Client
+	prod *sdk.Producer
+	cons *sdk.Consumer
+	part int32
+	dead atomic.Bool
+}
+
+func (d *ledgeDevice) Send(payload []byte, done func(error)) {
+	d.prod.Produce(context.Background(), &sdk.Record{Partition: d.part, Value: payload},
+		func(_ *sdk.Record, err error) { done(err) })
+}
+
+func (d *ledgeDevice) Commands(ctx context.Context, got func([]byte)) error {
+	for ctx.Err() == nil {
+		recs, err := d.cons.Poll(ctx)
+		for _, r := range recs {
+			got(r.Value)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			d.dead.Store(true)
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *ledgeDevice) Alive() bool { return !d.dead.Load() }
+
+func (d *ledgeDevice) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.prod.Close(ctx)
+	_ = d.cons.Close(ctx)
+	return d.c.Close()
+}
+
+type ledgeController struct {
+	prod  *sdk.Producer
+	parts int
+}
+
+func (c *ledgeController) Command(ctx context.Context, i int, payload []byte) error {
+	done := make(chan error, 1)
+	c.prod.Produce(ctx, &sdk.Record{Partition: int32(i % c.parts), Key: []byte(strconv.Itoa(i)), Value: payload},
+		func(_ *sdk.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (c *ledgeController) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c.prod.Close(ctx)
+}
