@@ -80,7 +80,7 @@ process on a temporary data directory and removes it afterwards.`,
 	fs.DurationVar(&f.ceiling, "ceiling-duration", 2*time.Second, "how long to measure the raw quic-go ceiling, before and again after the run (0 skips it)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the payloads")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured run (client and in-process node) to this file")
-	cmd.AddCommand(newBenchProduceCommand(cf, &f), newBenchConsumeCommand(cf, &f))
+	cmd.AddCommand(newBenchProduceCommand(cf, &f), newBenchConsumeCommand(cf, &f), newBenchFleetCommand(cf, &f))
 	return cmd
 }
 
