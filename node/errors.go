@@ -127,23 +127,25 @@ var statusTable = [...]struct {
 	{engine.ErrNoSpace, wire.StatusNotEnoughSpace},
 	{engine.ErrPartitionFailed, wire.StatusPartitionFailed},
 	{engine.ErrClosed, wire.StatusShuttingDown},
-	// Plugins: the message names the plugin and the cause. A plugin that
-	// ran past its deadline is a timeout (retryable); one that is missing,
-	// of the wrong kind, quarantined, trapped or answered nonsense is an
-	// invalid argument (not retryable until the plugin changes).
-	{plugins.ErrTimeout, wire.StatusTimeout},
+	// Plugins: the message names the plugin and the cause. A filter's
+	// failures have statuses of their own (wire.Status.IsPlugin), so that
+	// a client never takes one for an empty poll; only a budget or pool
+	// momentarily full, and a plugin still loading, are retryable.
+	{plugins.ErrTimeout, wire.StatusPluginTimeout},
+	{plugins.ErrMemoryLimit, wire.StatusPluginMemoryLimit},
+	{plugins.ErrTrap, wire.StatusPluginTrap},
+	{plugins.ErrInvalidAnswer, wire.StatusPluginInvalidAnswer},
+	{plugins.ErrPluginFailed, wire.StatusPluginError},
+	{plugins.ErrQuarantined, wire.StatusPluginQuarantined},
+	{plugins.ErrMemoryBudget, wire.StatusPluginBusy},
+	{errPluginBusy, wire.StatusPluginBusy},
+	{errPluginLoading, wire.StatusPluginLoading},
+	{plugins.ErrUnknownPlugin, wire.StatusUnknownPlugin},
 	{plugins.ErrCompileTimeout, wire.StatusTimeout},
-	{plugins.ErrMemoryBudget, wire.StatusBusy},
 	{plugins.ErrInputTooLarge, wire.StatusMessageTooLarge},
 	{plugins.ErrClosed, wire.StatusShuttingDown},
-	{plugins.ErrUnknownPlugin, wire.StatusInvalidArgument},
 	{plugins.ErrWrongKind, wire.StatusInvalidArgument},
 	{plugins.ErrBadParams, wire.StatusInvalidArgument},
-	{plugins.ErrQuarantined, wire.StatusInvalidArgument},
-	{plugins.ErrTrap, wire.StatusInvalidArgument},
-	{plugins.ErrMemoryLimit, wire.StatusInvalidArgument},
-	{plugins.ErrInvalidAnswer, wire.StatusInvalidArgument},
-	{plugins.ErrPluginFailed, wire.StatusInvalidArgument},
 	{plugins.ErrInvalidModule, wire.StatusInvalidArgument},
 	{plugins.ErrImportRefused, wire.StatusInvalidArgument},
 }

@@ -33,7 +33,7 @@ func TestE2EGroupAdministrationThroughTheSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := c.SetGroupCommitPolicy(ctx, "billing", "nope", nil); !errors.Is(err, wire.StatusInvalidArgument) {
+	if err := c.SetGroupCommitPolicy(ctx, "billing", "nope", nil); !errors.Is(err, wire.StatusUnknownPlugin) {
 		t.Fatalf("a policy naming no plugin: %v", err)
 	}
 	if err := c.DeleteGroup(ctx, "billing"); !errors.Is(err, wire.StatusInvalidArgument) {

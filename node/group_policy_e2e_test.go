@@ -58,7 +58,7 @@ func TestE2EGroupCommitPolicyFollowsThePolicyAndDropsFencedProposals(t *testing.
 	// A group policy is not a named consumer's of the same name, and
 	// setting a filter as a policy is refused.
 	err := c.call(c.main, &wire.SetPolicyRequest{Target: wire.PolicyGroup, Name: "g", Policy: wire.Filter{Name: "nope"}}, &wire.SetPolicyReply{})
-	if statusOfErr(err) != wire.StatusInvalidArgument {
+	if statusOfErr(err) != wire.StatusUnknownPlugin {
 		t.Fatalf("an unknown policy: %v", err)
 	}
 	if _, ok := tn.plugins.policyOf("g"); ok {

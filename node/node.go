@@ -104,8 +104,9 @@ type Config struct {
 
 	// Plugins configures the WebAssembly plugin host (limits, budget).
 	// Its zero value takes the host's defaults; CacheDir defaults to
-	// PluginsCacheDir in the data directory when FS is vfs.Default, and
-	// Logger to the node's.
+	// PluginsCacheDir in the data directory when FS is the disk's
+	// (vfs.Default, or a wrapper of it with an Unwrap method), and Logger
+	// to the node's.
 	Plugins plugins.Config
 }
 
@@ -277,7 +278,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.tokens, err = openTokens(n.meta, cfg.Now); err != nil {
 		return err
 	}
-	if n.plugins, err = openPlugins(ctx, cfg, n.meta); err != nil {
+	if n.plugins, err = openPlugins(cfg, n.meta); err != nil {
 		return err
 	}
 	if err := n.bootstrapAdminToken(ctx); err != nil {
@@ -322,6 +323,7 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	n.work.Go(n.acceptLoop)
+	n.plugins.startLoading() // serving meanwhile: plugins_load.go
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)
 	}

@@ -22,16 +22,17 @@ import (
 
 // The plugin registry: WebAssembly modules stored content-addressed under
 // PluginsDir (one file per digest, created write → fsync → rename → fsync
-// directory), their names, kinds and the commit policies attached to
-// consumers in the metadata store, and the host that runs them. Every
-// registered plugin is added to the host again when the node starts; a
-// module that is missing or does not match its digest is logged and left
-// out (polls naming it fail with an unknown-plugin error) rather than
-// keeping the node down.
+// directory), their names, kinds, quarantines and the commit policies
+// attached to consumers in the metadata store, and the host that runs
+// them. Every registered plugin is added to the host again after the node
+// starts, in the background (plugins_load.go); a module that is missing
+// or does not match its digest is logged and left out (polls naming it
+// fail with an unknown-plugin error saying why) rather than keeping the
+// node down.
 
 // PluginsDir is the directory of the data directory holding plugin
-// modules, and PluginsCacheDir the compilation cache (used with the
-// default file system only).
+// modules, and PluginsCacheDir the compilation cache (used when the
+// node's file system is the disk's, see diskBacked).
 const (
 	PluginsDir      = "plugins"
 	PluginsCacheDir = "plugins-cache"
@@ -44,12 +45,18 @@ var (
 
 // pluginRecord is the stored registration of a plugin. A removed plugin
 // keeps a record with Removed set (the metadata store has no delete).
+// A quarantine is kept in the record, with its reason, until an operator
+// resets the plugin or adds its module again.
 type pluginRecord struct {
 	V       int       `json:"v"`
 	Kind    uint8     `json:"kind"`
 	Digest  string    `json:"digest"`
 	Added   time.Time `json:"added"`
 	Removed bool      `json:"removed,omitempty"`
+
+	Quarantined   bool      `json:"quarantined,omitempty"`
+	Reason        string    `json:"reason,omitempty"`
+	QuarantinedAt time.Time `json:"quarantinedAt,omitzero"`
 }
 
 // policyRecord is a commit policy attached to a named consumer (or kept
@@ -71,35 +78,50 @@ type pluginRegistry struct {
 	fs   vfs.FS
 	dir  string
 	meta Metadata
+	now  func() time.Time
 	log  interface {
+		Info(msg string, args ...any)
 		Warn(msg string, args ...any)
+		Error(msg string, args ...any)
 		Debug(msg string, args ...any)
 	}
 
 	// adminMu serializes registry changes (an add holds it while the
-	// module compiles); mu guards the maps, which polls read.
+	// module compiles, and so does the loader for each plugin it loads);
+	// mu guards the maps, which polls read.
 	adminMu  sync.Mutex
 	mu       sync.RWMutex
 	records  map[string]pluginRecord
 	policies map[string]policyRecord
+	// loading holds the registered plugins not loaded yet since the
+	// start, each with a channel closed when its load ends; notLoaded
+	// the ones whose load failed, with why.
+	loading   map[string]chan struct{}
+	notLoaded map[string]string
+	loaded    chan struct{} // closed when the loader is done
+	stopLoad  context.CancelFunc
+	closing   bool           // under mu: no more background work
+	bg        sync.WaitGroup // the loader and quarantine writes
 
 	// beforePolicyCommit, when set, runs between a policy's proposal and
 	// its commit (tests make the poll stale there).
 	beforePolicyCommit atomic.Pointer[func()]
 }
 
-// openPlugins creates the host and re-adds every registered plugin.
-func openPlugins(ctx context.Context, cfg Config, meta Metadata) (*pluginRegistry, error) {
+// openPlugins reads the plugin registry. It loads no plugin: the node
+// calls startLoading once it listens.
+func openPlugins(cfg Config, meta Metadata) (*pluginRegistry, error) {
 	pc := cfg.Plugins
 	if pc.Logger == nil {
 		pc.Logger = cfg.Logger.With("component", "plugins")
 	}
-	if pc.CacheDir == "" && cfg.FS == vfs.Default {
+	if pc.CacheDir == "" && diskBacked(cfg.FS) {
 		pc.CacheDir = filepath.Join(cfg.DataDir, PluginsCacheDir)
 	}
 	reg := &pluginRegistry{
-		cfg: pc, fs: cfg.FS, dir: filepath.Join(cfg.DataDir, PluginsDir), meta: meta, log: cfg.Logger,
+		cfg: pc, fs: cfg.FS, dir: filepath.Join(cfg.DataDir, PluginsDir), meta: meta, log: cfg.Logger, now: cfg.Now,
 		records: map[string]pluginRecord{}, policies: map[string]policyRecord{},
+		loading: map[string]chan struct{}{}, notLoaded: map[string]string{}, loaded: make(chan struct{}),
 	}
 	err := meta.Scan(keyPlugins, func(k, v []byte) error {
 		var rec pluginRecord
@@ -107,7 +129,9 @@ func openPlugins(ctx context.Context, cfg Config, meta Metadata) (*pluginRegistr
 			return fmt.Errorf("node: plugin %q: unreadable record (version %d): %v", k[len(keyPlugins):], rec.V, err)
 		}
 		if !rec.Removed {
-			reg.records[string(k[len(keyPlugins):])] = rec
+			name := string(k[len(keyPlugins):])
+			reg.records[name] = rec
+			reg.loading[name] = make(chan struct{})
 		}
 		return nil
 	})
@@ -126,23 +150,26 @@ func openPlugins(ctx context.Context, cfg Config, meta Metadata) (*pluginRegistr
 	if err != nil {
 		return nil, err
 	}
-	if len(reg.records) == 0 {
-		return reg, nil
-	}
-	host, err := reg.hostLocked(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for name, rec := range reg.records {
-		wasm, err := reg.readModule(rec.Digest)
-		if err == nil {
-			_, err = host.Add(ctx, name, plugins.Kind(rec.Kind), wasm)
-		}
-		if err != nil {
-			cfg.Logger.Error("plugin not loaded", "plugin", name, "digest", rec.Digest, "err", err)
-		}
-	}
 	return reg, nil
+}
+
+// diskBacked reports whether fs is the operating system's file system,
+// possibly behind wrappers that say what they wrap (an Unwrap method, as
+// the node's metered file system has): the compilation cache is written
+// by the runtime with the operating system's calls, so it is used only
+// when the node's files really are on disk.
+func diskBacked(fs vfs.FS) bool {
+	for fs != nil {
+		if fs == vfs.Default {
+			return true
+		}
+		u, ok := fs.(interface{ Unwrap() vfs.FS })
+		if !ok {
+			return false
+		}
+		fs = u.Unwrap()
+	}
+	return false
 }
 
 // hostLocked returns the host, creating it if need be. Called with
@@ -155,27 +182,27 @@ func (reg *pluginRegistry) hostLocked(ctx context.Context) (*plugins.Host, error
 	if err != nil {
 		return nil, fmt.Errorf("node: plugin host: %w", err)
 	}
+	h.OnQuarantine(reg.quarantined)
 	reg.host.Store(h)
 	return h, nil
 }
 
+// close stops the loader, waits for the quarantines being recorded, and
+// closes the host.
 func (reg *pluginRegistry) close(ctx context.Context) error {
 	if reg == nil {
 		return nil
 	}
+	reg.mu.Lock()
+	reg.closing = true
+	stop := reg.stopLoad
+	reg.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	reg.bg.Wait()
 	if h := reg.host.Load(); h != nil {
 		return h.Close(ctx)
-	}
-	return nil
-}
-
-// list describes every plugin, by name.
-func (reg *pluginRegistry) list() []plugins.Info {
-	if reg == nil {
-		return nil
-	}
-	if h := reg.host.Load(); h != nil {
-		return h.List()
 	}
 	return nil
 }
@@ -301,6 +328,8 @@ func (reg *pluginRegistry) add(ctx context.Context, name string, kind plugins.Ki
 		return plugins.Info{}, err
 	}
 	info, _ := host.Stat(name)
+	info.Added = reg.now()
+	// A new record: whatever quarantine the name had is gone with it.
 	rec := pluginRecord{V: pluginRecordVersion, Kind: uint8(kind), Digest: hex, Added: info.Added}
 	if err := reg.putRecord(ctx, append(slices.Clone(keyPlugins), name...), rec); err != nil {
 		restore()
@@ -309,6 +338,7 @@ func (reg *pluginRegistry) add(ctx context.Context, name string, kind plugins.Ki
 	reg.mu.Lock()
 	old, had := reg.records[name]
 	reg.records[name] = rec
+	reg.doneLoadingLocked(name, "")
 	reg.mu.Unlock()
 	if had && old.Digest != hex {
 		reg.dropModuleIfUnused(old.Digest)
@@ -333,9 +363,13 @@ func (reg *pluginRegistry) remove(ctx context.Context, name string) error {
 	}
 	reg.mu.Lock()
 	delete(reg.records, name)
+	reg.doneLoadingLocked(name, "")
+	delete(reg.notLoaded, name)
 	reg.mu.Unlock()
-	if err := reg.host.Load().Remove(name); err != nil && !errors.Is(err, plugins.ErrUnknownPlugin) {
-		return err
+	if h := reg.host.Load(); h != nil {
+		if err := h.Remove(name); err != nil && !errors.Is(err, plugins.ErrUnknownPlugin) {
+			return err
+		}
 	}
 	reg.dropModuleIfUnused(rec.Digest)
 	return nil
@@ -425,12 +459,16 @@ func paramsOf(ps []wire.FilterParam) (plugins.Params, error) {
 }
 
 func pluginInfoToWire(i plugins.Info) wire.PluginInfo {
-	return wire.PluginInfo{
+	w := wire.PluginInfo{
 		Name: i.Name, Kind: wire.PluginKind(i.Kind), Digest: i.Digest, Size: uint32(i.Size), Added: i.Added,
 		Calls: i.Stats.Calls, Failures: i.Stats.Failures, RecordsIn: i.Stats.RecordsIn, RecordsOut: i.Stats.RecordsOut,
 		CallTime: i.Stats.CallTime, Timeouts: i.Stats.Timeouts, Traps: i.Stats.Traps,
 		InvalidAnswers: i.Stats.InvalidAnswers, MemoryPages: i.Stats.MemoryPages, Quarantined: i.Stats.Quarantined,
 	}
+	if i.Stats.Quarantined {
+		w.State, w.Reason = wire.PluginQuarantined, i.Stats.QuarantineReason
+	}
+	return w
 }
 
 // Plugins returns what the status page and /metrics read of the node's
@@ -442,14 +480,10 @@ func (reg *pluginRegistry) PluginStatuses() []PluginStatus {
 	infos := reg.list()
 	out := make([]PluginStatus, 0, len(infos))
 	for _, i := range infos {
-		st := PluginStatus{
-			Name: i.Name, Kind: i.Kind.String(), Calls: i.Stats.Calls, Failures: i.Stats.Failures,
-			Timeouts: i.Stats.Timeouts, Traps: i.Stats.Traps, Strikes: uint64(i.Stats.Strikes), State: "ok",
-		}
-		if i.Stats.Quarantined {
-			st.State = "quarantined"
-		}
-		out = append(out, st)
+		out = append(out, PluginStatus{
+			Name: i.Name, Kind: i.Kind.String(), Calls: i.Calls, Failures: i.Failures,
+			Timeouts: i.Timeouts, Traps: i.Traps, Strikes: i.Strikes, State: i.State.String(),
+		})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
@@ -12,7 +13,7 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// Requests of the plugin kinds (0x0060–0x0063) and the plugin steps of a
+// Requests of the plugin kinds (0x0060–0x0064) and the plugin steps of a
 // poll.
 
 // servePlugins answers a request of a plugin kind.
@@ -26,6 +27,8 @@ func (r *request) servePlugins(ctx context.Context) []byte {
 		return serve(ctx, r, &wire.RemovePluginRequest{}, r.removePlugin)
 	case wire.KindSetPolicy:
 		return serve(ctx, r, &wire.SetPolicyRequest{}, r.setPolicy)
+	case wire.KindResetPlugin:
+		return serve(ctx, r, &wire.ResetPluginRequest{}, r.resetPlugin)
 	}
 	return wire.AppendErrorReply(nil, r.frame.FrameHeader, wire.StatusUnknownKind, fmt.Sprintf("%s is not served by this node", r.frame.Kind))
 }
@@ -48,9 +51,20 @@ func (r *request) listPlugins(_ context.Context, _ *wire.ListPluginsRequest) (*w
 	infos := r.n.plugins.list()
 	rep := &wire.ListPluginsReply{Plugins: make([]wire.PluginInfo, 0, len(infos))}
 	for _, i := range infos {
-		rep.Plugins = append(rep.Plugins, pluginInfoToWire(i))
+		rep.Plugins = append(rep.Plugins, i.PluginInfo)
 	}
 	return rep, nil
+}
+
+func (r *request) resetPlugin(ctx context.Context, m *wire.ResetPluginRequest) (*wire.ResetPluginReply, error) {
+	if err := r.allow("", wire.ScopeAdmin); err != nil {
+		return nil, err
+	}
+	info, err := r.n.plugins.reset(ctx, m.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.ResetPluginReply{Plugin: info}, nil
 }
 
 func (r *request) removePlugin(ctx context.Context, m *wire.RemovePluginRequest) (*wire.RemovePluginReply, error) {
@@ -79,16 +93,41 @@ func (r *request) setPolicy(ctx context.Context, m *wire.SetPolicyRequest) (*wir
 	return &wire.SetPolicyReply{}, r.n.plugins.setPolicy(ctx, m.Name, m.Policy)
 }
 
+// errPluginBusy is a filter call that found every instance of its plugin
+// busy for as long as the poll could wait (the memory budget's own
+// refusal is plugins.ErrMemoryBudget); errPluginLoading a poll naming a
+// plugin the node was still loading when the poll's wait ended. Both are
+// momentary: the client may poll again.
+var (
+	errPluginBusy    = errors.New("node: plugin busy")
+	errPluginLoading = errors.New("node: plugin loading")
+)
+
 // pollFilter is a filter a poll names, resolved once per poll.
 type pollFilter struct {
 	host   *plugins.Host
 	name   string
 	params plugins.Params
+	// wait bounds each call, the wait for an instance included: the
+	// poll's max wait, and at least minFilterWait plus the call's own
+	// deadline. Past it the partition fails with errPluginBusy (or the
+	// host's ErrMemoryBudget) rather than hanging until the client gives
+	// up.
+	wait time.Duration
+
+	// struck is the first failure of the plugin in this poll that counted
+	// a strike: the poll's other partitions (and its later reads) fail
+	// with it without calling the plugin again, so one poll is one strike
+	// whatever its partitions, and a looping filter costs one deadline.
+	mu     sync.Mutex
+	struck error
 }
 
-// filterOf resolves the filter of a poll: nil when it names none. An
-// unknown plugin or one of the wrong kind fails the whole poll.
-func (reg *pluginRegistry) filterOf(f wire.Filter) (*pollFilter, error) {
+// filterOf resolves the filter of a poll: nil when it names none. A
+// plugin the node is still loading is waited for, for at most maxWait
+// (errPluginLoading after). An unknown plugin or one of the wrong kind
+// fails the whole poll.
+func (reg *pluginRegistry) filterOf(ctx context.Context, f wire.Filter, maxWait time.Duration) (*pollFilter, error) {
 	if f.Name == "" {
 		return nil, nil
 	}
@@ -99,6 +138,9 @@ func (reg *pluginRegistry) filterOf(f wire.Filter) (*pollFilter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := reg.awaitLoaded(ctx, f.Name, maxWait); err != nil {
+		return nil, err
+	}
 	info, err := reg.stat(f.Name)
 	if err != nil {
 		return nil, err
@@ -106,7 +148,64 @@ func (reg *pluginRegistry) filterOf(f wire.Filter) (*pollFilter, error) {
 	if info.Kind != plugins.KindFilter {
 		return nil, fmt.Errorf("%w: %q is a %s, not a filter", plugins.ErrWrongKind, f.Name, info.Kind)
 	}
-	return &pollFilter{host: reg.host.Load(), name: f.Name, params: params}, nil
+	callTimeout := reg.cfg.CallTimeout
+	if callTimeout <= 0 {
+		callTimeout = defaultPluginCallTimeout
+	}
+	return &pollFilter{host: reg.host.Load(), name: f.Name, params: params,
+		wait: max(maxWait, minFilterWait+callTimeout)}, nil
+}
+
+// minFilterWait is how long a filter call of a poll that cannot wait
+// (max wait 0) may wait for an instance of its plugin, on top of the
+// call's deadline; defaultPluginCallTimeout is the host's default
+// deadline (plugins.Config.CallTimeout).
+// policyLoadWait is how long a commit policy's run waits for the plugin
+// to load after a start.
+const (
+	policyLoadWait           = 10 * time.Second
+	minFilterWait            = time.Second
+	defaultPluginCallTimeout = 100 * time.Millisecond
+)
+
+// filter runs the plugin on v, or fails as it did earlier in the poll.
+func (f *pollFilter) filter(ctx context.Context, v *plugins.View) (plugins.Bitmap, error) {
+	f.mu.Lock()
+	struck := f.struck
+	f.mu.Unlock()
+	if struck != nil {
+		return plugins.Bitmap{}, fmt.Errorf("%w (on another partition of this poll; not run again)", struck)
+	}
+	fctx, cancel := context.WithTimeout(ctx, f.wait)
+	defer cancel()
+	keep, err := f.host.Filter(fctx, f.name, f.params, v)
+	switch {
+	case err == nil:
+		return keep, nil
+	case errors.Is(err, plugins.ErrTimeout), errors.Is(err, plugins.ErrTrap), errors.Is(err, plugins.ErrMemoryLimit),
+		errors.Is(err, plugins.ErrInvalidAnswer), errors.Is(err, plugins.ErrQuarantined):
+		f.mu.Lock()
+		if f.struck == nil {
+			f.struck = err
+		}
+		f.mu.Unlock()
+	case !isPluginError(err) && ctx.Err() == nil && fctx.Err() != nil:
+		// Waiting for an instance of the plugin ran out of time.
+		err = fmt.Errorf("%w: filter %q could not run within %v (every instance busy): %w", errPluginBusy, f.name, f.wait, err)
+	}
+	return plugins.Bitmap{}, err
+}
+
+// isPluginError reports whether err is one of the plugin host's verdicts.
+func isPluginError(err error) bool {
+	for _, s := range [...]error{plugins.ErrTimeout, plugins.ErrTrap, plugins.ErrMemoryLimit, plugins.ErrInvalidAnswer, plugins.ErrPluginFailed,
+		plugins.ErrQuarantined, plugins.ErrMemoryBudget, plugins.ErrUnknownPlugin, plugins.ErrWrongKind,
+		plugins.ErrBadParams, plugins.ErrInputTooLarge, plugins.ErrClosed} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // transform returns the PollRequest.Transform of one partition: it runs
@@ -125,7 +224,7 @@ func (f *pollFilter) transform(topic string, partition uint32, maxBatchBytes int
 		// The filtered batches are copies: the view's memory goes back
 		// for the next poll's.
 		defer v.Release()
-		keep, err := f.host.Filter(ctx, f.name, f.params, v)
+		keep, err := f.filter(ctx, v)
 		if err != nil {
 			return ReadResult{}, err
 		}
@@ -147,8 +246,9 @@ func (f *pollFilter) transform(topic string, partition uint32, maxBatchBytes int
 // failed keep their error and are not polled again. It answers as soon as
 // a partition has records to deliver, every partition failed, or the
 // deadline passed; each partition's result is its last poll's, whose
-// token covers only that poll's positions. Without a filter, or for an
-// immediate poll, it is PollMany.
+// token covers only that poll's positions. A partition whose filter
+// failed ends the wait at once: the poll failed, and its client hears of
+// it now. Without a filter, or for an immediate poll, it is PollMany.
 func pollKept(ctx context.Context, polls []PartitionPoll, maxWait time.Duration) []PartitionResult {
 	if maxWait <= 0 || !hasTransform(polls) {
 		return PollMany(ctx, polls, maxWait)
@@ -162,6 +262,9 @@ func pollKept(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 		moved := false
 		for i, res := range out {
 			if res.Err != nil {
+				if isPluginError(res.Err) || errors.Is(res.Err, errPluginBusy) {
+					return out // the poll failed because of its filter: say so now
+				}
 				continue
 			}
 			if len(res.Result.Batches) > 0 {
@@ -224,13 +327,20 @@ func (n *Node) applyPolicy(ctx context.Context, o *Owner, c Consumer, topic stri
 // whose records the completion already delivered: it is logged (and
 // counted in the plugin's stats) and nothing is committed.
 func (reg *pluginRegistry) runPolicy(ctx context.Context, o *Owner, c Consumer, pol policyRecord, topic string, partition uint32, res PollResult) {
-	host := reg.host.Load()
-	if host == nil {
-		return
-	}
 	who := c.Name
 	if c.Member != "" {
 		who = c.Name + "/" + c.Member
+	}
+	// Just after a start the policy may still be loading: its proposal
+	// waits for it, a while.
+	if err := reg.awaitLoaded(ctx, pol.Plugin, policyLoadWait); err != nil {
+		reg.log.Warn("commit policy not run; nothing committed", "plugin", pol.Plugin, "consumer", who,
+			"topic", topic, "partition", partition, "err", err)
+		return
+	}
+	host := reg.host.Load()
+	if host == nil {
+		return
 	}
 	v, err := plugins.NewView(plugins.PollResult{
 		Topic: topic, Partition: int32(partition), From: res.Token.From, Next: res.Token.Next, Batches: res.Batches,

@@ -116,7 +116,7 @@ func TestPluginRequestsAreChecked(t *testing.T) {
 	var rep wire.PollReply
 	err := c.call(c.main, &wire.PollRequest{Filter: wire.Filter{Name: "nope"},
 		Partitions: []wire.PollPartition{{Topic: "t", Position: wire.Position{Mode: wire.PositionFirst}}}}, &rep)
-	if statusOfErr(err) != wire.StatusInvalidArgument {
+	if statusOfErr(err) != wire.StatusUnknownPlugin {
 		t.Fatalf("poll with an unknown filter: %v", err)
 	}
 	err = c.call(c.main, &wire.AddPluginRequest{Name: "junk", PluginKind: wire.PluginFilter, Module: []byte("\x00asm")}, &wire.AddPluginReply{})

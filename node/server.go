@@ -376,7 +376,7 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 		return serve(ctx, r, &wire.ListTokensRequest{}, r.listTokens)
 	case wire.KindRevokeToken:
 		return serve(ctx, r, &wire.RevokeTokenRequest{}, r.revokeToken)
-	case wire.KindAddPlugin, wire.KindListPlugins, wire.KindRemovePlugin, wire.KindSetPolicy:
+	case wire.KindAddPlugin, wire.KindListPlugins, wire.KindRemovePlugin, wire.KindSetPolicy, wire.KindResetPlugin:
 		return r.servePlugins(ctx)
 	case wire.KindJoinGroup:
 		return serve(ctx, r, &wire.JoinGroupRequest{}, func(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {

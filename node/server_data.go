@@ -192,7 +192,7 @@ func autoCommitOf(a wire.AutoCommit) AutoCommit {
 // at once, with StatusBusy if it found nothing. Partitions answer on their
 // own: one partition's error does not fail the others.
 func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, error) {
-	filter, err := r.n.plugins.filterOf(m.Filter)
+	filter, err := r.n.plugins.filterOf(ctx, m.Filter, min(m.MaxWait, r.n.cfg.MaxPollWait))
 	if err != nil {
 		return nil, err
 	}

@@ -162,5 +162,5 @@ type PluginStatus struct {
 	// Strikes are the failures held against the plugin; at the limit it
 	// is quarantined.
 	Strikes uint64 `json:"strikes"`
-	State   string `json:"state"` // "ok" or "quarantined"
+	State   string `json:"state"` // "ok", "quarantined", "loading" or "not loaded"
 }

@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +45,10 @@ type Host struct {
 	reaper   *time.Timer   // closes instances idle for IdleTimeout (pool.go); nil when none is idle
 	workers  chan *worker  // the idle workers of MaxConcurrentCalls (workers.go)
 	giveBack atomic.Bool   // a return of freed Go memory to the OS is scheduled (memory.go)
+
+	onQuarantine atomic.Pointer[func(name string, digest Digest, reason string)]
+	compiles     atomic.Uint64 // modules compiled to machine code (not found in a cache)
+	cacheDir     string        // Config.CacheDir
 }
 
 // module is a compiled module, shared by the plugins with its digest.
@@ -72,6 +79,7 @@ type plugin struct {
 	removed  bool
 	strikes  int
 	quaran   bool
+	reason   string // why it is quarantined
 }
 
 // Info describes a plugin.
@@ -114,6 +122,7 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	lifetime, stop := context.WithCancel(context.Background())
 	return &Host{
+		cacheDir:   cfg.CacheDir,
 		lifetime:   lifetime,
 		stop:       stop,
 		cfg:        cfg,
@@ -179,7 +188,8 @@ func validName(name string) bool {
 // instance to prove it runs, kept idle for the first call (ReleaseIdle or
 // the memory budget closes it). Adding a different module under an existing
 // name replaces the plugin (its strikes and quarantine go with the old
-// module); adding the same module again is a no-op. Add is meant for the
+// module); adding the same module again only clears its strikes and
+// quarantine. Add is meant for the
 // control path, never the request path: it can take as long as a compile.
 func (h *Host) Add(ctx context.Context, name string, kind Kind, wasm []byte) (Digest, error) {
 	if !validName(name) {
@@ -199,6 +209,9 @@ func (h *Host) Add(ctx context.Context, name string, kind Kind, wasm []byte) (Di
 		return Digest{}, ErrClosed
 	}
 	if old := h.plugins[name]; old != nil && old.mod.digest == digest && old.kind == kind {
+		// Adding the same module again is how an operator takes it out
+		// of quarantine, as Reset does.
+		old.strikes, old.quaran, old.reason = 0, false, ""
 		h.mu.Unlock()
 		return digest, nil
 	}
@@ -273,6 +286,47 @@ func (h *Host) maybeDropModuleLocked(p *plugin) {
 	}
 }
 
+// OnQuarantine sets fn to be called (on its own goroutine) whenever a
+// plugin is quarantined, with its name, its module's digest and the
+// reason, so that the quarantine can be recorded; nil unsets it.
+func (h *Host) OnQuarantine(fn func(name string, digest Digest, reason string)) {
+	if fn == nil {
+		h.onQuarantine.Store(nil)
+		return
+	}
+	h.onQuarantine.Store(&fn)
+}
+
+// Quarantine quarantines plugin name with the given reason, as if it had
+// failed MaxStrikes times: a quarantine recorded before a restart is
+// restored this way. OnQuarantine's function is not called.
+func (h *Host) Quarantine(name, reason string) error {
+	h.mu.Lock()
+	p := h.plugins[name]
+	if p == nil {
+		h.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrUnknownPlugin, name)
+	}
+	p.strikes, p.quaran, p.reason = max(p.strikes, h.cfg.MaxStrikes), true, reason
+	idle := h.takeIdleLocked(p)
+	h.mu.Unlock()
+	closeAll(idle)
+	return nil
+}
+
+// Reset clears the strikes and the quarantine of plugin name: it serves
+// calls again.
+func (h *Host) Reset(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.plugins[name]
+	if p == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownPlugin, name)
+	}
+	p.strikes, p.quaran, p.reason = 0, false, ""
+	return nil
+}
+
 // List describes every plugin, sorted by name.
 func (h *Host) List() []Info {
 	h.mu.Lock()
@@ -303,7 +357,7 @@ func (h *Host) Stat(name string) (Info, error) {
 func (h *Host) info(p *plugin) Info {
 	st := p.stats.snapshot()
 	h.mu.Lock()
-	st.Strikes, st.Quarantined = p.strikes, p.quaran
+	st.Strikes, st.Quarantined, st.QuarantineReason = p.strikes, p.quaran, p.reason
 	st.Instances, st.IdleInstances = p.live, len(p.idle)
 	st.MemoryPages, st.MaxMemoryPages = uint64(p.memBytes/pageSize), uint64(p.estBytes/pageSize)
 	d, size := Digest{}, 0
@@ -402,7 +456,11 @@ func (h *Host) compileModule(ctx context.Context, m *module, wasm []byte) error 
 	go func() {
 		defer h.leave()
 		defer func() { <-h.compileSem }()
+		cached := h.cacheEntries()
 		cm, err := h.rt.CompileModule(experimental.WithCompilationWorkers(cctx, h.cfg.CompileWorkers), metered)
+		if err == nil && (cached < 0 || h.cacheEntries() > cached) {
+			h.compiles.Add(1)
+		}
 		done <- result{cm, err}
 		if abandoned.Load() {
 			discard()
@@ -435,6 +493,41 @@ func (h *Host) compileModule(ctx context.Context, m *module, wasm []byte) error 
 		}
 		return fmt.Errorf("%w: still compiling after %v", ErrCompileTimeout, h.cfg.CompileTimeout)
 	}
+}
+
+// Compiles counts the modules compiled to machine code since the host
+// started. A module found in the compilation cache (Config.CacheDir) is
+// loaded, not compiled, and not counted.
+func (h *Host) Compiles() uint64 { return h.compiles.Load() }
+
+// cacheEntries counts the compiled modules in the on-disk cache, or
+// returns -1 without one. The runtime keeps them in a directory per
+// runtime version, platform and CPU features, each file named by a hash of
+// the (metered) module: a compile that found its module there adds none.
+// Compiles run one at a time (compileSem), so a count before and after
+// one tells whether it compiled.
+func (h *Host) cacheEntries() int {
+	if h.cacheDir == "" {
+		return -1
+	}
+	dirs, err := os.ReadDir(h.cacheDir)
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		if files, err := os.ReadDir(filepath.Join(h.cacheDir, d.Name())); err == nil {
+			for _, f := range files {
+				if !strings.HasSuffix(f.Name(), ".tmp") {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // checkExports checks the ABI's exports: present when required, with

@@ -143,11 +143,23 @@ func TestQuarantine(t *testing.T) {
 	if !st.Stats.Quarantined || st.Stats.Traps != 3 || st.Stats.Strikes != 3 || st.Stats.Instances != 0 {
 		t.Errorf("stats: %+v", st.Stats)
 	}
-	// The same module again does not lift the quarantine; a new one does.
+	// An operator lifts the quarantine with Reset, or by adding the same
+	// module again; a new module starts without strikes.
+	if err := h.Reset("h"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Filter(ctx, "h", Params{"do": "ok"}, v); err != nil {
+		t.Errorf("after a reset: %v", err)
+	}
+	if err := h.Quarantine("h", "restored"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Filter(ctx, "h", Params{"do": "ok"}, v)
+	expectErr(t, err, ErrQuarantined, "restored")
 	if _, err := h.Add(ctx, "h", KindFilter, hostile); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Filter(ctx, "h", Params{"do": "ok"}, v); !errors.Is(err, ErrQuarantined) {
+	if _, err := h.Filter(ctx, "h", Params{"do": "ok"}, v); err != nil {
 		t.Errorf("same module re-added: %v", err)
 	}
 	mustAdd(t, h, "h", KindFilter, goModule(t, jsonFilterPkg))

@@ -96,7 +96,7 @@ func (h *Host) usableLocked(p *plugin) error {
 	case p.removed:
 		return fmt.Errorf("%w: %q was removed or replaced", ErrUnknownPlugin, p.name)
 	case p.quaran:
-		return fmt.Errorf("%w: %q failed %d times; add a new module under its name", ErrQuarantined, p.name, p.strikes)
+		return fmt.Errorf("%w: %q (%s); an operator clears it with a reset or by adding its module again", ErrQuarantined, p.name, p.reason)
 	}
 	return nil
 }

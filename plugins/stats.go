@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -28,6 +29,9 @@ type Stats struct {
 	// Config.MaxStrikes it is Quarantined.
 	Strikes     int
 	Quarantined bool
+	// QuarantineReason says why a quarantined plugin was quarantined: its
+	// strikes and its last failure.
+	QuarantineReason string
 	// Instances counts live instances (busy or idle); IdleInstances the
 	// idle ones.
 	Instances, IdleInstances int
@@ -141,11 +145,20 @@ func (h *Host) strike(p *plugin, err error) {
 	}
 	p.strikes++
 	var idle []*instance
+	var notify func()
 	if p.strikes >= h.cfg.MaxStrikes {
 		p.quaran = true
+		p.reason = fmt.Sprintf("failed %d times, the last: %v", p.strikes, err)
 		idle = h.takeIdleLocked(p)
 		h.cfg.Logger.Warn("plugin quarantined", "plugin", p.name, "strikes", p.strikes, "last", err)
+		if fn, mod := h.onQuarantine.Load(), p.mod; fn != nil && mod != nil {
+			name, digest, reason := p.name, mod.digest, p.reason
+			notify = func() { go (*fn)(name, digest, reason) }
+		}
 	}
 	h.mu.Unlock()
 	closeAll(idle)
+	if notify != nil {
+		notify()
+	}
 }

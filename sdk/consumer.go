@@ -468,6 +468,11 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 				cur.pos = AtCommitted()
 			}
 			c.b.logger().Info("partition history changed; resuming", "topic", c.topic, "partition", cur.partition, "from", cur.pos)
+		case p.Status.IsPlugin():
+			// The filter failed (timed out, trapped, quarantined, its
+			// budget full...): never silent, whatever the class, or a
+			// looping filter would look like an empty topic.
+			errs = append(errs, err)
 		case p.Status.RetryClass() == wire.ClassRetry:
 			// Busy or shutting down: the next poll tries again.
 		case errors.Is(err, ErrFencedSession):

@@ -35,6 +35,10 @@ type fakeConsumerNode struct {
 	// lose says whether the reply to the n-th poll (from 0) is lost
 	// after the node completed it.
 	lose func(n int) bool
+	// fail, when it returns a status, fails the n-th poll's partition
+	// with it (nothing delivered, the position unchanged), as a filter
+	// plugin's failure does.
+	fail func(n int) (wire.Status, string)
 }
 
 const fakeSession = 7
@@ -96,6 +100,18 @@ func (n *fakeConsumerNode) poll(frame []byte) ([]byte, bool) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.fail != nil {
+		if s, msg := n.fail(n.polls); s != wire.StatusOK {
+			n.polls++
+			reply, err := wire.AppendReply(nil, f.ID, &wire.PollReply{Partitions: []wire.PollPartitionReply{{
+				Status: s, Message: msg, History: 1, HighWatermark: uint64(len(n.log)),
+			}}})
+			if err != nil {
+				panic(err)
+			}
+			return reply, false
+		}
+	}
 	pos := req.Partitions[0].Position
 	var from uint64
 	switch pos.Mode {

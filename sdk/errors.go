@@ -73,6 +73,42 @@ const (
 	// that the node no longer knows its offsets. The records were written
 	// once; their offsets are unknown.
 	ErrDuplicateSequence = wire.StatusDuplicateSequence
+	// A filter plugin's failures. Poll returns them, with a message naming
+	// the plugin and the cause, on the first poll that met them; nothing
+	// was consumed from the partitions they name. Each says its retry
+	// class (Error.Retryable, IsRetryable).
+
+	// ErrUnknownPlugin: the node has no plugin of the poll's filter name,
+	// or could not load it. Give up (add it, or fix the name).
+	ErrUnknownPlugin = wire.StatusUnknownPlugin
+	// ErrPluginTimeout: the filter ran past its call deadline and was cut
+	// off. Give up: polling again would run it on the same records, and
+	// each timeout is a strike towards its quarantine.
+	ErrPluginTimeout = wire.StatusPluginTimeout
+	// ErrPluginTrap: the filter trapped (a panic, an out-of-bounds access,
+	// memory it could not grow). Give up, as for ErrPluginTimeout.
+	ErrPluginTrap = wire.StatusPluginTrap
+	// ErrPluginMemoryLimit: the filter grew its memory past the limit of
+	// one instance (memory.grow failed inside the call). Give up, as for
+	// ErrPluginTimeout.
+	ErrPluginMemoryLimit = wire.StatusPluginMemoryLimit
+	// ErrPluginInvalidAnswer: the filter answered outside the plugin ABI.
+	// Give up, as for ErrPluginTimeout.
+	ErrPluginInvalidAnswer = wire.StatusPluginInvalidAnswer
+	// ErrPluginError: the filter reported an error itself (a missing
+	// parameter, input it refuses). Give up unless the parameters change.
+	ErrPluginError = wire.StatusPluginError
+	// ErrPluginQuarantined: the filter failed too often and is refused
+	// until an operator resets it (ledge plugin reset) or adds its module
+	// again. Give up.
+	ErrPluginQuarantined = wire.StatusPluginQuarantined
+	// ErrPluginBusy: the node's plugin memory budget, or every instance
+	// of the filter, was taken for as long as the poll could wait.
+	// Retryable, with backoff.
+	ErrPluginBusy = wire.StatusPluginBusy
+	// ErrPluginLoading: the node started recently and is still loading the
+	// filter. Retryable shortly.
+	ErrPluginLoading = wire.StatusPluginLoading
 )
 
 // Errors of the client itself.

@@ -292,6 +292,11 @@ func (g *GroupConsumer) deliver(ctx context.Context, p *groupPoll, reply *wire.P
 		case rp.Status == wire.StatusStaleHistory:
 			hp.pending, hp.cur.last, hp.cur.pos = nil, nil, AtCommitted()
 			continue
+		case rp.Status.IsPlugin():
+			// The filter failed: the application hears of it, whatever
+			// the class (a retryable busy plugin included).
+			errs = append(errs, err)
+			continue
 		case rp.Status.RetryClass() == wire.ClassRetry:
 			continue
 		default:

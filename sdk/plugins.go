@@ -43,8 +43,13 @@ type PluginInfo struct {
 	// pages).
 	MemoryPages uint64
 	// Quarantined: the plugin failed too often; the node refuses to call
-	// it until it is added again.
+	// it until an operator resets it (ResetPlugin) or adds its module
+	// again. The quarantine survives restarts of the node.
 	Quarantined bool
+	// State is "ok", "quarantined", "loading" (the node started recently
+	// and is still loading it) or "not loaded" (its module could not be
+	// loaded); Reason says why a plugin is quarantined or not loaded.
+	State, Reason string
 }
 
 func pluginInfoFromWire(p wire.PluginInfo) PluginInfo {
@@ -52,8 +57,19 @@ func pluginInfoFromWire(p wire.PluginInfo) PluginInfo {
 		Name: p.Name, Kind: p.Kind, Digest: fmt.Sprintf("%x", p.Digest), Size: int(p.Size), Added: p.Added,
 		Calls: p.Calls, Failures: p.Failures, RecordsIn: p.RecordsIn, RecordsOut: p.RecordsOut,
 		Timeouts: p.Timeouts, Traps: p.Traps, InvalidAnswers: p.InvalidAnswers, CallTime: p.CallTime,
-		MemoryPages: p.MemoryPages, Quarantined: p.Quarantined,
+		MemoryPages: p.MemoryPages, Quarantined: p.Quarantined, State: p.State.String(), Reason: p.Reason,
 	}
+}
+
+// ResetPlugin clears the quarantine (and the strikes) of the plugin
+// called name: it serves polls again, and stays reset across restarts.
+// Needs the admin scope.
+func (c *Client) ResetPlugin(ctx context.Context, name string) (PluginInfo, error) {
+	var rep wire.ResetPluginReply
+	if err := c.call(ctx, &wire.ResetPluginRequest{Name: name}, &rep); err != nil {
+		return PluginInfo{}, err
+	}
+	return pluginInfoFromWire(rep.Plugin), nil
 }
 
 // AddPlugin registers the WebAssembly module wasm on the node under name,
@@ -84,8 +100,8 @@ func (c *Client) ListPlugins(ctx context.Context) ([]PluginInfo, error) {
 }
 
 // RemovePlugin removes the plugin called name. Polls naming it fail from
-// then on. An unknown name fails with StatusInvalidArgument. Needs the
-// admin scope.
+// then on. An unknown name fails with ErrUnknownPlugin. Needs the admin
+// scope.
 func (c *Client) RemovePlugin(ctx context.Context, name string) error {
 	return c.call(ctx, &wire.RemovePluginRequest{Name: name}, &wire.RemovePluginReply{})
 }

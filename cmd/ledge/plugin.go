@@ -24,7 +24,7 @@ import (
 )
 
 // newPluginCommand is "ledge plugin": registering plugins on a node (add,
-// list, remove: plugin_admin.go), and running them locally, under the
+// list, remove, reset: plugin_admin.go), and running them locally, under the
 // node's production limits, without a node (test, bench).
 func newPluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -37,7 +37,7 @@ func newPluginCommand() *cobra.Command {
   ledge plugin bench jsonfilter.wasm --param field=site --param equals=lyon`,
 	}
 	cmd.AddCommand(newPluginInitCommand(), newPluginBuildCommand(), newPluginTestCommand(), newPluginBenchCommand(),
-		newPluginAddCommand(), newPluginListCommand(), newPluginRemoveCommand())
+		newPluginAddCommand(), newPluginListCommand(), newPluginRemoveCommand(), newPluginResetCommand())
 	return cmd
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/ledgemq/ledge/sdk"
 )
 
-// The plugin registry of a node: "ledge plugin add", "list" and "remove".
-// They need a token with the admin scope.
+// The plugin registry of a node: "ledge plugin add", "list", "remove" and
+// "reset". They need a token with the admin scope.
 
 func newPluginAddCommand() *cobra.Command {
 	var kind string
@@ -75,15 +75,22 @@ func newPluginListCommand() *cobra.Command {
 		}
 		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "NAME\tKIND\tSIZE\tDIGEST\tADDED\tCALLS\tIN\tOUT\tFAILURES\tTIMEOUTS\tTRAPS\tSTATE")
+		var why []string
 		for _, p := range list {
-			state := "ok"
-			if p.Quarantined {
-				state = "quarantined"
-			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%.12s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.Kind, p.Size, p.Digest,
-				p.Added.Local().Format(time.DateTime), p.Calls, p.RecordsIn, p.RecordsOut, p.Failures, p.Timeouts, p.Traps, state)
+				p.Added.Local().Format(time.DateTime), p.Calls, p.RecordsIn, p.RecordsOut, p.Failures, p.Timeouts, p.Traps, p.State)
+			if p.Reason != "" {
+				why = append(why, fmt.Sprintf("%s %s: %s", p.Name, p.State, p.Reason))
+			}
 		}
-		return w.Flush()
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		// Reasons are long: each on a line of its own, under the table.
+		for _, line := range why {
+			fmt.Fprintln(cmd.OutOrStdout(), line)
+		}
+		return nil
 	}
 	return cmd
 }
@@ -107,6 +114,35 @@ func newPluginRemoveCommand() *cobra.Command {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+		return nil
+	}
+	return cmd
+}
+
+func newPluginResetCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "reset NAME",
+		Short: "Clear a plugin's quarantine (needs the admin scope)",
+		Long: `A plugin that timed out, trapped or answered nonsense too often is
+quarantined: polls naming it fail with "plugin quarantined" and the reason,
+across restarts of the node, until an operator clears it with this command
+(or adds its module again). The reset clears its strikes too.`,
+		Example: `  ledge plugin reset site`,
+		Args:    cobra.ExactArgs(1),
+	}
+	cf := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		c, err := cf.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		info, err := c.ResetPlugin(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "reset %s (%s)\n", info.Name, info.State)
 		return nil
 	}
 	return cmd

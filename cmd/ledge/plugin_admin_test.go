@@ -1,12 +1,29 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// buildWasm builds a plugin package for wasip1.
+func buildWasm(t *testing.T, pkg string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go toolchain to build the plugin: %v", err)
+	}
+	wasm := filepath.Join(t.TempDir(), filepath.Base(pkg)+".wasm")
+	build := exec.Command(goBin, "build", "-buildmode=c-shared", "-o", wasm, pkg)
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, msg)
+	}
+	return wasm
+}
 
 // TestPluginsThroughCLI registers the JSON filter example, consumes
 // through it, lists and removes it.
@@ -39,5 +56,48 @@ func TestPluginsThroughCLI(t *testing.T) {
 	_, errOut, err := n.run(t, "", "consume", "readings", "--filter", "site")
 	if err == nil || !strings.Contains(errOut, "unknown plugin") {
 		t.Fatalf("consume through a removed filter: err %v, stderr %q", err, errOut)
+	}
+}
+
+// A filter that loops forever: every consume through it exits with status
+// 1 and the plugin's name and cause on stderr, from the first call, and
+// prints no record; the third strike quarantines it, which the next
+// consume says, with the reason. "plugin list" shows the quarantine and
+// "plugin reset" clears it.
+func TestPluginFailuresThroughCLI(t *testing.T) {
+	wasm := buildWasm(t, "../../plugins/testdata/hostile")
+	n := serve(t, t.TempDir())
+	n.mustRun(t, "", "topic", "create", "T")
+	n.mustRun(t, "bait\n", "produce", "T")
+	n.mustRun(t, "", "plugin", "add", "loop", wasm, "--kind", "filter")
+
+	consume := func() (string, string, int) {
+		t.Helper()
+		out, errOut, err := n.run(t, "", "consume", "T", "--filter", "loop", "--param", "do=spin", "-n", "5")
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("consume through a looping filter: %v, want a non-zero exit\nstdout %q\nstderr %q", err, out, errOut)
+		}
+		return out, errOut, exit.ExitCode()
+	}
+	for i := range 3 {
+		out, errOut, code := consume()
+		if code != 1 || out != "" || !strings.Contains(errOut, `"loop"`) || !strings.Contains(errOut, "plugin timed out") ||
+			!strings.Contains(errOut, "deadline") {
+			t.Fatalf("consume %d: exit %d, stdout %q, stderr %q: want exit 1, nothing printed, the plugin's timeout on stderr", i+1, code, out, errOut)
+		}
+	}
+	if out, errOut, code := consume(); code != 1 || out != "" || !strings.Contains(errOut, "plugin quarantined") ||
+		!strings.Contains(errOut, "deadline") {
+		t.Fatalf("consume after three timeouts: exit %d, stdout %q, stderr %q: want the quarantine and its reason", code, out, errOut)
+	}
+	if out := n.mustRun(t, "", "plugin", "list"); !strings.Contains(out, "quarantined") || !strings.Contains(out, "failed 3 times") {
+		t.Fatalf("plugin list after the quarantine:\n%s", out)
+	}
+	if out := n.mustRun(t, "", "plugin", "reset", "loop"); !strings.Contains(out, "reset loop (ok)") {
+		t.Fatalf("plugin reset printed %q", out)
+	}
+	if out := n.mustRun(t, "", "consume", "T", "--filter", "loop", "--param", "do=ok", "-n", "1"); out != "bait\n" {
+		t.Fatalf("consume after the reset printed %q", out)
 	}
 }

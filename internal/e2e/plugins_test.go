@@ -241,7 +241,7 @@ func TestPluginCheckpointPolicy(t *testing.T) {
 		t.Fatalf("committed %+v, want offset 7 (through the checkpoint at 6)", committed)
 	}
 	// A filter is not a commit policy, and the reverse.
-	if err := c.SetCommitPolicy(ctx, "decoder", "missing", nil); !isStatus(err, wire.StatusInvalidArgument) {
+	if err := c.SetCommitPolicy(ctx, "decoder", "missing", nil); !isStatus(err, wire.StatusUnknownPlugin) {
 		t.Fatalf("SetCommitPolicy of an unknown plugin: %v", err)
 	}
 }
@@ -266,7 +266,7 @@ func TestPluginRegistrySurvivesRestart(t *testing.T) {
 	if err := c.RemovePlugin(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RemovePlugin(ctx, "gone"); !isStatus(err, wire.StatusInvalidArgument) {
+	if err := c.RemovePlugin(ctx, "gone"); !isStatus(err, wire.StatusUnknownPlugin) {
 		t.Fatalf("removing twice: %v", err)
 	}
 	_ = c.Close()
@@ -283,9 +283,11 @@ func TestPluginRegistrySurvivesRestart(t *testing.T) {
 	}
 }
 
-// A filter that never returns is cut off at its deadline, counts
-// strikes and ends quarantined; meanwhile a producer and another consumer
-// keep being served on another partition, and the node stays up.
+// A filter that never returns is cut off at its deadline: each poll
+// through it fails at once with an error naming the plugin and the cause
+// (never an empty poll), counts a strike, and the third quarantines it;
+// meanwhile a producer and another consumer keep being served on another
+// partition, and the node stays up.
 func TestPluginHostileFilterDoesNotStallTheNode(t *testing.T) {
 	n := pluginNode(t, nil)
 	c := dial(t, n)
@@ -303,9 +305,14 @@ func TestPluginHostileFilterDoesNotStallTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
+	var timeouts []error
 	go func() {
 		for {
 			rs, err := spinner.Poll(ctx)
+			if errors.Is(err, sdk.ErrPluginTimeout) {
+				timeouts = append(timeouts, err)
+				continue
+			}
 			if err != nil || len(rs) > 0 {
 				done <- err
 				return
@@ -347,8 +354,14 @@ func TestPluginHostileFilterDoesNotStallTheNode(t *testing.T) {
 	if rounds < 2 {
 		t.Fatalf("the other clients made no progress while the hostile filter ran (%d rounds)", rounds)
 	}
-	if !isStatus(hostileErr, wire.StatusInvalidArgument) || !strings.Contains(hostileErr.Error(), "quarantined") {
-		t.Fatalf("hostile consumer: %v, want a quarantine error", hostileErr)
+	if len(timeouts) != 3 {
+		t.Fatalf("%d polls failed with a plugin timeout before the quarantine, want 3 (MaxStrikes): %v", len(timeouts), timeouts)
+	}
+	if first := timeouts[0]; !strings.Contains(first.Error(), `"spin"`) || !strings.Contains(first.Error(), "deadline") || sdk.IsRetryable(first) {
+		t.Fatalf("the first poll's error %q: want the plugin's name and its deadline, not retryable", first)
+	}
+	if !errors.Is(hostileErr, sdk.ErrPluginQuarantined) || !strings.Contains(hostileErr.Error(), "deadline") {
+		t.Fatalf("hostile consumer: %v, want a quarantine error with its reason", hostileErr)
 	}
 	list, err := c.ListPlugins(ctx)
 	if err != nil {

@@ -58,6 +58,7 @@ const (
 	KindListPlugins  Kind = 0x0061 // list plugins
 	KindRemovePlugin Kind = 0x0062 // remove a plugin
 	KindSetPolicy    Kind = 0x0063 // attach a commit policy to a consumer or group
+	KindResetPlugin  Kind = 0x0064 // clear a plugin's quarantine
 )
 
 // String returns the kind's name as PROTOCOL.md spells it.
@@ -121,6 +122,8 @@ func (k Kind) String() string {
 		return "remove-plugin"
 	case KindSetPolicy:
 		return "set-policy"
+	case KindResetPlugin:
+		return "reset-plugin"
 	case KindAddUplink:
 		return "add-uplink"
 	case KindListUplinks:
@@ -144,7 +147,7 @@ func (k Kind) Defined() bool {
 		KindCreateToken, KindListTokens, KindRevokeToken,
 		KindJoinGroup, KindHeartbeat, KindLeaveGroup, KindDescribeGroup, KindListGroups,
 		KindGetState, KindCommitWithState, KindDeleteGroup,
-		KindAddPlugin, KindListPlugins, KindRemovePlugin, KindSetPolicy,
+		KindAddPlugin, KindListPlugins, KindRemovePlugin, KindSetPolicy, KindResetPlugin,
 		KindAddUplink, KindListUplinks, KindUplinkStatus, KindRemoveUplink:
 		return true
 	}

@@ -335,5 +335,8 @@ func allStatuses() []wire.Status {
 		wire.StatusUnassignedPartition, wire.StatusOffsetOutOfRange, wire.StatusCommitBackwards,
 		wire.StatusTokenRequired, wire.StatusTokenMismatch, wire.StatusNotDelivered, wire.StatusMalformedToken,
 		wire.StatusUnknownHistory,
+		wire.StatusUnknownPlugin, wire.StatusPluginTimeout, wire.StatusPluginTrap, wire.StatusPluginInvalidAnswer,
+		wire.StatusPluginError, wire.StatusPluginQuarantined, wire.StatusPluginBusy, wire.StatusPluginLoading,
+		wire.StatusPluginMemoryLimit,
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Plugins (kinds 0x0060–0x0063). An administrator adds a WebAssembly
+// Plugins (kinds 0x0060–0x0064). An administrator adds a WebAssembly
 // module under a name as a filter or a commit policy, lists and removes
 // plugins, and attaches a commit policy to a named consumer. A poll names
 // a filter in its Filter field; its reply then carries PayloadFiltered
@@ -80,7 +80,7 @@ func (m *AddPluginRequest) Decode(b []byte) error {
 //	name str16 | kind u8 | digest [32] | size u32 | added i64 unix ms |
 //	calls u64 | failures u64 | records in u64 | records out u64 |
 //	call time u64 ns | timeouts u64 | traps u64 | invalid answers u64 |
-//	memory pages u64 | quarantined u8
+//	memory pages u64 | quarantined u8 | state u8 | reason str16
 type PluginInfo struct {
 	Name string
 	Kind PluginKind
@@ -97,12 +97,51 @@ type PluginInfo struct {
 	// MemoryPages is the linear memory of its live instances (64 KiB
 	// pages).
 	MemoryPages uint64
-	// Quarantined: the plugin failed too often and refuses calls until it
-	// is added again.
+	// Quarantined: the plugin failed too often and refuses calls until an
+	// operator resets it or adds its module again (State is
+	// PluginQuarantined).
 	Quarantined bool
+	// State says whether the plugin serves calls; Reason why not (the
+	// last failure of a quarantined plugin, why a plugin did not load).
+	State  PluginState
+	Reason string
 }
 
-const pluginInfoMinSize = 2 + 1 + 32 + 4 + 8 + 9*8 + 1
+// PluginState is whether a registered plugin serves calls.
+type PluginState uint8
+
+// Plugin states.
+const (
+	// PluginReady: the plugin is loaded and serves calls.
+	PluginReady PluginState = 0
+	// PluginQuarantined: the plugin failed too often; calls are refused
+	// until an operator resets it (reset-plugin) or adds its module again.
+	// The quarantine and its reason survive restarts.
+	PluginQuarantined PluginState = 1
+	// PluginLoading: the node is still loading the plugin after a start.
+	PluginLoading PluginState = 2
+	// PluginNotLoaded: the node could not load the registered plugin (a
+	// missing or damaged module file); Reason says why.
+	PluginNotLoaded PluginState = 3
+	pluginStateMax              = PluginNotLoaded
+)
+
+// String returns the state as the CLI and the status page spell it.
+func (s PluginState) String() string {
+	switch s {
+	case PluginReady:
+		return "ok"
+	case PluginQuarantined:
+		return "quarantined"
+	case PluginLoading:
+		return "loading"
+	case PluginNotLoaded:
+		return "not loaded"
+	}
+	return "plugin-state(" + strconv.Itoa(int(s)) + ")"
+}
+
+const pluginInfoMinSize = 2 + 1 + 32 + 4 + 8 + 9*8 + 1 + 1 + 2
 
 func (p *PluginInfo) put(w *fieldWriter) {
 	w.str16(p.Name, MaxNameLen, "plugin name")
@@ -120,6 +159,8 @@ func (p *PluginInfo) put(w *fieldWriter) {
 	w.u64(p.InvalidAnswers)
 	w.u64(p.MemoryPages)
 	w.bool8(p.Quarantined)
+	w.enum(uint8(p.State), uint8(pluginStateMax), "plugin state")
+	w.text(p.Reason)
 }
 
 func (p *PluginInfo) get(r *fieldReader) {
@@ -138,6 +179,8 @@ func (p *PluginInfo) get(r *fieldReader) {
 	p.InvalidAnswers = r.u64("invalid answers")
 	p.MemoryPages = r.u64("memory pages")
 	p.Quarantined = r.bool8("quarantined")
+	p.State = PluginState(r.enum(uint8(pluginStateMax), "plugin state"))
+	r.str16(&p.Reason, MaxTextLen, "reason")
 }
 
 // unixMillis is t in Unix milliseconds; the zero time is 0.
@@ -338,5 +381,55 @@ func (*SetPolicyReply) Encode(dst []byte) ([]byte, error) { return dst, nil }
 // Decode implements Message.
 func (*SetPolicyReply) Decode(b []byte) error {
 	r := newFieldReader(b, "set-policy reply")
+	return r.finish()
+}
+
+// ResetPluginRequest clears the quarantine of the plugin called Name (and
+// its strikes): it serves calls again. The node records the reset, so the
+// plugin is not quarantined again by its next start.
+//
+//	name str16
+type ResetPluginRequest struct {
+	Name string
+}
+
+// Kind implements Message.
+func (*ResetPluginRequest) Kind() Kind { return KindResetPlugin }
+
+// Encode implements Message.
+func (m *ResetPluginRequest) Encode(dst []byte) ([]byte, error) {
+	w := newFieldWriter(dst, "reset-plugin")
+	w.str16(m.Name, MaxNameLen, "plugin name")
+	return w.result()
+}
+
+// Decode implements Message.
+func (m *ResetPluginRequest) Decode(b []byte) error {
+	r := newFieldReader(b, "reset-plugin")
+	r.str16(&m.Name, MaxNameLen, "plugin name")
+	return r.finish()
+}
+
+// ResetPluginReply describes the plugin as reset.
+//
+//	plugin info
+type ResetPluginReply struct {
+	Plugin PluginInfo
+}
+
+// Kind implements Message.
+func (*ResetPluginReply) Kind() Kind { return KindResetPlugin }
+
+// Encode implements Message.
+func (m *ResetPluginReply) Encode(dst []byte) ([]byte, error) {
+	w := newFieldWriter(dst, "reset-plugin reply")
+	m.Plugin.put(&w)
+	return w.result()
+}
+
+// Decode implements Message.
+func (m *ResetPluginReply) Decode(b []byte) error {
+	r := newFieldReader(b, "reset-plugin reply")
+	m.Plugin.get(&r)
 	return r.finish()
 }

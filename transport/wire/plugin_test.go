@@ -10,7 +10,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The plugin messages (kinds 0x0060–0x0063) get the same round-trip,
+// The plugin messages (kinds 0x0060–0x0064) get the same round-trip,
 // truncation, framing and fuzz coverage as the other messages.
 
 func genPluginInfo(t *rapid.T) wire.PluginInfo {
@@ -28,6 +28,7 @@ func genPluginInfo(t *rapid.T) wire.PluginInfo {
 		CallTime: genDuration(t, "call time"), Timeouts: rapid.Uint64().Draw(t, "timeouts"),
 		Traps: rapid.Uint64().Draw(t, "traps"), InvalidAnswers: rapid.Uint64().Draw(t, "invalid"),
 		MemoryPages: rapid.Uint64().Draw(t, "pages"), Quarantined: rapid.Bool().Draw(t, "quarantined"),
+		State: wire.PluginState(rapid.IntRange(0, 3).Draw(t, "state")), Reason: genName(t, "reason"),
 	}
 }
 
@@ -63,6 +64,12 @@ func pluginMessageCases() []messageCase {
 			}
 		}), zeroOf[wire.SetPolicyRequest]()},
 		{"SetPolicyReply", rapid.Just[wire.Message](&wire.SetPolicyReply{}), zeroOf[wire.SetPolicyReply]()},
+		{"ResetPluginRequest", custom(func(t *rapid.T) *wire.ResetPluginRequest {
+			return &wire.ResetPluginRequest{Name: genName(t, "name")}
+		}), zeroOf[wire.ResetPluginRequest]()},
+		{"ResetPluginReply", custom(func(t *rapid.T) *wire.ResetPluginReply {
+			return &wire.ResetPluginReply{Plugin: genPluginInfo(t)}
+		}), zeroOf[wire.ResetPluginReply]()},
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 // Ranges: 0x0001–0x00FF are general, authentication and data statuses;
 // 0x0100–0x01FF are fence rejections, whose low byte is the fence code the
 // node rejected the work with; 0x0200–0x02FF are reserved for groups,
-// state and plugins. A status this package does not know (from a newer
+// state and plugins, of which 0x0201–0x021F are a filter plugin's
+// failures (IsPlugin). A status this package does not know (from a newer
 // peer) has the retry class ClassGiveUp.
 //
 // Status implements error so that errors.Is(err, StatusBusy) matches any
@@ -131,6 +132,37 @@ const (
 	// StatusUnknownHistory: the token's history epoch is absent from the
 	// partition's lineage.
 	StatusUnknownHistory Status = 0x0113
+
+	// A filter plugin's failures: the poll (or its partition's entry)
+	// failed because of the plugin it named, nothing was consumed, and
+	// the message names the plugin and the cause (docs/PLUGINS.md).
+
+	// StatusUnknownPlugin: the node has no plugin of that name.
+	StatusUnknownPlugin Status = 0x0201
+	// StatusPluginTimeout: the plugin ran past its call deadline and was
+	// cut off. Polling again runs it on the same records: not retried.
+	StatusPluginTimeout Status = 0x0202
+	// StatusPluginTrap: the plugin trapped (a panic, an out-of-bounds
+	// access, memory it could not grow).
+	StatusPluginTrap Status = 0x0203
+	// StatusPluginInvalidAnswer: the plugin answered outside the ABI.
+	StatusPluginInvalidAnswer Status = 0x0204
+	// StatusPluginError: the plugin reported an error itself (a missing
+	// parameter, input it refuses).
+	StatusPluginError Status = 0x0205
+	// StatusPluginQuarantined: the plugin failed too often and refuses
+	// calls until an operator resets it or adds its module again.
+	StatusPluginQuarantined Status = 0x0206
+	// StatusPluginBusy: the node's plugin memory budget, or every
+	// instance of the plugin, was taken for as long as the poll could
+	// wait. Momentary: retry with backoff.
+	StatusPluginBusy Status = 0x0207
+	// StatusPluginLoading: the node is still loading the plugin after a
+	// start, and the poll's wait ended first. Retry shortly.
+	StatusPluginLoading Status = 0x0208
+	// StatusPluginMemoryLimit: the plugin grew its memory past the limit
+	// of one instance; memory.grow failed inside the call.
+	StatusPluginMemoryLimit Status = 0x0209
 )
 
 // FenceStatusBase is the first status of the fence range: a fence
@@ -270,6 +302,24 @@ func statusInfoOf(s Status) (statusInfo, bool) {
 		return statusInfo{"malformed token", ClassGiveUp}, true
 	case StatusUnknownHistory:
 		return statusInfo{"unknown history", ClassReinitialize}, true
+	case StatusUnknownPlugin:
+		return statusInfo{"unknown plugin", ClassGiveUp}, true
+	case StatusPluginTimeout:
+		return statusInfo{"plugin timed out", ClassGiveUp}, true
+	case StatusPluginTrap:
+		return statusInfo{"plugin trapped", ClassGiveUp}, true
+	case StatusPluginInvalidAnswer:
+		return statusInfo{"invalid plugin answer", ClassGiveUp}, true
+	case StatusPluginError:
+		return statusInfo{"plugin error", ClassGiveUp}, true
+	case StatusPluginQuarantined:
+		return statusInfo{"plugin quarantined", ClassGiveUp}, true
+	case StatusPluginBusy:
+		return statusInfo{"plugin busy", ClassRetry}, true
+	case StatusPluginLoading:
+		return statusInfo{"plugin loading", ClassRetry}, true
+	case StatusPluginMemoryLimit:
+		return statusInfo{"plugin memory limit", ClassGiveUp}, true
 	}
 	return statusInfo{}, false
 }
@@ -299,6 +349,11 @@ func (s Status) Retryable() bool {
 
 // IsFence reports whether s is a fence rejection.
 func (s Status) IsFence() bool { return s > FenceStatusBase && s <= FenceStatusBase+0xFF }
+
+// IsPlugin reports whether s is a filter plugin's failure: a client
+// surfaces it to the application whatever its retry class, so that a
+// plugin's failure is never mistaken for an empty poll.
+func (s Status) IsPlugin() bool { return s >= StatusUnknownPlugin && s <= 0x021F }
 
 // String returns the status's name, or "status 0x…" for an unknown one.
 func (s Status) String() string {

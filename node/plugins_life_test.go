@@ -1,0 +1,315 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ledgemq/ledge/plugins"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// The life of a plugin across restarts: the compilation cache on the
+// node's real file system, loading in the background while the node
+// serves, quarantines kept until an operator clears them, and one strike
+// per poll.
+
+// wrappedDisk is the disk behind a wrapper, as serve runs the node (its
+// metered file system); opening a plugin module waits for gate when one
+// is set, so a test can hold the node's plugins in their loading.
+type wrappedDisk struct {
+	vfs.FS
+	gate chan struct{}
+}
+
+func (w wrappedDisk) Unwrap() vfs.FS { return w.FS }
+
+func (w wrappedDisk) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	if w.gate != nil && strings.HasSuffix(name, ".wasm") {
+		<-w.gate
+	}
+	return w.FS.Open(name, opts...)
+}
+
+func prefixWasm(t testing.TB) []byte {
+	t.Helper()
+	wasm, err := os.ReadFile("../plugins/testdata/prefix.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wasm
+}
+
+func prefixFilter() wire.Filter {
+	return wire.Filter{Name: "prefix", Params: []wire.FilterParam{{Key: "prefix", Value: "temp"}}}
+}
+
+// hostileNode starts a node on dir whose plugins are compiled once for
+// every run of the tests (a Go plugin takes seconds to compile), with the
+// hostile plugin of the host's tests added as "hostile" unless the data
+// directory has it.
+func hostileNode(t *testing.T, dir string, tweak func(*Config)) *testNode {
+	t.Helper()
+	return startNode(t, nil, func(cfg *Config) {
+		cfg.DataDir = dir
+		if d, err := os.UserCacheDir(); err == nil {
+			cfg.Plugins.CacheDir = filepath.Join(d, "ledge", "node-plugins-wazero")
+		}
+		if tweak != nil {
+			tweak(cfg)
+		}
+	})
+}
+
+func pollFiltered(t *testing.T, c *client, f wire.Filter, topic string, partitions ...uint32) []wire.PollPartitionReply {
+	t.Helper()
+	req := &wire.PollRequest{Filter: f}
+	for _, p := range partitions {
+		req.Partitions = append(req.Partitions, wire.PollPartition{Topic: topic, Partition: p, Position: wire.Position{Mode: wire.PositionFirst}})
+	}
+	var rep wire.PollReply
+	if err := c.call(c.main, req, &rep); err != nil {
+		t.Fatalf("poll: %v", err)
+	}
+	return rep.Partitions
+}
+
+func pluginListed(t *testing.T, c *client, name string) wire.PluginInfo {
+	t.Helper()
+	var list wire.ListPluginsReply
+	c.mustCall(&wire.ListPluginsRequest{}, &list)
+	for _, p := range list.Plugins {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("plugin %q is not listed: %+v", name, list.Plugins)
+	return wire.PluginInfo{}
+}
+
+// With the node's files on disk behind a wrapper (as serve runs it), the
+// compiled module goes to the cache in the data directory: a restart
+// loads it without compiling, and so does adding the same module again.
+func TestPluginCompileCacheSkipsCompilingAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	onDisk := func(cfg *Config) { cfg.DataDir, cfg.FS = dir, wrappedDisk{FS: vfs.Default} }
+	first := startNode(t, nil, onDisk)
+	c := first.mustDial(t, first.admin)
+	c.mustCall(&wire.AddPluginRequest{Name: "prefix", PluginKind: wire.PluginFilter, Module: prefixWasm(t)}, &wire.AddPluginReply{})
+	if n := first.plugins.host.Load().Compiles(); n != 1 {
+		t.Fatalf("adding a new module compiled %d modules, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PluginsCacheDir)); err != nil {
+		t.Fatalf("no compilation cache in the data directory: %v", err)
+	}
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startNode(t, nil, onDisk)
+	if err := second.WaitPluginsLoaded(safetyContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	host := second.plugins.host.Load()
+	if n := host.Compiles(); n != 0 {
+		t.Fatalf("the restart compiled %d modules, want 0 (the cache has them)", n)
+	}
+	c = second.mustDial(t, second.admin)
+	c.mustCall(&wire.RemovePluginRequest{Name: "prefix"}, &wire.RemovePluginReply{})
+	c.mustCall(&wire.AddPluginRequest{Name: "prefix", PluginKind: wire.PluginFilter, Module: prefixWasm(t)}, &wire.AddPluginReply{})
+	if n := host.Compiles(); n != 0 {
+		t.Fatalf("adding a cached module compiled %d modules, want 0", n)
+	}
+	c.createTopic("t", wire.TopicConfig{Partitions: 1})
+	if _, err := c.produce(c.main, "t", 0, testBatch(t, "temp 21", "rain")); err != nil {
+		t.Fatal(err)
+	}
+	got := pollFiltered(t, c, prefixFilter(), "t", 0)[0]
+	if got.Status != wire.StatusOK || !eq(values(t, got.Batches), []string{"0:temp 21"}) {
+		t.Fatalf("filtered poll: %v %q %q", got.Status, got.Message, values(t, got.Batches))
+	}
+}
+
+// After a restart the node serves at once while its plugins load: a poll
+// naming a plugin still loading fails with the retryable plugin-loading
+// status when it cannot wait, and a long poll waits for the plugin and
+// is answered through it.
+func TestPollNamingAPluginStillLoading(t *testing.T) {
+	dir := t.TempDir()
+	first := startNode(t, nil, func(cfg *Config) { cfg.DataDir = dir })
+	c := first.mustDial(t, first.admin)
+	c.createTopic("t", wire.TopicConfig{Partitions: 1})
+	c.mustCall(&wire.AddPluginRequest{Name: "prefix", PluginKind: wire.PluginFilter, Module: prefixWasm(t)}, &wire.AddPluginReply{})
+	added := pluginListed(t, c, "prefix").Added
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	gate := make(chan struct{})
+	second := startNode(t, nil, func(cfg *Config) { cfg.DataDir, cfg.FS = dir, wrappedDisk{FS: vfs.Default, gate: gate} })
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release) // before the node's Close, which waits for the loader
+
+	c = second.mustDial(t, second.admin)
+	if _, err := c.produce(c.main, "t", 0, testBatch(t, "temp 21", "rain")); err != nil {
+		t.Fatalf("produce while plugins load: %v", err)
+	}
+	if p := pluginListed(t, c, "prefix"); p.State != wire.PluginLoading || !p.Added.Equal(added) {
+		t.Fatalf("listed while loading: state %v, added %v (want loading, %v)", p.State, p.Added, added)
+	}
+	var rep wire.PollReply
+	err := c.call(c.main, &wire.PollRequest{Filter: prefixFilter(),
+		Partitions: []wire.PollPartition{{Topic: "t", Position: wire.Position{Mode: wire.PositionFirst}}}}, &rep)
+	if statusOfErr(err) != wire.StatusPluginLoading || !wire.StatusPluginLoading.Retryable() || !strings.Contains(err.Error(), `"prefix"`) {
+		t.Fatalf("an immediate poll while the plugin loads: %v, want a retryable plugin-loading error naming it", err)
+	}
+
+	waiting := c.send(c.stream(), &wire.PollRequest{Filter: prefixFilter(), MaxWait: time.Minute,
+		Partitions: []wire.PollPartition{{Topic: "t", Position: wire.Position{Mode: wire.PositionFirst}}}})
+	release()
+	r := <-waiting
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := decodeReply(r.frame, &rep); err != nil {
+		t.Fatalf("a long poll while the plugin loads: %v", err)
+	}
+	if got := rep.Partitions[0]; got.Status != wire.StatusOK || !eq(values(t, got.Batches), []string{"0:temp 21"}) {
+		t.Fatalf("a long poll while the plugin loads: %v %q %q", got.Status, got.Message, values(t, got.Batches))
+	}
+	if p := pluginListed(t, c, "prefix"); p.State != wire.PluginReady || !p.Added.Equal(added) {
+		t.Fatalf("listed once loaded: state %v, added %v (want ok, %v)", p.State, p.Added, added)
+	}
+}
+
+// A poll over three partitions whose filter times out on the first fails
+// every partition with the plugin-timeout status and counts one strike:
+// the filter is not run again within the poll.
+func TestFilterFailureIsOneStrikePerPoll(t *testing.T) {
+	tn := hostileNode(t, t.TempDir(), func(cfg *Config) { cfg.Plugins.MaxStrikes = 2 })
+	c := tn.mustDial(t, tn.admin)
+	c.createTopic("t", wire.TopicConfig{Partitions: 3})
+	for p := range uint32(3) {
+		if _, err := c.produce(c.main, "t", p, testBatch(t, "bait")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter,
+		Module: buildPluginWasm(t, "../plugins/testdata/hostile")}, &wire.AddPluginReply{})
+	spin := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "spin"}}}
+
+	for i, got := range pollFiltered(t, c, spin, "t", 0, 1, 2) {
+		if got.Status != wire.StatusPluginTimeout || !strings.Contains(got.Message, `"hostile"`) {
+			t.Errorf("partition %d: %v %q, want a plugin timeout naming the plugin", i, got.Status, got.Message)
+		}
+	}
+	if p := pluginListed(t, c, "hostile"); p.Timeouts != 1 || p.State != wire.PluginReady {
+		t.Fatalf("after one poll over three partitions: %d timeouts, state %v (want 1, ok)", p.Timeouts, p.State)
+	}
+	if got := tn.Plugins().PluginStatuses()[0]; got.Strikes != 1 {
+		t.Fatalf("after one poll: %d strikes, want 1", got.Strikes)
+	}
+	pollFiltered(t, c, spin, "t", 0, 1, 2)
+	if p := pluginListed(t, c, "hostile"); p.State != wire.PluginQuarantined {
+		t.Fatalf("after two polls (MaxStrikes 2): state %v, want quarantined", p.State)
+	}
+}
+
+// A quarantine and its reason are kept across restarts until an operator
+// resets the plugin; the reset is kept too, and the plugin serves again.
+func TestQuarantineSurvivesRestartsUntilReset(t *testing.T) {
+	dir := t.TempDir()
+	strict := func(cfg *Config) { cfg.Plugins.MaxStrikes = 1 }
+	first := hostileNode(t, dir, strict)
+	c := first.mustDial(t, first.admin)
+	c.createTopic("t", wire.TopicConfig{Partitions: 1})
+	if _, err := c.produce(c.main, "t", 0, testBatch(t, "bait")); err != nil {
+		t.Fatal(err)
+	}
+	c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter,
+		Module: buildPluginWasm(t, "../plugins/testdata/hostile")}, &wire.AddPluginReply{})
+	added := pluginListed(t, c, "hostile").Added
+	spin := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "spin"}}}
+	ok := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "ok"}}}
+	if got := pollFiltered(t, c, spin, "t", 0)[0]; got.Status != wire.StatusPluginTimeout {
+		t.Fatalf("first poll: %v %q", got.Status, got.Message)
+	}
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	var running *testNode
+	restart := func() *client {
+		t.Helper()
+		if running != nil {
+			if err := running.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		running = hostileNode(t, dir, strict)
+		if err := running.WaitPluginsLoaded(safetyContext(t)); err != nil {
+			t.Fatal(err)
+		}
+		return running.mustDial(t, running.admin)
+	}
+	c = restart()
+	p := pluginListed(t, c, "hostile")
+	if p.State != wire.PluginQuarantined || !p.Quarantined || !strings.Contains(p.Reason, "deadline") || !p.Added.Equal(added) {
+		t.Fatalf("after a restart: state %v, reason %q, added %v (want quarantined for its timeout, added %v)", p.State, p.Reason, p.Added, added)
+	}
+	got := pollFiltered(t, c, ok, "t", 0)[0]
+	if got.Status != wire.StatusPluginQuarantined || !strings.Contains(got.Message, "deadline") {
+		t.Fatalf("a poll after the restart: %v %q, want quarantined with its reason", got.Status, got.Message)
+	}
+
+	var reset wire.ResetPluginReply
+	c.mustCall(&wire.ResetPluginRequest{Name: "hostile"}, &reset)
+	if reset.Plugin.State != wire.PluginReady {
+		t.Fatalf("after a reset: %+v", reset.Plugin)
+	}
+	c = restart()
+	if p := pluginListed(t, c, "hostile"); p.State != wire.PluginReady {
+		t.Fatalf("a reset plugin after a restart: state %v %q", p.State, p.Reason)
+	}
+	if got := pollFiltered(t, c, ok, "t", 0)[0]; got.Status != wire.StatusOK || !eq(values(t, got.Batches), []string{"0:bait"}) {
+		t.Fatalf("a poll after the reset: %v %q", got.Status, got.Message)
+	}
+}
+
+// Every failure of a filter has a status of its own, which a client
+// surfaces whatever its class; only a momentarily full budget or pool and
+// a plugin still loading are retryable. The message is the error's, which
+// names the plugin.
+func TestFilterFailuresMapToPluginStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want wire.Status
+	}{
+		{fmt.Errorf(`%w: "loop": ledge_filter ran past its deadline of 100ms`, plugins.ErrTimeout), wire.StatusPluginTimeout},
+		{fmt.Errorf(`%w: "crash": ledge_filter: unreachable`, plugins.ErrTrap), wire.StatusPluginTrap},
+		{fmt.Errorf(`%w: "bomb" grew past 64 MiB`, plugins.ErrMemoryLimit), wire.StatusPluginMemoryLimit},
+		{fmt.Errorf(`%w: "liar": a bitmap of 3 bytes`, plugins.ErrInvalidAnswer), wire.StatusPluginInvalidAnswer},
+		{fmt.Errorf(`%w: "picky": missing parameter`, plugins.ErrPluginFailed), wire.StatusPluginError},
+		{fmt.Errorf(`%w: "loop" (failed 3 times)`, plugins.ErrQuarantined), wire.StatusPluginQuarantined},
+		{fmt.Errorf(`%w: "hungry" needs 64 KiB: %w`, plugins.ErrMemoryBudget, context.DeadlineExceeded), wire.StatusPluginBusy},
+		{fmt.Errorf(`%w: filter "busy" could not run: %w`, errPluginBusy, context.DeadlineExceeded), wire.StatusPluginBusy},
+		{fmt.Errorf(`%w: "site"`, errPluginLoading), wire.StatusPluginLoading},
+		{fmt.Errorf(`%w: "nope"`, plugins.ErrUnknownPlugin), wire.StatusUnknownPlugin},
+	} {
+		st, msg := StatusOf(tc.err)
+		if st != tc.want || !st.IsPlugin() || msg != tc.err.Error() {
+			t.Errorf("StatusOf(%v) = %v %q, want %v with the error's message", tc.err, st, msg, tc.want)
+		}
+		retryable := tc.want == wire.StatusPluginBusy || tc.want == wire.StatusPluginLoading
+		if st.Retryable() != retryable {
+			t.Errorf("%v: retryable %v, want %v", st, st.Retryable(), retryable)
+		}
+	}
+}

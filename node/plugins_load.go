@@ -1,0 +1,289 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ledgemq/ledge/plugins"
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// The plugin registry's life across restarts: loading the registered
+// plugins in the background once the node listens, waiting for one a poll
+// names, and keeping quarantines in the metadata store until an operator
+// clears them.
+//
+// Loading is off the start path because compiling a Go plugin takes about
+// a second of CPU per plugin on a small machine (none with a warm
+// compilation cache): the node serves everything else meanwhile, and a
+// poll naming a plugin not loaded yet waits for it within its max wait.
+
+// startLoading loads every registered plugin in the background, one at a
+// time in name order, each under adminMu (an operator's add or remove of
+// the same name is ordered with its load).
+func (reg *pluginRegistry) startLoading() {
+	if reg == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	reg.mu.Lock()
+	reg.stopLoad = cancel
+	names := make([]string, 0, len(reg.loading))
+	for name := range reg.loading {
+		names = append(names, name)
+	}
+	reg.bg.Add(1)
+	reg.mu.Unlock()
+	slices.Sort(names)
+	go func() {
+		defer reg.bg.Done()
+		defer close(reg.loaded)
+		start := time.Now()
+		for _, name := range names {
+			reg.load(ctx, name)
+		}
+		if len(names) > 0 {
+			var compiles uint64
+			if h := reg.host.Load(); h != nil {
+				compiles = h.Compiles()
+			}
+			reg.log.Info("plugins loaded", "plugins", len(names), "compiled", compiles, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}()
+}
+
+// load adds one registered plugin to the host, with its recorded
+// quarantine, unless an operator added or removed it meanwhile.
+func (reg *pluginRegistry) load(ctx context.Context, name string) {
+	reg.adminMu.Lock()
+	defer reg.adminMu.Unlock()
+	reg.mu.RLock()
+	rec, ok := reg.records[name]
+	_, pending := reg.loading[name]
+	reg.mu.RUnlock()
+	if !ok || !pending {
+		return
+	}
+	why := ""
+	err := ctx.Err()
+	var host *plugins.Host
+	if err == nil {
+		host, err = reg.hostLocked(ctx)
+	}
+	if err == nil {
+		var wasm []byte
+		if wasm, err = reg.readModule(rec.Digest); err == nil {
+			_, err = host.Add(ctx, name, plugins.Kind(rec.Kind), wasm)
+		}
+	}
+	if err == nil && rec.Quarantined {
+		err = host.Quarantine(name, rec.Reason)
+	}
+	if err != nil {
+		why = err.Error()
+		if ctx.Err() == nil {
+			reg.log.Error("plugin not loaded", "plugin", name, "digest", rec.Digest, "err", err)
+		}
+	}
+	reg.mu.Lock()
+	reg.doneLoadingLocked(name, why)
+	reg.mu.Unlock()
+}
+
+// doneLoadingLocked ends the wait for name's load, noting why it failed
+// (empty: it did not). Called with reg.mu held.
+func (reg *pluginRegistry) doneLoadingLocked(name, why string) {
+	if ch, ok := reg.loading[name]; ok {
+		close(ch)
+		delete(reg.loading, name)
+	}
+	if why != "" {
+		reg.notLoaded[name] = why
+	} else {
+		delete(reg.notLoaded, name)
+	}
+}
+
+// awaitLoaded waits for plugin name to be loaded, if it is still
+// loading, for at most maxWait: then it fails with errPluginLoading. A
+// registered plugin whose load failed fails with ErrUnknownPlugin and
+// the reason.
+func (reg *pluginRegistry) awaitLoaded(ctx context.Context, name string, maxWait time.Duration) error {
+	reg.mu.RLock()
+	ch := reg.loading[name]
+	reg.mu.RUnlock()
+	if ch != nil {
+		loading := fmt.Errorf("%w: %q: the node started recently and is still loading its plugins; poll again shortly", errPluginLoading, name)
+		if maxWait <= 0 {
+			return loading
+		}
+		t := time.NewTimer(maxWait)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+			return loading
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	reg.mu.RLock()
+	why, failed := reg.notLoaded[name]
+	reg.mu.RUnlock()
+	if failed {
+		return fmt.Errorf("%w: %q is registered but could not be loaded: %s", plugins.ErrUnknownPlugin, name, why)
+	}
+	return nil
+}
+
+// waitLoaded waits until the plugins registered at the start are loaded
+// (or failed to).
+func (reg *pluginRegistry) waitLoaded(ctx context.Context) error {
+	if reg == nil {
+		return nil
+	}
+	select {
+	case <-reg.loaded:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WaitPluginsLoaded waits until the plugins registered when the node
+// started are loaded (or failed to load, which is logged). The node
+// serves meanwhile; a poll naming a plugin not loaded yet waits for it
+// within its max wait.
+func (n *Node) WaitPluginsLoaded(ctx context.Context) error { return n.plugins.waitLoaded(ctx) }
+
+// quarantined records a quarantine the host decided (Host.OnQuarantine),
+// so that it survives a restart. A plugin replaced or removed meanwhile
+// keeps its new record.
+func (reg *pluginRegistry) quarantined(name string, digest plugins.Digest, reason string) {
+	reg.mu.Lock()
+	if reg.closing {
+		reg.mu.Unlock()
+		return
+	}
+	reg.bg.Add(1)
+	reg.mu.Unlock()
+	defer reg.bg.Done()
+	reg.adminMu.Lock()
+	defer reg.adminMu.Unlock()
+	reg.mu.RLock()
+	rec, ok := reg.records[name]
+	reg.mu.RUnlock()
+	if !ok || rec.Digest != digest.String() || rec.Quarantined {
+		return
+	}
+	rec.Quarantined, rec.Reason, rec.QuarantinedAt = true, reason, reg.now()
+	if err := reg.putRecord(context.Background(), append(slices.Clone(keyPlugins), name...), rec); err != nil {
+		reg.log.Warn("recording a plugin's quarantine", "plugin", name, "err", err)
+		return
+	}
+	reg.mu.Lock()
+	reg.records[name] = rec
+	reg.mu.Unlock()
+}
+
+// reset clears the quarantine and the strikes of plugin name, in the
+// metadata store first.
+func (reg *pluginRegistry) reset(ctx context.Context, name string) (wire.PluginInfo, error) {
+	if reg == nil {
+		return wire.PluginInfo{}, fmt.Errorf("%w: %q: this node runs no plugins", plugins.ErrUnknownPlugin, name)
+	}
+	reg.adminMu.Lock()
+	defer reg.adminMu.Unlock()
+	reg.mu.RLock()
+	rec, ok := reg.records[name]
+	reg.mu.RUnlock()
+	if !ok {
+		return wire.PluginInfo{}, fmt.Errorf("%w: %q", plugins.ErrUnknownPlugin, name)
+	}
+	if rec.Quarantined {
+		rec.Quarantined, rec.Reason, rec.QuarantinedAt = false, "", time.Time{}
+		if err := reg.putRecord(ctx, append(slices.Clone(keyPlugins), name...), rec); err != nil {
+			return wire.PluginInfo{}, err
+		}
+		reg.mu.Lock()
+		reg.records[name] = rec
+		reg.mu.Unlock()
+	}
+	if h := reg.host.Load(); h != nil {
+		if err := h.Reset(name); err != nil {
+			reg.mu.RLock()
+			_, loading := reg.loading[name]
+			reg.mu.RUnlock()
+			if !loading {
+				return wire.PluginInfo{}, err
+			}
+		}
+	}
+	reg.log.Info("plugin reset", "plugin", name)
+	for _, v := range reg.list() {
+		if v.Name == name {
+			return v.PluginInfo, nil
+		}
+	}
+	return wire.PluginInfo{}, fmt.Errorf("%w: %q", plugins.ErrUnknownPlugin, name)
+}
+
+// pluginView is a plugin as listed: its wire description, and the strikes
+// held against it.
+type pluginView struct {
+	wire.PluginInfo
+	Strikes uint64
+}
+
+// list describes every registered plugin, by name: the host's counters
+// for those loaded, the record for those loading or not loaded, and the
+// time each was added (not loaded).
+func (reg *pluginRegistry) list() []pluginView {
+	if reg == nil {
+		return nil
+	}
+	var infos []plugins.Info
+	if h := reg.host.Load(); h != nil {
+		infos = h.List()
+	}
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	out := make([]pluginView, 0, len(reg.records))
+	seen := make(map[string]bool, len(infos))
+	for _, i := range infos {
+		v := pluginView{PluginInfo: pluginInfoToWire(i), Strikes: uint64(i.Stats.Strikes)}
+		if rec, ok := reg.records[i.Name]; ok && rec.Digest == i.Digest.String() {
+			v.Added = rec.Added
+		}
+		seen[i.Name] = true
+		out = append(out, v)
+	}
+	for name, rec := range reg.records {
+		if seen[name] {
+			continue
+		}
+		v := pluginView{PluginInfo: wire.PluginInfo{Name: name, Kind: wire.PluginKind(rec.Kind), Added: rec.Added, State: wire.PluginLoading}}
+		if d, err := hex.DecodeString(rec.Digest); err == nil && len(d) == len(v.Digest) {
+			copy(v.Digest[:], d)
+		}
+		if why, failed := reg.notLoaded[name]; failed {
+			v.State, v.Reason = wire.PluginNotLoaded, why
+		} else if _, loading := reg.loading[name]; !loading {
+			continue // added or removed while listing
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b pluginView) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
