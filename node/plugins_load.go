@@ -76,7 +76,7 @@ func (reg *pluginRegistry) load(ctx context.Context, name string) {
 	if err == nil {
 		var wasm []byte
 		if wasm, err = reg.readModule(rec.Digest); err == nil {
-			_, err = host.Add(ctx, name, plugins.Kind(rec.Kind), wasm)
+			_, err = host.Load(ctx, name, plugins.Kind(rec.Kind), wasm)
 		}
 	}
 	if err == nil && rec.Quarantined {

@@ -192,6 +192,18 @@ func validName(name string) bool {
 // quarantine. Add is meant for the
 // control path, never the request path: it can take as long as a compile.
 func (h *Host) Add(ctx context.Context, name string, kind Kind, wasm []byte) (Digest, error) {
+	return h.add(ctx, name, kind, wasm, true)
+}
+
+// Load is Add for a module that was added before (the node's registry
+// loading its plugins after a restart): it checks and compiles the module
+// (from the cache, usually) but starts no instance; the first call does.
+// A module that no longer starts fails its calls, with strikes.
+func (h *Host) Load(ctx context.Context, name string, kind Kind, wasm []byte) (Digest, error) {
+	return h.add(ctx, name, kind, wasm, false)
+}
+
+func (h *Host) add(ctx context.Context, name string, kind Kind, wasm []byte, probe bool) (Digest, error) {
 	if !validName(name) {
 		return Digest{}, fmt.Errorf("%w: plugin name %q (use 1-255 letters, digits, '.', '_' or '-')", ErrBadParams, name)
 	}
@@ -225,7 +237,14 @@ func (h *Host) Add(ctx context.Context, name string, kind Kind, wasm []byte) (Di
 	if mem := m.info.memory; mem != nil {
 		p.estBytes = int64(mem.min) * pageSize
 	}
-	if err := h.probe(ctx, p); err != nil {
+	if !probe {
+		// It started when it was first added; the exports at least
+		// must still offer the kind (the first call checks the rest).
+		if kindsOf(m.info)&int(kind) == 0 {
+			h.releaseModule(m)
+			return Digest{}, fmt.Errorf("adding plugin %q: %w: not a %v", name, ErrWrongKind, kind)
+		}
+	} else if err := h.probe(ctx, p); err != nil {
 		h.releaseModule(m)
 		return Digest{}, fmt.Errorf("adding plugin %q: %w", name, err)
 	}
