@@ -443,8 +443,9 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 		oldLast *pollPartition
 	}
 	var (
-		todo []delivery
-		errs []error
+		todo         []delivery
+		errs         []error
+		pluginFailed bool
 	)
 	c.mu.Lock()
 	for i := range reply.Partitions {
@@ -471,8 +472,11 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 		case p.Status.IsPlugin():
 			// The filter failed (timed out, trapped, quarantined, its
 			// budget full...): never silent, whatever the class, or a
-			// looping filter would look like an empty topic.
+			// looping filter would look like an empty topic. No poll is
+			// sent ahead: it would run the filter again (another strike)
+			// before the application decided to.
 			errs = append(errs, err)
+			pluginFailed = true
 		case p.Status.RetryClass() == wire.ClassRetry:
 			// Busy or shutting down: the next poll tries again.
 		case errors.Is(err, ErrFencedSession):
@@ -487,7 +491,7 @@ func (c *Consumer) deliver(ctx context.Context, inflight *inflightPoll, reply *w
 	}
 	c.mu.Unlock()
 
-	if c.prefetches() && c.pending == nil {
+	if c.prefetches() && c.pending == nil && !pluginFailed {
 		if next, err := c.sendPoll(ctx); err == nil {
 			c.pending = next
 			// The poll sent ahead is only queued: the stream's writer and
