@@ -212,6 +212,15 @@ func (cc *conn) handle(ctx context.Context, body []byte) (resp kmsg.Response, co
 		return nil, corr, false
 	}
 	req.SetVersion(version)
+	if cc.sess == nil {
+		switch req.(type) {
+		case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
+		default:
+			// A Kafka broker closes a connection that skips SASL.
+			cc.s.log.Info("kafka: request before authentication; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key))
+			return nil, corr, false
+		}
+	}
 	lo, hi, ok := supported(key)
 	if !ok || version < lo || version > hi {
 		if key == kmsg.ApiVersions.Int16() {
@@ -233,15 +242,6 @@ func (cc *conn) handle(ctx context.Context, body []byte) (resp kmsg.Response, co
 	if err := req.ReadFrom(rd.Src); err != nil {
 		cc.s.log.Info("kafka: malformed request; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "err", err)
 		return nil, corr, false
-	}
-	if cc.sess == nil {
-		switch req.(type) {
-		case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
-		default:
-			// A Kafka broker closes a connection that skips SASL.
-			cc.s.log.Info("kafka: request before authentication; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key))
-			return nil, corr, false
-		}
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -1,0 +1,116 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
+	"testing"
+
+	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// kafkaRecords encodes records as a v2 batch's records section.
+func kafkaRecords(recs []kmsg.Record) []byte {
+	var out []byte
+	for i := range recs {
+		body := recs[i].AppendTo(nil)[1:] // AppendTo starts with the (zero) length
+		out = kbin.AppendVarint(out, int32(len(body)))
+		out = append(out, body...)
+	}
+	return out
+}
+
+func sealBatch(b kmsg.RecordBatch) []byte {
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))
+	return out
+}
+
+// TestBatchRoundTrip: a compressed Kafka batch becomes a Ledge batch the
+// engine would accept, and back a Kafka batch with the same records, the
+// producer's identity, and the history epoch as its leader epoch.
+func TestBatchRoundTrip(t *testing.T) {
+	recs := []kmsg.Record{
+		{TimestampDelta64: 0, OffsetDelta: 0, Key: []byte("k1"), Value: []byte("v1"),
+			Headers: []kmsg.Header{{Key: "h", Value: []byte("x")}, {Key: "null"}}},
+		{TimestampDelta64: 7, OffsetDelta: 1, Key: nil, Value: []byte("v2")},
+		{TimestampDelta64: 9, OffsetDelta: 2, Key: []byte{}, Value: nil},
+	}
+	comp, err := kgo.DefaultCompressor(kgo.GzipCompression())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	packed, codec := comp.Compress(&buf, kafkaRecords(recs))
+	in := sealBatch(kmsg.RecordBatch{
+		Magic: 2, Attributes: int16(codec), LastOffsetDelta: 2, FirstTimestamp: 1000, MaxTimestamp: 1009,
+		ProducerID: 42, ProducerEpoch: 3, FirstSequence: 5, NumRecords: 3, Records: packed,
+	})
+
+	ledge, n, err := toLedgeBatch(append(in, 0xff)) // a byte of the next batch
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(in) {
+		t.Fatalf("took %d bytes, want the batch's %d", n, len(in))
+	}
+	h, err := wire.VerifyBatch(ledge, wire.BatchMaxSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ProducerID != 42 || h.ProducerEpoch != 3 || h.BaseSequence != 5 || h.RecordCount != 3 {
+		t.Fatalf("Ledge batch header %+v lost the producer's identity", h)
+	}
+	wire.StampBaseOffset(ledge, 100)
+
+	out := appendKafkaBatches(nil, ledge, 7)
+	var back kmsg.RecordBatch
+	if err := back.ReadFrom(out); err != nil {
+		t.Fatal(err)
+	}
+	if crc32.Checksum(out[21:], castagnoli) != uint32(back.CRC) {
+		t.Fatal("the fetched batch's CRC does not match")
+	}
+	if back.FirstOffset != 100 || back.PartitionLeaderEpoch != 7 || back.ProducerID != 42 || back.ProducerEpoch != 3 ||
+		back.FirstSequence != 5 || back.NumRecords != 3 || back.FirstTimestamp != 1000 || back.MaxTimestamp != 1009 {
+		t.Fatalf("fetched batch header %+v", back)
+	}
+	rest := back.Records
+	for i, want := range recs {
+		l, k := binary.Varint(rest)
+		var got kmsg.Record
+		if err := got.ReadFrom(rest[:k+int(l)]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[k+int(l):]
+		if got.OffsetDelta != want.OffsetDelta || got.TimestampDelta64 != want.TimestampDelta64 ||
+			!bytes.Equal(got.Key, want.Key) || (got.Key == nil) != (want.Key == nil) ||
+			!bytes.Equal(got.Value, want.Value) || (got.Value == nil) != (want.Value == nil) ||
+			!slices.EqualFunc(got.Headers, want.Headers, func(a, b kmsg.Header) bool {
+				return a.Key == b.Key && bytes.Equal(a.Value, b.Value) && (a.Value == nil) == (b.Value == nil)
+			}) {
+			t.Errorf("record %d came back as %+v, want %+v", i, got, want)
+		}
+	}
+}
+
+// TestCorruptBatchRefused: a batch whose CRC does not match, or of an
+// older magic, is refused before anything is appended.
+func TestCorruptBatchRefused(t *testing.T) {
+	b := sealBatch(kmsg.RecordBatch{Magic: 2, NumRecords: 1, ProducerID: -1,
+		Records: kafkaRecords([]kmsg.Record{{Value: []byte("v")}})})
+	b[len(b)-1] ^= 1
+	if _, _, err := toLedgeBatch(b); err == nil {
+		t.Fatal("a batch with a bad CRC was accepted")
+	}
+	old := sealBatch(kmsg.RecordBatch{Magic: 1, NumRecords: 1, ProducerID: -1,
+		Records: kafkaRecords([]kmsg.Record{{Value: []byte("v")}})})
+	if _, _, err := toLedgeBatch(old); err == nil {
+		t.Fatal("a magic 1 batch was accepted")
+	}
+}
