@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +74,14 @@ const (
 // failed state (PartitionState.Failed is a *CorruptLogError) and is not
 // served; the others are.
 func Open(opts Options) (*Engine, error) {
+	return OpenContext(context.Background(), opts)
+}
+
+// OpenContext is Open that gives up, with ctx's error, once ctx is done:
+// between the recoveries of two partitions, and while the metadata store
+// waits for room to replay its log (a disk full to its last byte, ballast
+// included). A node stopped during its start-up stops at once.
+func OpenContext(ctx context.Context, opts Options) (*Engine, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -94,23 +103,23 @@ func Open(opts Options) (*Engine, error) {
 		topics:  make(map[string]*Topic),
 	}
 	e.space.meta.closing = make(chan struct{})
-	if err := e.open(); err != nil {
+	if err := e.open(ctx); err != nil {
 		e.shutdown()
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *Engine) open() error {
+func (e *Engine) open(ctx context.Context) error {
 	po := &pebble.Options{FS: e.fs, Logger: newMetaLogger(e.opts.Logger)}
 	po.EventListener = &pebble.EventListener{BackgroundError: e.backgroundError}
 	if e.opts.Pebble != nil {
 		e.opts.Pebble(po)
 	}
 	e.releaseBallastForOpen()
-	db, err := pebble.Open(e.fs.PathJoin(e.opts.Dir, metaDirName), po)
+	db, err := e.openMetaStore(ctx, po)
 	if err != nil {
-		return fmt.Errorf("engine: open metadata: %w", err)
+		return err
 	}
 	// pebble.Open flushes what it replays from its WAL into a new, fsynced
 	// table before it returns: bytes a failed fsync left only in the page
@@ -133,7 +142,7 @@ func (e *Engine) open() error {
 	if err := e.finishDeletions(); err != nil {
 		return err
 	}
-	if err := e.loadTopics(); err != nil {
+	if err := e.loadTopics(ctx); err != nil {
 		return err
 	}
 	if err := e.removeOrphanDirs(); err != nil {

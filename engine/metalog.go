@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // The metadata store (pebble) retries a flush or compaction that failed
@@ -89,6 +92,37 @@ func (m *metaErrors) stopPacing() {
 	case <-m.closing:
 	default:
 		close(m.closing)
+	}
+}
+
+// openMetaStore opens the metadata store. Its Open replays the log into a
+// table; on a disk with no room at all it retries (paced) until room is
+// freed, and cannot be stopped. If ctx is done first, the open is left to
+// itself (a process stopping exits; should the store ever open, it is
+// closed) and OpenContext returns.
+func (e *Engine) openMetaStore(ctx context.Context, po *pebble.Options) (*pebble.DB, error) {
+	type opened struct {
+		db  *pebble.DB
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		db, err := pebble.Open(e.fs.PathJoin(e.opts.Dir, metaDirName), po)
+		ch <- opened{db, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return nil, fmt.Errorf("engine: open metadata: %w", o.err)
+		}
+		return o.db, nil
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.db != nil {
+				_ = o.db.Close()
+			}
+		}()
+		return nil, fmt.Errorf("engine: open stopped while the metadata store waited for room on the disk: %w", context.Cause(ctx))
 	}
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -259,7 +260,7 @@ func (e *Engine) finishDeletions() error {
 }
 
 // loadTopics opens every live topic and recovers its partitions.
-func (e *Engine) loadTopics() error {
+func (e *Engine) loadTopics(ctx context.Context) error {
 	pre := []byte{'C'}
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: pre, UpperBound: prefixEnd(pre)})
 	if err != nil {
@@ -288,6 +289,9 @@ func (e *Engine) loadTopics() error {
 		}
 		t := e.newTopic(rec)
 		for _, p := range t.parts {
+			if err := context.Cause(ctx); err != nil {
+				return fmt.Errorf("engine: open stopped during recovery: %w", err)
+			}
 			if err := p.recover(); err != nil {
 				return fmt.Errorf("engine: topic %q partition %d: %w", rec.name, p.index, err)
 			}

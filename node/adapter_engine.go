@@ -24,8 +24,8 @@ const nodeSpace = "node"
 
 // openEngine opens the storage engine in cfg.DataDir (its LOCK, meta/,
 // topics/ and ballast live beside the node's tls/ and admin.token).
-func openEngine(cfg Config) (Storage, error) {
-	e, err := engine.Open(engine.Options{FS: cfg.FS, Dir: cfg.DataDir, Now: cfg.Now, Logger: cfg.Logger})
+func openEngine(ctx context.Context, cfg Config) (Storage, error) {
+	e, err := engine.OpenContext(ctx, engine.Options{FS: cfg.FS, Dir: cfg.DataDir, Now: cfg.Now, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ type stateDescs struct {
 	inFlight, inflightBytes, inflightBudget, bpWaits     *prometheus.Desc
 	framesTooLarge, protocolErrors, receivedBytes        *prometheus.Desc
 	parked, parkedLimit, diskFree, diskTotal, ready      *prometheus.Desc
+	diskFull, diskReserved, metaBackgroundErrors         *prometheus.Desc
 	pluginCalls, pluginFailures, pluginTimeouts          *prometheus.Desc
 	pluginTraps, pluginStrikes, pluginQuarantined        *prometheus.Desc
 }
@@ -42,48 +43,51 @@ func pluginDesc(name, help string) *prometheus.Desc {
 
 func newStateDescs() stateDescs {
 	return stateDescs{
-		hw:                partitionDesc("ledge_partition_high_watermark", "Exclusive end of what readers may see (the next offset to be handed out)."),
-		start:             partitionDesc("ledge_partition_log_start_offset", "First offset readers may ask for; raised by retention and purge."),
-		epoch:             partitionDesc("ledge_partition_history_epoch", "History epoch; bumped by purge and by a recovery that lost records."),
-		records:           partitionDesc("ledge_partition_records", "Records readers may see: high watermark minus log start."),
-		size:              partitionDesc("ledge_partition_size_bytes", "Size of the partition's files on disk."),
-		failed:            partitionDesc("ledge_partition_failed", "1 while the partition refuses appends until a restart (failed fsync, corrupt log)."),
-		appends:           partitionDesc("ledge_partition_appends_total", "Record batches appended since the node started."),
-		appendedBytes:     partitionDesc("ledge_partition_appended_bytes_total", "Bytes of record batches appended since the node started."),
-		deliveredBytes:    partitionDesc("ledge_partition_delivered_bytes_total", "Bytes of record batches returned by polls since the node started."),
-		partSyncFailures:  partitionDesc("ledge_partition_fsync_failures_total", "Failed fsyncs of the partition's segments; the partition fails until restart."),
-		noSpace:           partitionDesc("ledge_partition_no_space_refusals_total", "Record batches refused because the disk was full."),
-		committed:         consumerDesc("ledge_consumer_committed_offset", "Committed offset (the next offset to read) of a named consumer or group, in the current history: one committed before a purge counts at the new log start."),
-		lag:               consumerDesc("ledge_consumer_lag_records", "Records between where the consumer resumes and the high watermark."),
-		topics:            nodeDesc("ledge_topics", "Topics served."),
-		partitions:        nodeDesc("ledge_partitions", "Partitions served."),
-		connsOpen:         nodeDesc("ledge_connections_open", "QUIC connections open."),
-		connsAccepted:     nodeDesc("ledge_connections_accepted_total", "QUIC connections that completed the handshake."),
-		connsRefused:      prometheus.NewDesc("ledge_connections_refused_total", "QUIC connections refused, by reason: limit (quic.max_conns), token_limit (quic.max_conns_per_token), source_rate (quic.source_handshake_rate), shutdown.", []string{"reason"}, nil),
-		connsUnauth:       nodeDesc("ledge_connections_unauthenticated", "QUIC connections handshaking or waiting to authenticate (bounded by quic.max_unauthenticated)."),
-		connsEvicted:      nodeDesc("ledge_connections_evicted_total", "Unauthenticated connections closed to make room for newer ones (quic.max_unauthenticated)."),
-		retries:           nodeDesc("ledge_connections_address_validations_total", "Connection attempts asked to prove their address with a QUIC Retry (under load)."),
-		authFailures:      nodeDesc("ledge_auth_failures_total", "Connections closed because authentication failed or timed out."),
-		streamsOpen:       nodeDesc("ledge_streams_open", "QUIC streams open."),
-		streamsAccepted:   nodeDesc("ledge_streams_accepted_total", "QUIC streams accepted."),
-		inFlight:          nodeDesc("ledge_requests_in_flight", "Requests read and not yet answered."),
-		inflightBytes:     nodeDesc("ledge_inflight_bytes", "Bytes of requests read and not yet answered."),
-		inflightBudget:    nodeDesc("ledge_inflight_budget_bytes", "The in-flight budget (quic.inflight_budget)."),
-		bpWaits:           nodeDesc("ledge_backpressure_waits_total", "Stream reads that waited for the in-flight budget (backpressure)."),
-		framesTooLarge:    nodeDesc("ledge_frames_too_large_total", "Streams reset because a frame exceeded quic.max_frame_size."),
-		protocolErrors:    nodeDesc("ledge_protocol_errors_total", "Streams reset because of a malformed frame."),
-		receivedBytes:     nodeDesc("ledge_received_bytes_total", "Bytes of request frames read."),
-		parked:            nodeDesc("ledge_parked_polls", "Long polls waiting for records."),
-		parkedLimit:       nodeDesc("ledge_parked_polls_limit", "The parked poll limit (polls.max_parked)."),
-		diskFree:          nodeDesc("ledge_disk_free_bytes", "Space available on the file system of the data directory."),
-		diskTotal:         nodeDesc("ledge_disk_total_bytes", "Size of the file system of the data directory."),
-		ready:             nodeDesc("ledge_ready", "1 when /readyz answers ready."),
-		pluginCalls:       pluginDesc("ledge_plugin_calls_total", "Calls that reached the plugin."),
-		pluginFailures:    pluginDesc("ledge_plugin_failures_total", "Calls of the plugin that failed, for any reason."),
-		pluginTimeouts:    pluginDesc("ledge_plugin_timeouts_total", "Calls of the plugin cut off at their deadline."),
-		pluginTraps:       pluginDesc("ledge_plugin_traps_total", "Calls of the plugin that trapped."),
-		pluginStrikes:     pluginDesc("ledge_plugin_strikes", "Failures held against the plugin; at the limit it is quarantined."),
-		pluginQuarantined: pluginDesc("ledge_plugin_quarantined", "1 while the plugin is quarantined."),
+		hw:                   partitionDesc("ledge_partition_high_watermark", "Exclusive end of what readers may see (the next offset to be handed out)."),
+		start:                partitionDesc("ledge_partition_log_start_offset", "First offset readers may ask for; raised by retention and purge."),
+		epoch:                partitionDesc("ledge_partition_history_epoch", "History epoch; bumped by purge and by a recovery that lost records."),
+		records:              partitionDesc("ledge_partition_records", "Records readers may see: high watermark minus log start."),
+		size:                 partitionDesc("ledge_partition_size_bytes", "Size of the partition's files on disk."),
+		failed:               partitionDesc("ledge_partition_failed", "1 while the partition refuses appends until a restart (failed fsync, corrupt log)."),
+		appends:              partitionDesc("ledge_partition_appends_total", "Record batches appended since the node started."),
+		appendedBytes:        partitionDesc("ledge_partition_appended_bytes_total", "Bytes of record batches appended since the node started."),
+		deliveredBytes:       partitionDesc("ledge_partition_delivered_bytes_total", "Bytes of record batches returned by polls since the node started."),
+		partSyncFailures:     partitionDesc("ledge_partition_fsync_failures_total", "Failed fsyncs of the partition's segments; the partition fails until restart."),
+		noSpace:              partitionDesc("ledge_partition_no_space_refusals_total", "Record batches refused because the disk was full."),
+		committed:            consumerDesc("ledge_consumer_committed_offset", "Committed offset (the next offset to read) of a named consumer or group, in the current history: one committed before a purge counts at the new log start."),
+		lag:                  consumerDesc("ledge_consumer_lag_records", "Records between where the consumer resumes and the high watermark."),
+		topics:               nodeDesc("ledge_topics", "Topics served."),
+		partitions:           nodeDesc("ledge_partitions", "Partitions served."),
+		connsOpen:            nodeDesc("ledge_connections_open", "QUIC connections open."),
+		connsAccepted:        nodeDesc("ledge_connections_accepted_total", "QUIC connections that completed the handshake."),
+		connsRefused:         prometheus.NewDesc("ledge_connections_refused_total", "QUIC connections refused, by reason: limit (quic.max_conns), token_limit (quic.max_conns_per_token), source_rate (quic.source_handshake_rate), shutdown.", []string{"reason"}, nil),
+		connsUnauth:          nodeDesc("ledge_connections_unauthenticated", "QUIC connections handshaking or waiting to authenticate (bounded by quic.max_unauthenticated)."),
+		connsEvicted:         nodeDesc("ledge_connections_evicted_total", "Unauthenticated connections closed to make room for newer ones (quic.max_unauthenticated)."),
+		retries:              nodeDesc("ledge_connections_address_validations_total", "Connection attempts asked to prove their address with a QUIC Retry (under load)."),
+		authFailures:         nodeDesc("ledge_auth_failures_total", "Connections closed because authentication failed or timed out."),
+		streamsOpen:          nodeDesc("ledge_streams_open", "QUIC streams open."),
+		streamsAccepted:      nodeDesc("ledge_streams_accepted_total", "QUIC streams accepted."),
+		inFlight:             nodeDesc("ledge_requests_in_flight", "Requests read and not yet answered."),
+		inflightBytes:        nodeDesc("ledge_inflight_bytes", "Bytes of requests read and not yet answered."),
+		inflightBudget:       nodeDesc("ledge_inflight_budget_bytes", "The in-flight budget (quic.inflight_budget)."),
+		bpWaits:              nodeDesc("ledge_backpressure_waits_total", "Stream reads that waited for the in-flight budget (backpressure)."),
+		framesTooLarge:       nodeDesc("ledge_frames_too_large_total", "Streams reset because a frame exceeded quic.max_frame_size."),
+		protocolErrors:       nodeDesc("ledge_protocol_errors_total", "Streams reset because of a malformed frame."),
+		receivedBytes:        nodeDesc("ledge_received_bytes_total", "Bytes of request frames read."),
+		parked:               nodeDesc("ledge_parked_polls", "Long polls waiting for records."),
+		parkedLimit:          nodeDesc("ledge_parked_polls_limit", "The parked poll limit (polls.max_parked)."),
+		diskFree:             nodeDesc("ledge_disk_free_bytes", "Space available on the file system of the data directory."),
+		diskTotal:            nodeDesc("ledge_disk_total_bytes", "Size of the file system of the data directory."),
+		ready:                nodeDesc("ledge_ready", "1 when /readyz answers ready."),
+		diskFull:             nodeDesc("ledge_disk_full", "1 while the disk is full: appends are refused (retryable) until space is freed; they resume by themselves."),
+		diskReserved:         nodeDesc("ledge_disk_reserved", "1 while the reserved space (the ballast file) holds its room; 0 once a full disk gave it to metadata, purge and retention."),
+		metaBackgroundErrors: nodeDesc("ledge_metadata_background_errors_total", "Background errors of the metadata store (a table it could not write, normally for lack of space); its retries are paced."),
+		pluginCalls:          pluginDesc("ledge_plugin_calls_total", "Calls that reached the plugin."),
+		pluginFailures:       pluginDesc("ledge_plugin_failures_total", "Calls of the plugin that failed, for any reason."),
+		pluginTimeouts:       pluginDesc("ledge_plugin_timeouts_total", "Calls of the plugin cut off at their deadline."),
+		pluginTraps:          pluginDesc("ledge_plugin_traps_total", "Calls of the plugin that trapped."),
+		pluginStrikes:        pluginDesc("ledge_plugin_strikes", "Failures held against the plugin; at the limit it is quarantined."),
+		pluginQuarantined:    pluginDesc("ledge_plugin_quarantined", "1 while the plugin is quarantined."),
 	}
 }
 
@@ -102,6 +106,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		d.committed, d.lag, d.topics, d.partitions, d.connsOpen, d.connsAccepted, d.connsRefused, d.authFailures,
 		d.connsUnauth, d.connsEvicted, d.retries, d.streamsOpen, d.streamsAccepted, d.inFlight, d.inflightBytes, d.inflightBudget, d.bpWaits,
 		d.framesTooLarge, d.protocolErrors, d.receivedBytes, d.parked, d.parkedLimit, d.diskFree, d.diskTotal, d.ready,
+		d.diskFull, d.diskReserved, d.metaBackgroundErrors,
 		d.pluginCalls, d.pluginFailures, d.pluginTimeouts, d.pluginTraps, d.pluginStrikes, d.pluginQuarantined,
 	} {
 		ch <- x
@@ -177,6 +182,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if s.diskTotal > 0 {
 			gauge(d.diskFree, float64(s.diskFree))
 			gauge(d.diskTotal, float64(s.diskTotal))
+		}
+		if sp, ok := n.diskSpace(); ok {
+			gauge(d.diskFull, b2f(sp.Full))
+			gauge(d.diskReserved, b2f(sp.Reserved))
+			counter(d.metaBackgroundErrors, float64(sp.MetadataErrors))
 		}
 		if pl := c.m.ref.plugins; pl != nil {
 			for _, p := range pl.PluginStatuses() {

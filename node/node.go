@@ -245,7 +245,7 @@ func (n *Node) open(ctx context.Context) error {
 	cfg := n.cfg
 	if n.storage = cfg.Storage; n.storage == nil {
 		var err error
-		if n.storage, err = openEngine(cfg); err != nil {
+		if n.storage, err = openEngine(ctx, cfg); err != nil {
 			return dataDirError(cfg, err)
 		}
 	}

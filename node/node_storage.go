@@ -1,6 +1,10 @@
 package node
 
 import (
+	"fmt"
+	"time"
+
+	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -40,3 +44,39 @@ type StoredTopic struct {
 // OrderReset return a Durable), and the node no longer wraps its logs. The
 // type remains while status_snapshot.go still unwraps it.
 type orderedLog struct{ PartitionLog }
+
+// spaceReporter is a Storage that knows whether its disk is full: the
+// storage engine.
+type spaceReporter interface {
+	Space() engine.SpaceStatus
+}
+
+// Space is the engine's no-space state and reserve.
+func (s *engineStorage) Space() engine.SpaceStatus { return s.e.Space() }
+
+// diskSpace returns what storage says of its disk (ok false: it says
+// nothing, as an in-memory model does).
+func (n *Node) diskSpace() (engine.SpaceStatus, bool) {
+	r, ok := n.storage.(spaceReporter)
+	if !ok {
+		return engine.SpaceStatus{}, false
+	}
+	return r.Space(), true
+}
+
+// diskCheck is /readyz's word on the disk. A full disk leaves the node
+// ready (reads, commits, purge, retention and deletion go on; appends are
+// refused with the retryable not-enough-space status and resume by
+// themselves once space is freed); the detail says so.
+func (n *Node) diskCheck() (Check, bool) {
+	sp, ok := n.diskSpace()
+	if !ok {
+		return Check{}, false
+	}
+	c := Check{Name: "disk", OK: true, Detail: "room for appends"}
+	if sp.Full {
+		c.Detail = fmt.Sprintf("full since %s: appends refused (retryable) until space is freed; reads, commits, purge and retention go on",
+			sp.Since.UTC().Format(time.RFC3339))
+	}
+	return c, true
+}

@@ -224,5 +224,9 @@ func (n *Node) readinessChecks() []Check {
 	} else {
 		parts.Detail = fmt.Sprintf("%d partitions serving", total)
 	}
-	return []Check{listener, parts}
+	checks := []Check{listener, parts}
+	if disk, ok := n.diskCheck(); ok {
+		checks = append(checks, disk)
+	}
+	return checks
 }

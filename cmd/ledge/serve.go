@@ -104,9 +104,22 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 		ncfg.Metrics = ops.Metrics()
 		ncfg.FS = ops.Metrics().WrapFS(vfs.Default, logger)
 	}
-	n, err := node.Open(ctx, ncfg)
+	// What the node starts lives on the context it opens with (uplinks):
+	// a stop signal during the start-up cancels it, nothing else does
+	// before the node is closed.
+	openCtx, cancelOpen := context.WithCancel(ctx)
+	defer cancelOpen()
+	n, stopSignal, err := openNode(openCtx, cancelOpen, ncfg, sigs)
 	if err != nil {
+		if stopSignal != nil {
+			logger.Info("stopped during start-up", "signal", stopSignal.String(), "err", err)
+			return nil
+		}
 		return err
+	}
+	if stopSignal != nil {
+		// The signal came as the node finished opening: it stops now.
+		go func() { sigs <- stopSignal }()
 	}
 	if ops != nil {
 		ops.Attach(n)
@@ -194,4 +207,25 @@ func printWelcome(w io.Writer, n *node.Node, ver string) {
 	fmt.Fprintf(w, "  ledge --server %s --ca %s --token \"$(cat %s)\" topic list\n", n.Addr(), abs(p.CA), abs(p.AdminToken))
 	fmt.Fprintf(w, "  (or set LEDGE_SERVER, LEDGE_CA and LEDGE_TOKEN)\n")
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+}
+
+// openNode opens the node on ctx, canceling it (cancel) when a stop
+// signal arrives meanwhile: a recovery, or a metadata store waiting for
+// room on a full disk, can take long. The signal is returned with Open's
+// error, or alone if Open finished first.
+func openNode(ctx context.Context, cancel context.CancelFunc, cfg node.Config, sigs <-chan os.Signal) (*node.Node, os.Signal, error) {
+	opened := make(chan struct{})
+	caught := make(chan os.Signal, 1)
+	go func() {
+		defer close(caught)
+		select {
+		case s := <-sigs:
+			caught <- s
+			cancel()
+		case <-opened:
+		}
+	}()
+	n, err := node.Open(ctx, cfg)
+	close(opened)
+	return n, <-caught, err
 }
