@@ -164,7 +164,7 @@ func (v rawValue) String() string {
 // --print-config.
 func Keys() []Key {
 	return []Key{
-		stringKey("data_dir", "./"+node.DefaultDataDir, "directory of the logs, metadata, TLS material and admin token", "a non-empty path",
+		stringKey("data_dir", "./"+node.DefaultDataDir, "directory of the logs, metadata, TLS material, admin token and node secret", "a non-empty path",
 			func(s string) error {
 				if strings.TrimSpace(s) == "" {
 					return fmt.Errorf("a non-empty path")
