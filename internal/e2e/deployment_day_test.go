@@ -107,7 +107,9 @@ func TestDeploymentDay(t *testing.T) {
 			// The disk fills: appends are refused (retryably) while it
 			// is full; freeing it lets the producers through again.
 			disk.fill(t)
+			before := producers["always"].ackCount()
 			time.Sleep(min(period, 2*time.Second))
+			disk.ackedWhileFull += producers["always"].ackCount() - before
 			disk.free(t)
 			freed := time.Now()
 			if d, ok := producers["always"].nextAckAfter(freed, 10*time.Second); ok {
@@ -154,7 +156,8 @@ func TestDeploymentDay(t *testing.T) {
 	t.Logf("producer resume (ready to next acknowledgement) after SIGKILL: %s", median(resume[syscall.SIGKILL]))
 	t.Logf("shutdown (SIGTERM to exit): %s", median(node.shutdownTimes))
 	if disk != nil {
-		t.Logf("full disk: filled %d times; space freed to next acknowledgement: %s", disk.fills, median(spaceResume))
+		t.Logf("full disk: filled %d times, %d records of the always topic acknowledged while full; space freed to next acknowledgement: %s",
+			disk.fills, disk.ackedWhileFull, median(spaceResume))
 	}
 	for _, topic := range []string{"always", "none", "readings"} {
 		p := producers[topic]
@@ -235,6 +238,12 @@ func (p *dayProducer) run(ctx context.Context, t *testing.T, c *sdk.Client) {
 	if err := prod.Close(closeCtx); err != nil {
 		t.Errorf("closing the %s producer: %v", p.topic, err)
 	}
+}
+
+func (p *dayProducer) ackCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.times)
 }
 
 // nextAckAfter waits for the first acknowledgement after at and returns

@@ -202,8 +202,9 @@ func (k *dayKafka) check(ctx context.Context, t *testing.T, c *sdk.Client, topic
 // holding the data directory, that the test fills with a ballast file and
 // frees again.
 type dayDisk struct {
-	dir   string
-	fills int
+	dir            string
+	fills          int
+	ackedWhileFull int
 }
 
 // newDayDisk mounts a tmpfs of size bytes, or returns nil (and says why)
