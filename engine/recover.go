@@ -352,7 +352,11 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 		}
 	}
 	durable := base < st.cp.seg
-	if durable && scanFrom > 0 {
+	// A sealed segment's index describes it whole, unless the index was
+	// written while the segment was active (at a clean close) and could
+	// not be written again when it was sealed (a full disk): the rest is
+	// scanned then.
+	if durable && scanFrom > 0 && scanFrom == fileSize {
 		seg.sealed, seg.indexed = true, true
 		return seg, false, nil
 	}

@@ -107,6 +107,11 @@ func (p *Partition) rebaseFirstSegment(bases []uint64, st *partState) (lost bool
 	}
 	bases[0] = st.start
 	if st.cp.seg > st.start && st.cp.seg <= b {
+		if st.cp.seg == b && st.cp.pos == 0 {
+			// A checkpoint of the segment empty: its end was the old
+			// base, below which nothing was durable.
+			st.cp.end = st.start
+		}
 		st.cp.seg = st.start
 	}
 	if lost {

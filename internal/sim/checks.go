@@ -200,7 +200,7 @@ func (w *World) checkRecovered(p *Partition) {
 		if m.acked[off] && m.topic.cfg.Durability == engine.DurabilityAlways {
 			w.violate("%s: acknowledged offset %d (%q) lost under durability always", p, off, m.values[off])
 		}
-		if off < m.visibleEnd && !slices.ContainsFunc(fresh, func(tr fence.HistoryTransition) bool {
+		if off < m.visibleEnd && !m.refused[off] && !slices.ContainsFunc(fresh, func(tr fence.HistoryTransition) bool {
 			return tr.Kind == fence.TransitionLossyRecovery && tr.KeptEnd <= off
 		}) {
 			w.violate("%s: offset %d, which readers could see, was lost without a lossy recovery (new transitions %v)", p, off, fresh)

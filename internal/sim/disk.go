@@ -39,6 +39,11 @@ type Disk struct {
 	mu    sync.Mutex
 	files map[string]*fileState // by path
 	live  *view
+	// room is what is left of a full disk, noRoom when it is not full
+	// (space.go); noSpace, the writes that hit it, for the trace.
+	room    int64
+	noSpace []string
+	mode    FullDiskMode
 }
 
 // fileState is what the view knows of one file beyond the MemFS.
@@ -56,7 +61,7 @@ type lostRange struct {
 
 // NewDisk returns an empty disk.
 func NewDisk() *Disk {
-	return &Disk{mem: vfs.NewCrashableMem(), inj: &injector{}, files: map[string]*fileState{}}
+	return &Disk{mem: vfs.NewCrashableMem(), inj: &injector{}, files: map[string]*fileState{}, room: noRoom}
 }
 
 // FS returns a new view of the disk for a new process; the previous view

@@ -33,6 +33,12 @@
 // dead process whose engine can be closed without touching the disk.
 // Restarts are clean, a process crash (the page cache survives), or a
 // power loss keeping a random share of what was not synced (crash.go).
+// The disk also fills up (space.go): with a few bytes of room left, a
+// write that does not fit writes what fits and fails with ENOSPC, and
+// removals give room back, until the operator frees space. The metadata
+// store's files and a roll's zeroing of a torn tail are left out of the
+// full disk for now (FullDiskMode says why); TestFullDiskChecksBite
+// turns them on, and shows the checks fail.
 //
 // # Determinism
 //

@@ -43,6 +43,9 @@ type partModel struct {
 	// failedAppends: offsets of appends that failed while the metadata
 	// store worked; never durable, they may not appear after a restart.
 	failedAppends map[uint64]bool
+	// refused: offsets of appends refused for a full disk: never written,
+	// so never seen by a reader.
+	refused map[uint64]bool
 	// handedEnd is the exclusive end of every offset handed out.
 	handedEnd uint64
 	// visibleEnd is the highest high watermark a reader could have seen.
@@ -89,6 +92,7 @@ func newTopicModel(w *World, name string, id fence.TopicID, cfg engine.TopicConf
 			w: w, topic: tm, index: i,
 			values: map[uint64]string{}, acked: map[uint64]bool{}, lost: map[uint64]bool{},
 			failedAppends: map[uint64]bool{},
+			refused:       map[uint64]bool{},
 			lineage:       []fence.HistoryTransition{{Epoch: 1, Start: 0, Kind: fence.TransitionCreate}},
 			consumers:     map[string]*consumerModel{},
 			states:        map[node.Bookmark]*stateWrite{},

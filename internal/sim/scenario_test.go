@@ -26,6 +26,7 @@ import (
 //	arm fault=NAME [drop]
 //	tick d=DURATION
 //	restart kind=clean|crash|power-loss [unsynced=PCT] [keep=BASE,...] [lose=BASE,...]
+//	disk full [room=BYTES] | disk free    a full disk, and room again
 //	delete topic=T
 //	state topic=T          the partition's offsets, history and health
 //	files topic=T          its segment files on the disk
@@ -156,6 +157,12 @@ func runScenario(t *testing.T, path string) {
 					}
 				}
 				return run(restartOp{kind: kind, pct: num("unsynced", 0), garbage: -1, fates: fates})
+			case "disk":
+				// disk full room=N | disk free
+				if d.HasArg("full") {
+					return run(fillOp{room: int64(num("room", 0))})
+				}
+				return run(freeOp{})
 			case "delete":
 				return run(deleteOp{name: str("topic", "")})
 			case "old":
@@ -263,4 +270,15 @@ func TestDeleteAndRecreate(t *testing.T) {
 // covers: G25
 func TestFirstSegmentLost(t *testing.T) {
 	runScenario(t, "testdata/first_segment_lost_none")
+}
+
+// A full disk refuses appends with a retryable error and fails nothing;
+// once there is room again appends resume, and what was acknowledged
+// survives a power loss.
+//
+// covers: G28
+func TestFullDisk(t *testing.T) {
+	for _, name := range []string{"full_disk", "stale_index_full_disk"} {
+		t.Run(name, func(t *testing.T) { runScenario(t, "testdata/"+name) })
+	}
 }

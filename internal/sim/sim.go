@@ -33,6 +33,10 @@ type Config struct {
 	// partitions' state stores, committed with their offsets
 	// (GroupGenerators).
 	StateStore bool
+	// FullDisk widens or breaks the full disk on purpose (space.go), to
+	// show that its checks fail when the engine, or the disk, breaks
+	// their rule.
+	FullDisk FullDiskMode
 }
 
 // Result is what a run did.
@@ -120,7 +124,7 @@ func (w *World) do(op Op) error {
 func (w *World) Do(op Op) (string, error) {
 	out, err := op.Run(w)
 	w.cfg.Settle()
-	for _, f := range w.Disk.Fired() {
+	for _, f := range append(w.Disk.Fired(), w.Disk.NoSpaceHits()...) {
 		if out != "" {
 			out += " "
 		}
@@ -142,6 +146,7 @@ func (w *World) Do(op Op) (string, error) {
 	if len(w.violations) == 0 {
 		for _, p := range w.Live() {
 			w.checkState(p, nil)
+			w.checkNotFailedForSpace(p)
 		}
 		for _, check := range w.cfg.Checks {
 			check(w)
@@ -266,6 +271,8 @@ func DefaultGenerators() []Generator {
 			return nil
 		}},
 		countersGenerator(),
+		spaceGenerators()[0],
+		spaceGenerators()[1],
 		{Name: "zombie", Weight: func(w *World) int {
 			if len(w.zombies) == 0 {
 				return 0

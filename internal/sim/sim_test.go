@@ -48,12 +48,16 @@ func runSeed(t *testing.T, seed uint64, logf func(string, ...any)) Result {
 //   - recovery serves with no cleanup obligation pending, no segment file
 //     below the start and no directory of a deleted topic; a failed purge
 //     or deletion leaves the node entirely before or after it; a deleted
-//     topic stays deleted, its work fails, and its successor starts empty.
+//     topic stays deleted, its work fails, and its successor starts empty;
+//   - a full disk (short writes and ENOSPC, the ballast released) refuses
+//     appends and fails no partition, and appends resume once there is
+//     room again (TestFullDiskChecksBite shows these checks fail when
+//     their rule is broken).
 //
 // A failure prints its seed and trace; replay it with
 // go test ./internal/sim -run Sim -seed N -v.
 //
-// covers: G21 G22 G23 G24 G25 G26 G27
+// covers: G21 G22 G23 G24 G25 G26 G27 G28
 func TestSim(t *testing.T) {
 	if *seedFlag >= 0 {
 		seed := uint64(*seedFlag)

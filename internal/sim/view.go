@@ -71,9 +71,11 @@ func (v *view) Remove(name string) error {
 	if v.isDead() {
 		return errDead
 	}
+	size := v.sizeOf(name)
 	err := v.fs.Remove(name)
 	if err == nil {
 		v.d.removed(name)
+		v.d.freed(size)
 	}
 	return err
 }
@@ -138,7 +140,9 @@ func (v *view) PathJoin(elem ...string) string { return v.fs.PathJoin(elem...) }
 
 func (v *view) PathDir(path string) string { return v.fs.PathDir(path) }
 
-func (v *view) GetDiskUsage(path string) (vfs.DiskUsage, error) { return v.fs.GetDiskUsage(path) }
+// GetDiskUsage reports the room of a full disk, and plenty otherwise
+// (the MemFS cannot say).
+func (v *view) GetDiskUsage(path string) (vfs.DiskUsage, error) { return v.d.usage(), nil }
 
 func (v *view) Unwrap() vfs.FS { return v.fs }
 
@@ -160,10 +164,14 @@ func (f *viewFile) Write(p []byte) (int, error) {
 	if f.v.isDead() {
 		return 0, errDead
 	}
-	n, err := f.f.Write(p)
+	fits := f.spaceFor(p, f.pos)
+	n, err := f.f.Write(p[:fits])
 	if n > 0 {
 		f.v.d.wrote(f.path, f.pos, f.pos+int64(n))
 		f.pos += int64(n)
+	}
+	if err == nil && fits < len(p) {
+		err = errNoSpace(f.path)
 	}
 	return n, err
 }
@@ -172,9 +180,13 @@ func (f *viewFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.v.isDead() {
 		return 0, errDead
 	}
-	n, err := f.f.WriteAt(p, off)
+	fits := f.spaceFor(p, off)
+	n, err := f.f.WriteAt(p[:fits], off)
 	if n > 0 {
 		f.v.d.wrote(f.path, off, off+int64(n))
+	}
+	if err == nil && fits < len(p) {
+		err = errNoSpace(f.path)
 	}
 	return n, err
 }
