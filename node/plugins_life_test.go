@@ -313,3 +313,25 @@ func TestFilterFailuresMapToPluginStatuses(t *testing.T) {
 		}
 	}
 }
+
+// A filter whose memory growth the node's plugin budget refuses fails the
+// poll at once with the retryable plugin-busy status naming the plugin,
+// and counts no strike (the memory comes back as calls end).
+func TestFilterRefusedByTheMemoryBudgetFailsThePoll(t *testing.T) {
+	tn := hostileNode(t, t.TempDir(), func(cfg *Config) { cfg.Plugins.MemoryBudget = 16 << 20 })
+	c := tn.mustDial(t, tn.admin)
+	c.createTopic("t", wire.TopicConfig{Partitions: 1})
+	if _, err := c.produce(c.main, "t", 0, testBatch(t, "bait")); err != nil {
+		t.Fatal(err)
+	}
+	c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter,
+		Module: buildPluginWasm(t, "../plugins/testdata/hostile")}, &wire.AddPluginReply{})
+	hoard := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "alloc"}}}
+	got := pollFiltered(t, c, hoard, "t", 0)[0]
+	if got.Status != wire.StatusPluginBusy || !got.Status.Retryable() || !strings.Contains(got.Message, `"hostile"`) {
+		t.Fatalf("a filter past the memory budget: %v %q, want a retryable plugin-busy status naming it", got.Status, got.Message)
+	}
+	if st := tn.Plugins().PluginStatuses()[0]; st.Strikes != 0 || st.State != "ok" {
+		t.Fatalf("after a budget refusal: %d strikes, state %s (want 0, ok)", st.Strikes, st.State)
+	}
+}
