@@ -160,9 +160,14 @@ func (c *Consumer) Session() uint64 { return c.who.Session }
 //
 // Poll may return records and an error together (one partition failed,
 // others delivered): process the records, then look at the error. A
-// fenced session fails every later call with ErrFencedSession. When ctx
-// ends first, Poll returns its error, and the records of the poll still
-// on its way are returned by the next Poll, so none are lost.
+// filter plugin's failure (WithFilter) is returned by the poll that met
+// it, never taken for an empty poll: ErrPluginTimeout, ErrPluginTrap,
+// ErrPluginMemoryLimit, ErrPluginInvalidAnswer, ErrPluginError and
+// ErrPluginQuarantined say to give up, ErrPluginBusy and ErrPluginLoading
+// to poll again (IsRetryable); nothing was consumed from the partitions it
+// failed. A fenced session fails every later call with ErrFencedSession.
+// When ctx ends first, Poll returns its error, and the records of the
+// poll still on its way are returned by the next Poll, so none are lost.
 func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
