@@ -104,8 +104,20 @@ func (s *kafkaSession) InitProducer(ctx context.Context, m *wire.InitProducerReq
 	return kafkaCall(ctx, s, m, (*request).initProducer)
 }
 
-func (s *kafkaSession) Produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error) {
-	return kafkaCall(ctx, s, m, (*request).produce)
+func (s *kafkaSession) Produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, func(context.Context) error, error) {
+	r, err := s.request()
+	if err != nil {
+		return nil, nil, err
+	}
+	r.deferring = true // the wait for durability is the caller's
+	rep, err := r.produce(ctx, m)
+	if err != nil {
+		return nil, nil, wireError(err)
+	}
+	if !r.deferred {
+		return rep, nil, nil
+	}
+	return rep, func(ctx context.Context) error { return wireError(r.waitDurable(ctx)) }, nil
 }
 
 func (s *kafkaSession) ResetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {

@@ -31,9 +31,12 @@ type Session interface {
 	OffsetForTime(ctx context.Context, topic string, partition uint32, ts int64) (uint64, error)
 
 	InitProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error)
-	// Produce appends a Ledge batch through the partition's owner and
-	// returns once it is durable per the topic's policy.
-	Produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error)
+	// Produce appends a Ledge batch through the partition's owner: it
+	// returns once the append is ordered, with wait (nil when there is
+	// nothing to wait for), which returns once it is durable per the
+	// topic's policy. The reply must not be sent before wait returned
+	// nil. A connection's next produce may be ordered meanwhile.
+	Produce(ctx context.Context, m *wire.ProduceRequest) (rep *wire.ProduceReply, wait func(context.Context) error, err error)
 	// Poll reads through the partitions' owners, long polling up to
 	// MaxWait. The reply refers to stored batches until release is
 	// called.

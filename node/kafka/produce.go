@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sync"
 
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,24 +39,14 @@ func (cc *conn) initProducerID(ctx context.Context, m *kmsg.InitProducerIDReques
 	return r
 }
 
-// produce appends each partition's batches through its owner. Partitions
-// are appended in parallel; within a partition, batches in order.
-func (cc *conn) produce(ctx context.Context, m *kmsg.ProduceRequest) kmsg.Response {
+// produce orders each partition's batches through its owner, in order,
+// and returns the response with finish, which waits for the appends to be
+// durable and fills in the errors of those that failed: the connection
+// reads its next request meanwhile (a producer's requests in flight
+// share the node's syncs), and sends the response once finish returned.
+func (cc *conn) produce(ctx context.Context, m *kmsg.ProduceRequest) (kmsg.Response, func()) {
 	r := m.ResponseKind().(*kmsg.ProduceResponse)
-	if m.TransactionID != nil {
-		for _, t := range m.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, kerr.TransactionalIDAuthorizationFailed.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			r.Topics = append(r.Topics, rt)
-		}
-		return r
-	}
-	var wg sync.WaitGroup
+	var waits []func()
 	r.Topics = make([]kmsg.ProduceResponseTopic, len(m.Topics))
 	for i := range m.Topics {
 		t, rt := &m.Topics[i], &r.Topics[i]
@@ -68,19 +57,41 @@ func (cc *conn) produce(ctx context.Context, m *kmsg.ProduceRequest) kmsg.Respon
 			p, rp := &t.Partitions[j], &rt.Partitions[j]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			wg.Go(func() { cc.producePartition(ctx, t.Topic, p, rp) })
+			if m.TransactionID != nil {
+				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			}
+			if w := cc.producePartition(ctx, t.Topic, p, rp); w != nil {
+				waits = append(waits, w)
+			}
 		}
 	}
-	wg.Wait()
-	return r
+	if len(waits) == 0 {
+		return r, nil
+	}
+	return r, func() {
+		for _, w := range waits {
+			w()
+		}
+	}
 }
 
-func (cc *conn) producePartition(ctx context.Context, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+// producePartition orders a partition's batches and returns what waits
+// for them (nil if there is nothing to wait for).
+func (cc *conn) producePartition(ctx context.Context, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) func() {
 	if p.Partition < 0 {
 		rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		return
+		return nil
 	}
-	rp.BaseOffset = -1
+	rp.BaseOffset, rp.LogAppendTime = -1, -1
+	fail := func(err error) {
+		rp.ErrorCode = codeOf(err)
+		if rp.ErrorCode == kerr.UnknownServerError.Code || rp.ErrorCode == kerr.CorruptMessage.Code {
+			msg := err.Error()
+			rp.ErrorMessage = &msg
+		}
+	}
+	var waits []func(context.Context) error
 	rest := p.Records
 	for len(rest) > 0 {
 		batch, n, err := toLedgeBatch(rest)
@@ -88,21 +99,30 @@ func (cc *conn) producePartition(ctx context.Context, topic string, p *kmsg.Prod
 			rp.ErrorCode = kerr.CorruptMessage.Code
 			msg := err.Error()
 			rp.ErrorMessage = &msg
-			return
+			break
 		}
 		rest = rest[n:]
-		rep, err := cc.sess.Produce(ctx, &wire.ProduceRequest{Topic: topic, Partition: uint32(p.Partition), Batch: batch})
+		rep, wait, err := cc.sess.Produce(ctx, &wire.ProduceRequest{Topic: topic, Partition: uint32(p.Partition), Batch: batch})
 		if err != nil {
-			rp.ErrorCode = codeOf(err)
-			if rp.ErrorCode == kerr.UnknownServerError.Code {
-				msg := err.Error()
-				rp.ErrorMessage = &msg
-			}
-			return
+			fail(err)
+			break
 		}
 		if rp.BaseOffset < 0 {
 			rp.BaseOffset = int64(rep.BaseOffset)
-			rp.LogAppendTime = -1
+		}
+		if wait != nil {
+			waits = append(waits, wait)
+		}
+	}
+	if len(waits) == 0 {
+		return nil
+	}
+	return func() {
+		for _, w := range waits {
+			if err := w(ctx); err != nil && rp.ErrorCode == 0 {
+				fail(err)
+				rp.BaseOffset = -1
+			}
 		}
 	}
 }

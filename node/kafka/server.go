@@ -140,14 +140,44 @@ type conn struct {
 	rawSASL bool
 }
 
+// maxPipelined bounds the responses a connection owes: past it, the
+// next request is read once the oldest response is written.
+const maxPipelined = 64
+
+// reply is a response a connection owes, in request order.
+type reply struct {
+	resp kmsg.Response
+	corr int32
+	// finish, when set, waits for the effects the response reports (a
+	// produce's durability) and completes it; the writer calls it.
+	finish func()
+	// raw, when set, is written as it is (a raw SASL exchange's answer).
+	raw []byte
+	// last closes the connection once the reply is written.
+	last bool
+}
+
+// serve reads a connection's requests one at a time, in order, as a
+// Kafka broker does; what a request changes is ordered before the next
+// is read. Replies leave in request order from writeReplies, which waits
+// for a produce's durability before its reply: a producer's requests in
+// flight have their appends made durable together.
 func (s *Server) serve(c net.Conn) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	cc := &conn{s: s, c: c}
+	replies := make(chan reply, maxPipelined)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		cc.writeReplies(replies)
+	}()
+	defer func() {
+		close(replies)
+		<-written
+	}()
 	r := bufio.NewReaderSize(c, 64<<10)
-	w := bufio.NewWriterSize(c, 64<<10)
 	var size [4]byte
-	var out []byte
 	for {
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			return
@@ -165,51 +195,68 @@ func (s *Server) serve(c net.Conn) {
 			if !cc.rawSASLAuthenticate(body) {
 				return
 			}
-			if _, err := w.Write([]byte{0, 0, 0, 0}); err != nil || w.Flush() != nil {
-				return
-			}
+			replies <- reply{raw: []byte{0, 0, 0, 0}}
 			continue
 		}
-		resp, corr, keep := cc.handle(ctx, body)
-		if resp == nil {
-			if !keep {
-				return
-			}
-			continue // acks=0 produce: no response
-		}
-		out = append(out[:0], 0, 0, 0, 0, 0, 0, 0, 0)
-		if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
-			out = append(out, 0) // the response header's empty tagged fields
-		}
-		out = resp.AppendTo(out)
-		binary.BigEndian.PutUint32(out[0:], uint32(len(out)-4))
-		binary.BigEndian.PutUint32(out[4:], uint32(corr))
-		if _, err := w.Write(out); err != nil {
-			return
-		}
-		if r.Buffered() == 0 {
-			if err := w.Flush(); err != nil {
-				return
-			}
+		rp, keep := cc.handle(ctx, body)
+		if rp.resp != nil { // nil: an acks=0 produce, or a connection to close
+			rp.last = !keep
+			replies <- rp
 		}
 		if !keep {
-			_ = w.Flush()
 			return
 		}
 	}
 }
 
-// handle parses and serves one request. It returns the response (nil for
-// none), the correlation id, and whether the connection stays open.
-func (cc *conn) handle(ctx context.Context, body []byte) (resp kmsg.Response, corr int32, keep bool) {
+// writeReplies writes the replies in order, flushing when no other is
+// ready. A failed write closes the connection, which ends its reading.
+func (cc *conn) writeReplies(replies <-chan reply) {
+	w := bufio.NewWriterSize(cc.c, 64<<10)
+	var out []byte
+	broken := false
+	for rp := range replies {
+		if rp.finish != nil {
+			rp.finish()
+		}
+		if broken {
+			continue
+		}
+		out = out[:0]
+		if rp.raw != nil {
+			out = append(out, rp.raw...)
+		} else {
+			out = append(out, 0, 0, 0, 0, 0, 0, 0, 0)
+			if rp.resp.IsFlexible() && rp.resp.Key() != kmsg.ApiVersions.Int16() {
+				out = append(out, 0) // the response header's empty tagged fields
+			}
+			out = rp.resp.AppendTo(out)
+			binary.BigEndian.PutUint32(out[0:], uint32(len(out)-4))
+			binary.BigEndian.PutUint32(out[4:], uint32(rp.corr))
+		}
+		_, err := w.Write(out)
+		if err == nil && (len(replies) == 0 || rp.last) {
+			err = w.Flush()
+		}
+		if err != nil || rp.last {
+			broken = true
+			_ = cc.c.Close()
+		}
+	}
+}
+
+// handle parses and serves one request. It returns the reply (without a
+// response for none) and whether the connection stays open.
+func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 	rd := kbin.Reader{Src: body}
 	key, version := rd.Int16(), rd.Int16()
-	corr = rd.Int32()
+	corr := rd.Int32()
+	rp.corr = corr
 	rd.NullableString() // client id
 	req := kmsg.RequestForKey(key)
 	if req == nil {
 		cc.s.log.Info("kafka: unknown api key; closing the connection", "remote", cc.c.RemoteAddr(), "key", key)
-		return nil, corr, false
+		return rp, false
 	}
 	req.SetVersion(version)
 	if cc.sess == nil {
@@ -218,7 +265,7 @@ func (cc *conn) handle(ctx context.Context, body []byte) (resp kmsg.Response, co
 		default:
 			// A Kafka broker closes a connection that skips SASL.
 			cc.s.log.Info("kafka: request before authentication; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key))
-			return nil, corr, false
+			return rp, false
 		}
 	}
 	lo, hi, ok := supported(key)
@@ -229,85 +276,87 @@ func (cc *conn) handle(ctx context.Context, body []byte) (resp kmsg.Response, co
 			r := kmsg.NewPtrApiVersionsResponse()
 			r.ErrorCode = kerr.UnsupportedVersion.Code
 			r.ApiKeys = apiKeys()
-			return r, corr, true
+			rp.resp = r
+			return rp, true
 		}
-		return unsupportedResponse(req), corr, true
+		rp.resp = unsupportedResponse(req)
+		return rp, true
 	}
 	if req.IsFlexible() {
 		kmsg.SkipTags(&rd)
 	}
 	if err := rd.Complete(); err != nil {
-		return nil, corr, false
+		return rp, false
 	}
 	if err := req.ReadFrom(rd.Src); err != nil {
 		cc.s.log.Info("kafka: malformed request; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "err", err)
-		return nil, corr, false
+		return rp, false
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			cc.s.log.Error("kafka: request handler panicked", "key", kmsg.NameForKey(key), "panic", p, "stack", string(debug.Stack()))
-			resp, keep = nil, false
+			rp, keep = reply{}, false
 		}
 	}()
-	resp, keep = cc.dispatch(ctx, req)
-	return resp, corr, keep
+	rp.resp, rp.finish, keep = cc.dispatch(ctx, req)
+	return rp, keep
 }
 
-func (cc *conn) dispatch(ctx context.Context, req kmsg.Request) (kmsg.Response, bool) {
+func (cc *conn) dispatch(ctx context.Context, req kmsg.Request) (kmsg.Response, func(), bool) {
 	switch m := req.(type) {
 	case *kmsg.ApiVersionsRequest:
 		r := m.ResponseKind().(*kmsg.ApiVersionsResponse)
 		r.ApiKeys = apiKeys()
-		return r, true
+		return r, nil, true
 	case *kmsg.SASLHandshakeRequest:
-		return cc.saslHandshake(m), true
+		return cc.saslHandshake(m), nil, true
 	case *kmsg.SASLAuthenticateRequest:
 		r := cc.saslAuthenticate(m)
-		return r, r.ErrorCode == 0
+		return r, nil, r.ErrorCode == 0
 	case *kmsg.MetadataRequest:
-		return cc.metadata(ctx, m), true
+		return cc.metadata(ctx, m), nil, true
 	case *kmsg.ProduceRequest:
-		r := cc.produce(ctx, m)
+		r, finish := cc.produce(ctx, m)
 		if m.Acks == 0 {
-			return nil, true
+			return nil, nil, true // nothing to answer, so nothing to wait for
 		}
-		return r, true
+		return r, finish, true
 	case *kmsg.FetchRequest:
-		return cc.fetch(ctx, m), true
+		return cc.fetch(ctx, m), nil, true
 	case *kmsg.ListOffsetsRequest:
-		return cc.listOffsets(ctx, m), true
+		return cc.listOffsets(ctx, m), nil, true
 	case *kmsg.OffsetForLeaderEpochRequest:
-		return cc.offsetForLeaderEpoch(ctx, m), true
+		return cc.offsetForLeaderEpoch(ctx, m), nil, true
 	case *kmsg.InitProducerIDRequest:
-		return cc.initProducerID(ctx, m), true
+		return cc.initProducerID(ctx, m), nil, true
 	case *kmsg.FindCoordinatorRequest:
-		return cc.findCoordinator(m), true
+		return cc.findCoordinator(m), nil, true
 	case *kmsg.CreateTopicsRequest:
-		return cc.createTopics(ctx, m), true
+		return cc.createTopics(ctx, m), nil, true
 	case *kmsg.DeleteTopicsRequest:
-		return cc.deleteTopics(ctx, m), true
+		return cc.deleteTopics(ctx, m), nil, true
 	case *kmsg.DeleteRecordsRequest:
-		return cc.deleteRecords(ctx, m), true
+		return cc.deleteRecords(ctx, m), nil, true
 	case *kmsg.JoinGroupRequest:
-		return cc.joinGroup(ctx, m), true
+		return cc.joinGroup(ctx, m), nil, true
 	case *kmsg.SyncGroupRequest:
-		return cc.syncGroup(ctx, m), true
+		return cc.syncGroup(ctx, m), nil, true
 	case *kmsg.HeartbeatRequest:
-		return cc.heartbeat(ctx, m), true
+		return cc.heartbeat(ctx, m), nil, true
 	case *kmsg.LeaveGroupRequest:
-		return cc.leaveGroup(ctx, m), true
+		return cc.leaveGroup(ctx, m), nil, true
 	case *kmsg.OffsetCommitRequest:
-		return cc.offsetCommit(ctx, m), true
+		return cc.offsetCommit(ctx, m), nil, true
 	case *kmsg.OffsetFetchRequest:
-		return cc.offsetFetch(ctx, m), true
+		return cc.offsetFetch(ctx, m), nil, true
 	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return cc.consumerGroupHeartbeat(ctx, m), true
+		return cc.consumerGroupHeartbeat(ctx, m), nil, true
 	case *kmsg.DescribeGroupsRequest:
-		return cc.describeGroups(ctx, m), true
+		return cc.describeGroups(ctx, m), nil, true
 	case *kmsg.ListGroupsRequest:
-		return cc.listGroups(ctx, m), true
+		return cc.listGroups(ctx, m), nil, true
 	}
-	return unsupportedResponse(req), true
+	return unsupportedResponse(req), nil, true
 }
 
 // unsupportedResponse answers a request this listener does not serve:
