@@ -50,7 +50,7 @@ func run() error {
 	quick := flag.Bool("quick", false, "smoke run of about a minute: one pair, short runs, small replay (proves the harness; too short to judge speed)")
 	pairs := flag.Int("pairs", 0, "interleaved pairs per cell (default 5, quick 1)")
 	out := flag.String("out", "", "results directory (default results/, quick: results/quick/)")
-	wls := flag.String("workloads", "all", "comma-separated workloads: "+strings.Join(workloadNames(), ","))
+	wls := flag.String("workloads", "all", "comma-separated workloads: "+strings.Join(workloadNames(), ",")+" (all of them), or "+FleetWorkload)
 	tiers := flag.String("tiers", "T0,T1", "durability tiers to run: T0 (page cache), T1 (fsync)")
 	systems := flag.String("systems", "ledge,nats-tls,nats", "systems to run; ledge must be one of them for ratios")
 	useWAN := flag.Bool("wan", false, "also run a bounded WAN-like comparison (network namespace, 50 ms RTT, 1% loss); skipped with a message where unavailable")
@@ -91,9 +91,13 @@ func run() error {
 	if s.wanTCPCC == "system" {
 		s.wanTCPCC = ""
 	}
-	ws, err := selectWorkloads(*wls)
-	if err != nil {
-		return err
+	wlList, withFleet := splitFleet(*wls)
+	var ws []workload
+	var err error
+	if wlList != "none" {
+		if ws, err = selectWorkloads(wlList); err != nil {
+			return err
+		}
 	}
 	if s.tiers, err = parseTiers(*tiers); err != nil {
 		return err
@@ -171,6 +175,11 @@ func run() error {
 	h := &harness{s: s, bins: bins, layout: layout, workDir: *workDir, logDir: logDir,
 		keep: *keep, out: os.Stdout, live: map[*server.Proc]bool{}, profileDir: *profileDir, loadProfileDir: *loadProfile}
 	defer h.killAll()
+	if withFleet {
+		if err := h.runFleets(ctx, *out); err != nil || len(ws) == 0 {
+			return err
+		}
+	}
 
 	rep := &report.Report{Started: time.Now(), Params: reportParams(s), Env: environment(repoRoot, *workDir, bins, layout)}
 	printHeader(rep)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -122,16 +123,22 @@ type Spec struct {
 
 // Proc is a running server.
 type Proc struct {
-	Spec   Spec
-	Addr   string // host:port the clients dial
-	CAFile string // for the TLS variants
-	cmd    *exec.Cmd
-	done   chan struct{}
-	err    error // the exit status, once done is closed
-	log    string
+	Spec Spec
+	Addr string // host:port the clients dial
+	// HTTPAddr is a Ledge node's HTTP listener (status, metrics, pprof
+	// when enabled), once it has printed it.
+	HTTPAddr atomic.Pointer[string]
+	CAFile   string // for the TLS variants
+	cmd      *exec.Cmd
+	done     chan struct{}
+	err      error // the exit status, once done is closed
+	log      string
 }
 
-var listenRE = regexp.MustCompile(`listening on (\S+)`)
+var (
+	listenRE = regexp.MustCompile(`listening on (\S+)`)
+	httpRE   = regexp.MustCompile(`Status page: http://(\S+)/`)
+)
 
 // Start starts a server and waits until it prints its address.
 func Start(ctx context.Context, bins Binaries, spec Spec) (*Proc, error) {
@@ -209,6 +216,9 @@ func Start(ctx context.Context, bins Binaries, spec Spec) (*Proc, error) {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(logf, line)
+			if m := httpRE.FindStringSubmatch(line); m != nil {
+				p.HTTPAddr.Store(&m[1])
+			}
 			if m := listenRE.FindStringSubmatch(line); m != nil {
 				once.Do(func() { addr <- m[1] })
 			}

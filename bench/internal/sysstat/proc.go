@@ -153,3 +153,13 @@ func Kernel() string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// RSS returns the resident set of process pid now (VmRSS), in bytes.
+func RSS(pid int) (int64, error) {
+	v, err := readKeyed(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
+	if err != nil {
+		return 0, err
+	}
+	kb, err := strconv.ParseInt(strings.TrimSuffix(v, " kB"), 10, 64)
+	return kb << 10, err
+}
