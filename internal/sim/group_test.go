@@ -2,7 +2,6 @@ package sim
 
 import (
 	"flag"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -89,8 +88,8 @@ func runGroupSeedWith(t *testing.T, seed uint64, logf func(string, ...any), stat
 func TestSimGroups(t *testing.T) { runGroupSeeds(t, false, 15, 50) }
 
 // runGroupSeeds runs the group simulation (with the state store if state)
-// for -seed alone, or for -group.seeds, -seeds, or the default count
-// (short under -short).
+// for -seed alone, or for the seeds planSeeds picks (-group.seeds or
+// -seeds from -seed-base, or the default ones).
 func runGroupSeeds(t *testing.T, state bool, short, def int) {
 	if *seedFlag >= 0 {
 		r := runGroupSeedWith(t, uint64(*seedFlag), t.Logf, state)
@@ -100,23 +99,18 @@ func runGroupSeeds(t *testing.T, state bool, short, def int) {
 		return
 	}
 	n := *groupSeedsFlag
-	switch {
-	case n > 0:
-	case *seedsFlag > 0:
+	if n == 0 {
 		n = *seedsFlag
-	case testing.Short():
-		n = short
-	default:
-		n = def
 	}
-	for seed := range uint64(n) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Parallel()
-			if r := runGroupSeedWith(t, seed, nil, state); r.Err != nil {
-				t.Fatal(r.Report(80))
-			}
-		})
+	kind := "groups"
+	if state {
+		kind = "state"
 	}
+	planSeeds(kind, n, short, def).run(t, func(t *testing.T, seed uint64) {
+		if r := runGroupSeedWith(t, seed, nil, state); r.Err != nil {
+			t.Fatal(r.Report(80))
+		}
+	})
 }
 
 // TestSimGroupsReplaysExactly: a seed of the group simulation, and of

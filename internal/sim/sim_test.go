@@ -2,7 +2,6 @@ package sim
 
 import (
 	"flag"
-	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -10,7 +9,7 @@ import (
 
 var (
 	seedFlag   = flag.Int64("seed", -1, "run only this seed, with its whole trace (replays a failure exactly)")
-	seedsFlag  = flag.Int("seeds", 0, "number of seeds to run (default 200; 40 with -short)")
+	seedsFlag  = flag.Int("seeds", 0, "number of seeds to run, from -seed-base (default: seeds 0-199, the regression seeds and the commit's window; 0-39 with -short)")
 	stepsFlag  = flag.Int("steps", 0, "ops per seed (default 150)")
 	statesFlag = flag.Bool("states", false, "with -seed: trace every partition's state after each step")
 )
@@ -67,21 +66,11 @@ func TestSim(t *testing.T) {
 		}
 		return
 	}
-	n := *seedsFlag
-	if n == 0 {
-		n = 200
-		if testing.Short() {
-			n = 40
+	planSeeds("storage", *seedsFlag, 40, 200).run(t, func(t *testing.T, seed uint64) {
+		if r := runSeed(t, seed, nil); r.Err != nil {
+			t.Fatal(r.Report(60))
 		}
-	}
-	for seed := range uint64(n) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Parallel()
-			if r := runSeed(t, seed, nil); r.Err != nil {
-				t.Fatal(r.Report(60))
-			}
-		})
-	}
+	})
 }
 
 // TestSimReplaysExactly: a seed's run is the same every time, down to the
