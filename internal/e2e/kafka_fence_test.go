@@ -124,6 +124,38 @@ func TestKafkaPurgeWhileConsumerPolls(t *testing.T) {
 		}
 	}
 
+	// Where the old leader epoch ended, and the partition's range now.
+	olr := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	ot.Topic = "purged"
+	op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	op.Partition, op.LeaderEpoch, op.CurrentLeaderEpoch = 0, epoch, epoch+1
+	ot.Partitions = append(ot.Partitions, op)
+	olr.Topics = append(olr.Topics, ot)
+	oresp, err := olr.RequestWith(ctx, prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := oresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.EndOffset != 10 {
+		t.Fatalf("OffsetForLeaderEpoch(%d): end offset %d, %v; want 10, where the purge started the next", epoch, p.EndOffset, kerr.ErrorForCode(p.ErrorCode))
+	}
+	for ts, want := range map[int64]int64{-2: 10, -1: 15} {
+		lreq := kmsg.NewPtrListOffsetsRequest()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "purged"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.Timestamp, lp.CurrentLeaderEpoch = 0, ts, -1
+		lt.Partitions = append(lt.Partitions, lp)
+		lreq.Topics = append(lreq.Topics, lt)
+		lresp, err := lreq.RequestWith(ctx, prod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := lresp.Topics[0].Partitions[0]; p.Offset != want || p.LeaderEpoch != epoch+1 {
+			t.Errorf("ListOffsets(%d): offset %d of leader epoch %d, want %d of %d", ts, p.Offset, p.LeaderEpoch, want, epoch+1)
+		}
+	}
+
 	member, generation := cons.GroupMetadata()
 	if err := kafkaCommit(t, prod, "watchers", member, generation, "purged", 12, epoch); err != kerr.FencedLeaderEpoch {
 		t.Fatalf("a commit of the old leader epoch: %v, want FENCED_LEADER_EPOCH", err)
