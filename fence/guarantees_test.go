@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -24,8 +25,9 @@ var (
 
 // TestGuaranteesAreCovered keeps docs/FENCING.md's guarantee table and the
 // tests honest with each other: every guarantee has covering tests, every
-// listed test exists and declares that it covers the guarantee, and every
-// declaration names a guarantee of the table and is listed there.
+// listed test exists, really runs (notRun) and declares that it covers
+// the guarantee, and every declaration names a guarantee of the table and
+// is listed there.
 func TestGuaranteesAreCovered(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -45,6 +47,14 @@ func TestGuaranteesAreCovered(t *testing.T) {
 				t.Errorf("%s lists %s, which does not exist or declares no coverage", id, ref)
 			case !slices.Contains(ids, id):
 				t.Errorf("%s lists %s, which does not declare covers: %s", id, ref, id)
+			}
+		}
+	}
+	lits := map[string]map[string]bool{} // a package's test literals, by directory
+	for _, refs := range doc {
+		for _, ref := range refs {
+			if why := notRun(t, root, ref, lits); why != "" {
+				t.Errorf("%s is listed as coverage but %s", ref, why)
 			}
 		}
 	}
@@ -169,4 +179,94 @@ func scanTestdata(t *testing.T, path string) []string {
 		}
 	}
 	return ids
+}
+
+// notRun says why a listed test does not really run, or "" if it does:
+// a Go test whose body begins by skipping itself covers nothing, and a
+// data-driven file counts only if a test of its package names it (its
+// path under the package, its name beside a "testdata/" prefix, or the
+// directory it walks).
+func notRun(t *testing.T, root, ref string, cache map[string]map[string]bool) string {
+	if i := strings.Index(ref, "/testdata/"); i >= 0 {
+		pkg, rel := ref[:i], ref[i+1:]
+		lits, ok := cache[pkg]
+		if !ok {
+			lits = testLiterals(t, filepath.Join(root, filepath.FromSlash(pkg)))
+			cache[pkg] = lits
+		}
+		dir, name := filepath.ToSlash(filepath.Dir(rel)), filepath.Base(rel)
+		if lits[rel] || lits[dir] || (lits[name] && lits["testdata/"]) {
+			return ""
+		}
+		return "no test of " + pkg + " runs it"
+	}
+	i := strings.LastIndex(ref, ".")
+	if i < 0 {
+		return ""
+	}
+	dir, name := ref[:i], ref[i+1:]
+	key := "funcs:" + dir
+	skips, ok := cache[key]
+	if !ok {
+		skips = testSkips(t, filepath.Join(root, filepath.FromSlash(dir)))
+		cache[key] = skips
+	}
+	if skips[name] {
+		return "it skips itself"
+	}
+	return "" // a missing test is reported by TestGuaranteesAreCovered
+}
+
+// testSkips returns, for each test function of the test files in dir,
+// whether its body begins by skipping it.
+func testSkips(t *testing.T, dir string) map[string]bool {
+	out := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	for _, path := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Body != nil {
+				out[fn.Name.Name] = len(fn.Body.List) > 0 && isSkip(fn.Body.List[0])
+			}
+		}
+	}
+	return out
+}
+
+// isSkip reports whether st is a call of t.Skip, t.Skipf or t.SkipNow.
+func isSkip(st ast.Stmt) bool {
+	es, ok := st.(*ast.ExprStmt)
+	if !ok {
+		return false
+	}
+	call, ok := es.X.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	return ok && strings.HasPrefix(sel.Sel.Name, "Skip")
+}
+
+// testLiterals returns the string literals of the test files in dir.
+func testLiterals(t *testing.T, dir string) map[string]bool {
+	out := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	for _, path := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if v, err := strconv.Unquote(lit.Value); err == nil {
+					out[v] = true
+				}
+			}
+			return true
+		})
+	}
+	return out
 }
