@@ -140,7 +140,7 @@ func (cc *conn) syncGroup(ctx context.Context, m *kmsg.SyncGroupRequest) kmsg.Re
 	r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr(cm.protocol)
 	rep, err := cc.sess.Heartbeat(ctx, &wire.HeartbeatRequest{Group: m.Group, MemberID: m.MemberID, MemberEpoch: uint64(max(m.Generation, 0)), Owned: cm.owned})
 	if err != nil {
-		r.ErrorCode = groupCode(err)
+		r.ErrorCode = cc.memberError(m.Group, m.MemberID, err)
 		return r
 	}
 	// A partition received after the generation the member joined at
@@ -169,7 +169,7 @@ func (cc *conn) heartbeat(ctx context.Context, m *kmsg.HeartbeatRequest) kmsg.Re
 	rep, err := cc.sess.Heartbeat(ctx, &wire.HeartbeatRequest{Group: m.Group, MemberID: m.MemberID, MemberEpoch: uint64(max(m.Generation, 0)), Owned: cm.synced})
 	if err != nil {
 		cc.s.log.Debug("kafka: heartbeat refused", "group", m.Group, "member", m.MemberID, "generation", m.Generation, "err", err)
-		r.ErrorCode = groupCode(err)
+		r.ErrorCode = cc.memberError(m.Group, m.MemberID, err)
 		return r
 	}
 	if !slices.Equal(partitionsOf(rep.Assignment), cm.synced) {
@@ -205,6 +205,16 @@ func (cc *conn) leaveGroup(ctx context.Context, m *kmsg.LeaveGroupRequest) kmsg.
 		r.ErrorCode = 0
 	}
 	return r
+}
+
+// memberError maps a heartbeat's error; a member the node no longer
+// knows is forgotten here too (it rejoins under a new id).
+func (cc *conn) memberError(group, member string, err error) int16 {
+	code := groupCode(err)
+	if code == kerr.UnknownMemberID.Code {
+		cc.s.groups.forget(group, member)
+	}
+	return code
 }
 
 // groupCode maps an error of the coordinator to the classic protocol's.
