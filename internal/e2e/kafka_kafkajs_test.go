@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgemq/ledge/internal/testtool"
 	"github.com/ledgemq/ledge/sdk"
 )
 
@@ -22,14 +23,14 @@ func kafkajsDir(t *testing.T) string {
 	if d := os.Getenv("KAFKAJS_DIR"); d != "" {
 		return d
 	}
-	npm := needTool(t, "npm")
+	npm := testtool.Need(t, "Debian package npm", "npm")
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(testContext(t), safety)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--silent", "kafkajs@2")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		if os.Getenv("CI") != "" {
+		if testtool.InCI() {
 			t.Fatalf("npm install kafkajs: %v\n%s", err, out)
 		}
 		t.Skipf("npm install kafkajs: %v", err)
@@ -41,7 +42,7 @@ func kafkajsDir(t *testing.T) string {
 // consumer reads them all, committing; Ledge's SDK reads the same records
 // and sees the group's commits.
 func TestKafkaKafkajs(t *testing.T) {
-	nodeBin := needTool(t, "node")
+	nodeBin := testtool.Need(t, "Debian package nodejs", "node", "nodejs")
 	dir := kafkajsDir(t)
 	n := startKafkaNode(t)
 	ctx := testContext(t)

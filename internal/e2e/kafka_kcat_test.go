@@ -3,35 +3,21 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ledgemq/ledge/internal/testtool"
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 )
-
-// needTool returns the path of a program a test runs, skipping the test
-// when it is missing — except under CI, where a missing tool fails it.
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed; CI must install it", name)
-		}
-		t.Skipf("%s is not installed", name)
-	}
-	return p
-}
 
 // kcat runs kcat against n's Kafka listener with the admin token as the
 // SASL/PLAIN password, and returns its standard output.
 func kcat(t *testing.T, n *node.Node, stdin string, args ...string) string {
 	t.Helper()
-	bin := needTool(t, "kcat")
+	bin := testtool.Need(t, "Debian package kcat", "kcat")
 	ctx, cancel := context.WithTimeout(testContext(t), safety/2)
 	defer cancel()
 	all := append([]string{"-b", n.KafkaAddr(),
@@ -51,7 +37,7 @@ func kcat(t *testing.T, n *node.Node, stdin string, args ...string) string {
 // reads them back (-C) and consumes them in a group (-G), committing;
 // the SDK reads what kcat wrote and sees the group's commits.
 func TestKafkaKcat(t *testing.T) {
-	needTool(t, "kcat")
+	testtool.Need(t, "Debian package kcat", "kcat")
 	n := startKafkaNode(t)
 	ctx := testContext(t)
 	c := dial(t, n)
