@@ -196,7 +196,9 @@ type scanResult struct {
 // calls fn for each valid batch. It stops at the first invalid bytes.
 func scanSegment(f vfs.File, pos, fileSize int64, minOffset uint64, fn func(pos int64, h wire.BatchHeader, b []byte)) (scanResult, error) {
 	res := scanResult{end: pos, badPos: -1, lastEnd: minOffset}
-	buf := make([]byte, 1<<20)
+	// No larger than what is left to scan: recovery scans every segment
+	// it has no index for, most of them far smaller than a MiB.
+	buf := make([]byte, min(1<<20, max(fileSize-pos, wire.BatchHeaderSize)))
 	var have []byte // buffered bytes starting at bufPos
 	bufPos := pos
 	for pos < fileSize {
@@ -256,7 +258,7 @@ func readFull(f vfs.File, buf []byte, pos, fileSize int64) (int, error) {
 }
 
 func allZero(f vfs.File, pos, fileSize int64) (bool, error) {
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, min(64<<10, max(fileSize-pos, 1)))
 	for pos < fileSize {
 		n, err := readFull(f, buf, pos, fileSize)
 		if err != nil {
