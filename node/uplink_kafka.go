@@ -31,7 +31,11 @@ func (f *Forwarder) connect(ctx context.Context) error {
 	// No record delivery timeout: kgo measures it from the record's
 	// timestamp, which is the Ledge record's (possibly hours old at the
 	// edge). Each step has a deadline instead (StepTimeout).
+	// No KIP-714 client metrics: the client pushes them when it closes,
+	// retrying while Kafka is unreachable, which held a node's shutdown
+	// 0.8-1 s whenever an uplink's connectivity was cut.
 	opts := append([]kgo.Opt{
+		kgo.DisableClientMetrics(),
 		kgo.ProducerLinger(0),
 		kgo.TransactionTimeout(max(time.Minute, 2*f.cfg.StepTimeout)),
 	}, f.cfg.KafkaOpts...)
