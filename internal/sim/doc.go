@@ -24,8 +24,10 @@
 // # The disk
 //
 // Disk stacks a crashable vfs.MemFS, vfs/errorfs (injected failures of
-// segment, index, directory and metadata-WAL fsyncs; one armed at a time,
-// failing the first matching call) and a fault layer of its own (view.go)
+// segment, index, directory and metadata-WAL fsyncs, and of segment
+// reads, which every read of the engine's read path makes through its
+// fault hook and reader pool; one armed at a time, failing the first
+// matching call) and a fault layer of its own (view.go)
 // for what errorfs cannot express: a failed fsync that drops the file's
 // unsynced data as Linux does after a writeback error (the page cache
 // keeps the new bytes, a later fsync writes nothing, a power loss returns

@@ -33,6 +33,9 @@ const (
 	FaultTopicsDirSync
 	// FaultWALSync fails an fsync of the metadata store's write-ahead log.
 	FaultWALSync
+	// FaultSegmentRead fails a read of a segment file: a poll's, through
+	// the engine's read path (its header peek included).
+	FaultSegmentRead
 )
 
 var faultNames = map[FaultKind]string{
@@ -42,6 +45,7 @@ var faultNames = map[FaultKind]string{
 	FaultCleanupDirSync:   "cleanup-dir-sync",
 	FaultTopicsDirSync:    "topics-dir-sync",
 	FaultWALSync:          "wal-sync",
+	FaultSegmentRead:      "segment-read",
 }
 
 func (k FaultKind) String() string {
@@ -164,7 +168,11 @@ func (in *injector) MaybeError(op errorfs.Op) error {
 	if op.Kind == errorfs.OpRemove && isSegmentPath(op.Path) {
 		in.removed[op.Path[:strings.LastIndexByte(op.Path, '/')]] = true
 	}
-	if !isSyncOp(op.Kind) || !matches(f.Kind, op.Path, in.removed) {
+	kindOK := isSyncOp(op.Kind)
+	if f.Kind == FaultSegmentRead {
+		kindOK = op.Kind == errorfs.OpFileReadAt
+	}
+	if !kindOK || !matches(f.Kind, op.Path, in.removed) {
 		return nil
 	}
 	in.armed = nil
@@ -190,6 +198,8 @@ func matches(k FaultKind, path string, removed map[string]bool) bool {
 		return topicsDirRE.MatchString(path)
 	case FaultWALSync:
 		return strings.Contains(path, "/meta/") && strings.HasSuffix(path, ".log")
+	case FaultSegmentRead:
+		return isSegmentPath(path)
 	}
 	return false
 }

@@ -27,8 +27,9 @@ func runSeed(t *testing.T, seed uint64, logf func(string, ...any)) Result {
 // partition owners on a simulated disk, with appends, polls, commits,
 // purges (some racing an append), retention, topic deletion and
 // re-creation, injected fsync failures (files, directories, the metadata
-// WAL; some dropping the file's unsynced data), process crashes and power
-// losses, checking after every step and every recovery:
+// WAL; some dropping the file's unsynced data) and segment read failures,
+// a full disk, process crashes and power losses, checking after every
+// step and every recovery:
 //
 //   - every append acknowledged under durability always is readable;
 //     an append whose acknowledgement failed never comes back;
