@@ -107,9 +107,7 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		err = check(ans)
 	}
 	elapsed := h.cfg.Now().Sub(start)
-	if (in.cs.yields >= slowYields || errors.Is(err, ErrTimeout)) && !p.slow.Load() {
-		p.slow.Store(true)
-	}
+	p.judge(in.cs.yields >= slowYields || errors.Is(err, ErrTimeout))
 	if err != nil {
 		// A plugin's own error report leaves the instance sound; anything
 		// else may have left it mid-way, so it is discarded.

@@ -69,7 +69,8 @@ type plugin struct {
 	mod   *module
 	added time.Time
 	stats statCounters
-	slow  atomic.Bool // a call took slowCall or longer: guest code runs on the workers' threads
+	slow  atomic.Bool  // a call ran slowYields slices or timed out (workers.go)
+	quick atomic.Int32 // quick calls so far, up to quickCalls (workers.go)
 
 	// Under Host.mu.
 	idle     []*instance

@@ -137,7 +137,7 @@ func (in *instance) begin(ctx context.Context, timeout time.Duration, v *View) e
 		in.h.putWorker(w)
 		return err
 	}
-	in.w, in.onW = w, dedicatedThreads && in.p.slow.Load()
+	in.w, in.onW = w, in.p.onThreads()
 	if in.onW {
 		w.onThread()
 	}

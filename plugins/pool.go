@@ -212,7 +212,7 @@ func (h *Host) release(in *instance, discard bool) {
 	if discard || h.closed || p.removed || p.quaran || h.used > h.cfg.MemoryBudget {
 		h.dropLocked(in)
 		h.mu.Unlock()
-		in.close()
+		h.closeOffPath(in)
 		return
 	}
 	h.seq++

@@ -16,7 +16,8 @@ import (
 //
 // A plugin whose call ran slowYields metering slices or more, or timed
 // out (a loop, a memory bomb, or only a heavy filter), runs from then on
-// at a lower priority where the kernel allows it (Linux: priorities are
+// (and a new plugin, until quickCalls calls have shown it quick) at a
+// lower priority where the kernel allows it (Linux: priorities are
 // per thread): its guest entries (instantiation, init, filter, propose) are handed to the
 // worker's own goroutine, locked to an OS thread with nice workerNice, and
 // the caller waits. When the node's own threads and such a plugin want
@@ -37,6 +38,50 @@ const workerNice = 10
 // Counting slices, not time, keeps a loaded machine's preemptions from
 // moving a fast plugin.
 const slowYields = 40
+
+// quickCalls is how many quick calls in a row move a new plugin to the
+// callers' goroutines: until then its calls run on the workers' threads,
+// so that a plugin looping from its very first call never holds a
+// thread of the node's priority.
+const quickCalls = 100
+
+// onThreads reports whether p's guest code runs on the workers' threads.
+func (p *plugin) onThreads() bool {
+	return dedicatedThreads && (p.slow.Load() || p.quick.Load() < quickCalls)
+}
+
+// judge records whether a call of p was slow.
+func (p *plugin) judge(slow bool) {
+	switch {
+	case p.slow.Load():
+	case slow:
+		p.slow.Store(true)
+	case p.quick.Load() < quickCalls:
+		p.quick.Add(1)
+	}
+}
+
+// closeOffPath closes an instance taken out of the pool; a plugin on the
+// workers' threads has it closed on one too if one is idle, since giving
+// back the memory of a large instance is work for the kernel (unmapping
+// every page the guest touched) that would otherwise fall on the caller's
+// thread. It never waits for a worker.
+func (h *Host) closeOffPath(in *instance) {
+	var w *worker
+	if in.p.onThreads() {
+		select {
+		case w = <-h.workers:
+		default:
+		}
+	}
+	if w == nil {
+		in.close()
+		return
+	}
+	w.onThread()
+	_ = w.run(true, workerJob{run: func() error { in.close(); return nil }})
+	h.putWorker(w)
+}
 
 // worker runs guest code; it belongs to one call between takeWorker and
 // putWorker.
