@@ -32,6 +32,15 @@ func TestRestartOnAFullDisk(t *testing.T) {
 	fs.Fill(3 << 20)
 	acked := appendUntilFull(t, p, 1000)
 	last := acked[len(acked)-1].Last
+	// Space is freed a little: an idempotent producer's batch goes in,
+	// and the disk fills again.
+	fs.SetBudget(fs.Used() + 3<<20)
+	clock.Advance(spaceProbeInterval)
+	idem := makeBatch(t, "idem", 5, 0)
+	setProducer(idem, 7, 0, 0)
+	ir := appendWait(t, p, idem)
+	acked = append(acked, appendUntilFull(t, p, 1000)...)
+	last = acked[len(acked)-1].Last
 	if _, err := p.SetBookmark("reader", Bookmark{Offset: 10}); err != nil {
 		t.Fatalf("commit on a full disk: %v", err)
 	}
@@ -52,9 +61,20 @@ func TestRestartOnAFullDisk(t *testing.T) {
 	top, _ = e2.Topic("t")
 	p, _ = top.Partition(0)
 	mustBeServing(t, p)
-	got, _ := readAll(t, p, 0)
-	if uint64(len(got)) < last+1 {
-		t.Fatalf("after the restart %d records are served, %d were acknowledged", len(got), last+1)
+	served := make(map[uint64]string)
+	recs, _ := readAll(t, p, 0)
+	for _, r := range recs {
+		served[r.off] = r.value
+	}
+	for _, a := range append(acked, ir) {
+		for off := a.Base; off <= a.Last; off++ {
+			if _, ok := served[off]; !ok {
+				t.Fatalf("acknowledged offset %d not served after a restart on a full disk", off)
+			}
+		}
+	}
+	if served[ir.Base] != "idem-0" {
+		t.Fatalf("offset %d holds %q", ir.Base, served[ir.Base])
 	}
 	seq, err := p.SetBookmark("reader", Bookmark{Offset: 20})
 	if err == nil {
@@ -62,6 +82,9 @@ func TestRestartOnAFullDisk(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("commit after a restart on a full disk: %v", err)
+	}
+	if ps, ok := p.ProducerState(7); !ok || ps.Len() == 0 || ps.Batch(0).Base != ir.Base || ps.Batch(0).LastSeq != 4 {
+		t.Fatalf("producer 7 after a restart on a full disk: %+v, %v (its batch was at %d)", ps, ok, ir.Base)
 	}
 	if _, err := p.Append(makeBatch(t, "refused", 2, 0)); !errors.Is(err, ErrNoSpace) || !Retryable(err) {
 		t.Fatalf("append after a restart on a full disk: %v", err)
