@@ -153,8 +153,10 @@ func (d *ledgeDevice) Commands(ctx context.Context, got func([]byte)) error {
 
 func (d *ledgeDevice) Alive() bool { return !d.dead.Load() }
 
+// Close gives the producer and the consumer a second to end: a device
+// whose connection has died would otherwise dial again to close them.
 func (d *ledgeDevice) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = d.prod.Close(ctx)
 	_ = d.cons.Close(ctx)
