@@ -223,3 +223,25 @@ func TestSealOnAFullDisk(t *testing.T) {
 		t.Fatalf("after a restart: %d records, want %d", len(got), len(want))
 	}
 }
+
+// TestDeleteOnAFullDisk: deleting a topic on a full disk works and gives
+// its room back to appends at once.
+func TestDeleteOnAFullDisk(t *testing.T) {
+	d := fullDisk(t, DurabilityAlways)
+	defer d.e.Close()
+	other, err := d.e.CreateTopic("other", TopicConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.fs.Fill(3 << 20)
+	appendUntilFull(t, d.p, 1000)
+	full := d.fs.Used()
+	if err := d.e.DeleteTopic("t"); err != nil {
+		t.Fatalf("delete on a full disk: %v", err)
+	}
+	if used := d.fs.Used(); used > full-(1<<20) {
+		t.Fatalf("the deletion freed too little: %d bytes used, %d before", used, full)
+	}
+	op, _ := other.Partition(0)
+	appendWait(t, op, makeBatch(t, "after", 3, 0))
+}

@@ -202,6 +202,7 @@ func (e *Engine) DeleteTopic(name string) error {
 		return nil
 	}
 	e.opts.Logger.Info("topic deleted", "topic", name, "id", t.id.String())
+	e.probeSpace(true) // the removal may have made room for appends
 	return nil
 }
 
