@@ -92,8 +92,12 @@ func (w *World) produce(p *Partition, n int) (string, error) {
 		// A failed append may not come back, if the engine could record
 		// where the log's durable part ends: with the metadata store
 		// failed too, recovery keeps what it finds (and makes it durable).
-		for off := res.Base; off <= res.Last && !w.Disk.MetaFailed(); off++ {
-			m.failedAppends[off] = true
+		for off := res.Base; off <= res.Last; off++ {
+			if !w.Disk.MetaFailed() {
+				m.failedAppends[off] = true
+			}
+			// Refused for lack of space: never readable, whatever the
+			// metadata store's state.
 			if errors.Is(err, engine.ErrNoSpace) {
 				m.refused[off] = true
 			}
