@@ -100,7 +100,8 @@ func commitWindow(kind string) (uint64, string, bool) {
 // run runs each seed of the plan with check in a subtest named after it,
 // as many at once as the tests' parallelism (GOMAXPROCS by default: one
 // synctest bubble per core). A long plan (a deep pass) reports its
-// progress and rate every 1,000 seeds on stderr.
+// progress, rate and failures every 1,000 seeds on stderr, and each
+// failing seed at once.
 func (p seedPlan) run(t *testing.T, check func(t *testing.T, seed uint64)) {
 	t.Logf("%s", p.about)
 	workers := max(1, runtime.GOMAXPROCS(0))
@@ -111,15 +112,22 @@ func (p seedPlan) run(t *testing.T, check func(t *testing.T, seed uint64)) {
 	}
 	seeds := make(chan uint64)
 	var wg sync.WaitGroup
-	var done atomic.Int64
+	var done, failed atomic.Int64
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
 			for seed := range seeds {
-				t.Run(fmt.Sprint(seed), func(t *testing.T) { check(t, seed) })
+				if !t.Run(fmt.Sprint(seed), func(t *testing.T) { check(t, seed) }) {
+					// A subtest's failure is printed when its parent ends:
+					// a long pass names its failing seeds as it goes.
+					failed.Add(1)
+					if len(p.seeds) > 5000 {
+						fmt.Fprintf(os.Stderr, "%s: seed %d failed\n", t.Name(), seed)
+					}
+				}
 				if n := done.Add(1); len(p.seeds) > 5000 && n%1000 == 0 {
 					el := time.Since(start)
-					fmt.Fprintf(os.Stderr, "%s: %d of %d seeds in %v (%.1f seeds/s)\n", t.Name(), n, len(p.seeds), el.Round(time.Second), float64(n)/el.Seconds())
+					fmt.Fprintf(os.Stderr, "%s: %d of %d seeds in %v (%.1f seeds/s), %d failed\n", t.Name(), n, len(p.seeds), el.Round(time.Second), float64(n)/el.Seconds(), failed.Load())
 				}
 			}
 		})
