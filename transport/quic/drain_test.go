@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestShutdownDoesNotWaitForVanishedClients: clients that went away
@@ -117,5 +118,76 @@ func (r *udpRelay) back(up *net.UDPConn, to net.Addr) {
 			continue
 		}
 		_, _ = r.pc.WriteTo(buf[:n], to)
+	}
+}
+
+// TestShutdownDoesNotWaitForHalfSentFrame: a client that vanished in the
+// middle of a frame (its header arrived, the rest never will, as when a
+// process is killed between two packets) holds nothing up either: the
+// server stops waiting for the rest after the linger, and Shutdown returns
+// on its own, with no deadline in its context.
+func TestShutdownDoesNotWaitForHalfSentFrame(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	ts.serve(t, echo)
+	relay := newUDPRelay(t, ts.addr())
+
+	c, err := Dial(testContext(t), relay.addr(), ts.clientTLS(), ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mustEcho(t, pipeline(t, c, 4), "an earlier stream was served")
+	s, err := c.OpenStream(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := frame("a request whose second half is never sent")
+	if _, err := s.bw.Write(f[:len(f)/2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server reading the frame's body", func() bool {
+		return ts.ln.readingBody()
+	})
+
+	relay.cut() // the client vanishes mid-frame
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- ts.ln.Shutdown(context.Background()) }()
+	if err := wait(t, shutdown, "Shutdown with a half-sent frame"); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// readingBody reports whether a stream of the listener has read a frame's
+// header and waits for its body.
+func (l *Listener) readingBody() bool {
+	l.mu.Lock()
+	conns := make([]*Conn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		for _, s := range c.snapshotStreams() {
+			s.mu.Lock()
+			body := s.reading && !s.inHeader
+			s.mu.Unlock()
+			if body {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// waitFor polls cond until it holds (or the safety timeout passes).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(safety); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

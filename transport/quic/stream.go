@@ -164,8 +164,9 @@ func (s *Stream) readFrame() (*Request, error) {
 	}
 	if interrupted {
 		// The header arrived before the shutdown: this request is in
-		// flight and is read and answered.
-		_ = s.qs.SetReadDeadline(time.Time{})
+		// flight and is read and answered, if its body comes within the
+		// linger (a client that stopped mid-frame is gone).
+		_ = s.qs.SetReadDeadline(time.Now().Add(s.c.drainLinger()))
 	}
 	if !l.budget.tryAcquire(int64(n)) {
 		// Deferred replies hold budget: send them before waiting for it.
@@ -472,8 +473,14 @@ const (
 func (s *Stream) drain(ctx context.Context, linger time.Duration) drainResult {
 	s.mu.Lock()
 	s.draining = true
-	if s.inHeader {
+	switch {
+	case s.inHeader:
 		_ = s.qs.SetReadDeadline(time.Now())
+	case s.reading:
+		// A frame's header came, its body is still coming: it is waited
+		// for the linger at most. A client that vanished mid-frame (killed
+		// between two packets) never sends the rest.
+		_ = s.qs.SetReadDeadline(time.Now().Add(linger))
 	}
 	for !s.done && (s.reading || len(s.outstanding) > 0) {
 		w := make(chan struct{})
