@@ -103,9 +103,9 @@ func (c *Conn) track(qs *quicgo.Stream) *Stream {
 		c:           c,
 		qs:          qs,
 		fr:          newFrameReader(qs, c.l.cfg.Framing, c.l.cfg.MaxFrameSize),
-		bw:          bufio.NewWriterSize(qs, defaultStreamBufferSize),
 		outstanding: make(map[*Request]struct{}),
 	}
+	s.bw = bufio.NewWriterSize(streamWriter{s}, defaultStreamBufferSize)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.draining {
@@ -196,7 +196,10 @@ func (c *Conn) drain(ctx context.Context) {
 			}
 		})
 	}
+	stop := make(chan struct{})
+	go c.watchSilentClient(linger, stop)
 	wg.Wait()
+	close(stop)
 	if unconfirmed.Load() && !noAnswer.Load() && ctx.Err() == nil {
 		t := time.NewTimer(linger)
 		select {
@@ -207,4 +210,40 @@ func (c *Conn) drain(ctx context.Context) {
 		t.Stop()
 	}
 	c.close(CodeShutdown, "server shutting down")
+}
+
+// watchSilentClient closes the draining connection when a write to one of
+// its streams has waited for a whole linger in which the client sent no
+// packet: a reply beyond the client's flow-control window waits for
+// credit, and a client that vanished (killed, unplugged) never grants it,
+// nor acknowledges what was sent. A live client acknowledges within the
+// linger. It returns at stop or when the connection ends.
+func (c *Conn) watchSilentClient(linger time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(linger)
+	defer t.Stop()
+	heard := c.qc.ConnectionStats().PacketsReceived
+	waiting := map[*Stream]uint64{}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-c.qc.Context().Done():
+			return
+		case <-t.C:
+		}
+		now := c.qc.ConnectionStats().PacketsReceived
+		still := map[*Stream]uint64{}
+		stuck := false
+		for _, s := range c.snapshotStreams() {
+			if w := s.waitingWrite(); w != 0 {
+				still[s] = w
+				stuck = stuck || waiting[s] == w
+			}
+		}
+		if stuck && now == heard {
+			c.close(CodeShutdown, "server shutting down: the client does not answer")
+			return
+		}
+		heard, waiting = now, still
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // TestShutdownDoesNotWaitForVanishedClients: clients that went away
@@ -189,5 +191,51 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// TestShutdownDoesNotWaitForReplyToVanishedClient: a reply larger than
+// what the client allowed in flight (its flow-control window), written
+// after the client vanished, can never be sent in full: the writer waits
+// for credit that never comes. Shutdown takes the client as gone when it
+// hears nothing from it for a linger while a reply waits, and returns on
+// its own, with no deadline in its context.
+func TestShutdownDoesNotWaitForReplyToVanishedClient(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	release := make(chan struct{})
+	ts.serve(t, func(s *Stream, r *Request) {
+		<-release
+		big := make([]byte, 4<<20) // beyond the client's initial window
+		f, err := wire.AppendFrame(nil, wire.FrameHeader{Version: wire.ProtocolVersion, Kind: wire.KindPoll}, big)
+		if err != nil {
+			panic(err)
+		}
+		_ = s.Reply(r, f)
+	})
+	relay := newUDPRelay(t, ts.addr())
+
+	c, err := Dial(testContext(t), relay.addr(), ts.clientTLS(), ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.OpenStream(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteFrame(frame("a poll whose reply is large")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the request in flight", func() bool { return ts.ln.Stats().RequestsInFlight == 1 })
+
+	relay.cut() // the client vanishes before its reply
+	close(release)
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- ts.ln.Shutdown(context.Background()) }()
+	if err := wait(t, shutdown, "Shutdown with a reply to a vanished client"); err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }

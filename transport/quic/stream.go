@@ -28,8 +28,10 @@ type Stream struct {
 	wmu      sync.Mutex
 	bw       *bufio.Writer
 	wclosed  bool
-	deferred []*Request  // answered by WriteReply, released at the next flush
-	dirty    atomic.Bool // deferred is not empty
+	deferred []*Request    // answered by WriteReply, released at the next flush
+	dirty    atomic.Bool   // deferred is not empty
+	writes   atomic.Uint64 // writes to the QUIC stream begun...
+	written  atomic.Uint64 // ...and returned: a shutdown watches one that waits
 
 	mu            sync.Mutex
 	reading       bool // inside ReadFrame
@@ -270,7 +272,7 @@ func (s *Stream) WriteFrameParts(parts [][]byte) error {
 		if err := s.bw.Flush(); err != nil {
 			return mapError(err)
 		}
-		if _, err := s.qs.Write(p); err != nil {
+		if _, err := (streamWriter{s}).Write(p); err != nil {
 			return mapError(err)
 		}
 	}
@@ -517,4 +519,24 @@ func (s *Stream) drain(ctx context.Context, linger time.Duration) drainResult {
 	}
 	s.finish()
 	return result
+}
+
+// streamWriter writes to the QUIC stream, counting the writes begun and
+// returned: a write that waits (for the client's flow-control credit) is
+// seen by a shutdown, which does not wait on a client that went silent.
+type streamWriter struct{ s *Stream }
+
+func (w streamWriter) Write(p []byte) (int, error) {
+	w.s.writes.Add(1)
+	defer w.s.written.Add(1)
+	return w.s.qs.Write(p)
+}
+
+// waitingWrite returns the number of the write under way (0 for none).
+func (s *Stream) waitingWrite() uint64 {
+	begun := s.writes.Load()
+	if s.written.Load() == begun {
+		return 0
+	}
+	return begun
 }
