@@ -189,8 +189,12 @@ func (m *MemberAssignment) get(r *fieldReader) {
 // incarnation is released at once. An empty member id asks the node to
 // pick one.
 //
-//	group str16 | member id str16 | assignor u8 | reserved(1) |
-//	session timeout dur | rebalance timeout dur | topics list<str16>
+//	group str16 | member id str16 | assignor u8 | flags u8 |
+//	session timeout dur | rebalance timeout dur | topics list<str16> |
+//	[client id str16, when flags bit 0 is set]
+//
+// The flags byte was reserved (zero) in the first layout: a request
+// without a client id is encoded as before, and decodes the same.
 type JoinGroupRequest struct {
 	Group    string
 	MemberID string
@@ -206,7 +210,13 @@ type JoinGroupRequest struct {
 	RebalanceTimeout time.Duration
 	// Topics are the topics the member subscribes to.
 	Topics []string
+	// ClientID names the member's program for operators (group describe,
+	// the status page); the node does not interpret it. Empty: none.
+	ClientID string
 }
+
+// joinFlagClientID marks a join request that ends with a client id.
+const joinFlagClientID = 1
 
 // Kind implements Message.
 func (*JoinGroupRequest) Kind() Kind { return KindJoinGroup }
@@ -217,10 +227,17 @@ func (m *JoinGroupRequest) Encode(dst []byte) ([]byte, error) {
 	w.str16(m.Group, MaxNameLen, "group")
 	w.str16(m.MemberID, MaxNameLen, "member id")
 	w.enum(uint8(m.Assignor), uint8(groupAssignorMax), "assignor")
-	w.zero(1)
+	var flags uint8
+	if m.ClientID != "" {
+		flags |= joinFlagClientID
+	}
+	w.u8(flags)
 	w.duration(m.SessionTimeout, "session timeout")
 	w.duration(m.RebalanceTimeout, "rebalance timeout")
 	putNames(&w, m.Topics, "topics")
+	if flags&joinFlagClientID != 0 {
+		w.str16(m.ClientID, MaxNameLen, "client id")
+	}
 	return w.result()
 }
 
@@ -230,10 +247,17 @@ func (m *JoinGroupRequest) Decode(b []byte) error {
 	r.str16(&m.Group, MaxNameLen, "group")
 	r.str16(&m.MemberID, MaxNameLen, "member id")
 	m.Assignor = GroupAssignor(r.enum(uint8(groupAssignorMax), "assignor"))
-	r.zero(1, "reserved")
+	flags := r.enum(joinFlagClientID, "flags")
 	m.SessionTimeout = r.duration("session timeout")
 	m.RebalanceTimeout = r.duration("rebalance timeout")
 	m.Topics = getNames(&r, m.Topics, "topics")
+	m.ClientID = ""
+	if flags&joinFlagClientID != 0 {
+		r.str16(&m.ClientID, MaxNameLen, "client id")
+		if m.ClientID == "" {
+			r.fail("empty client id with its flag set")
+		}
+	}
 	return r.finish()
 }
 

@@ -5,7 +5,8 @@ import "time"
 // GroupMember describes one member of a group.
 //
 //	member id str16 | member epoch u64 | session timeout dur | topics list<str16> |
-//	assignment list<AssignedPartition> | revoking list<TopicPartition> | pending list<TopicPartition>
+//	assignment list<AssignedPartition> | revoking list<TopicPartition> | pending list<TopicPartition> |
+//	[client id str16 | host str16, when the reply's flags bit 0 is set]
 type GroupMember struct {
 	MemberID    string
 	MemberEpoch uint64
@@ -22,11 +23,18 @@ type GroupMember struct {
 	// Pending are partitions of the member's target that another member
 	// has not released yet.
 	Pending []TopicPartition
+	// ClientID is the client id the member joined with ("" when none).
+	ClientID string
+	// Host is the IP address the member's connection comes from ("" when
+	// the node does not know it).
+	Host string
 }
+
+func (m *GroupMember) hasClientInfo() bool { return m.ClientID != "" || m.Host != "" }
 
 const groupMemberMinSize = 2 + 8 + 8 + 4 + 4 + 4 + 4
 
-func (m *GroupMember) put(w *fieldWriter) {
+func (m *GroupMember) put(w *fieldWriter, clientInfo bool) {
 	w.str16(m.MemberID, MaxNameLen, "member id")
 	w.u64(m.MemberEpoch)
 	w.duration(m.SessionTimeout, "session timeout")
@@ -34,9 +42,13 @@ func (m *GroupMember) put(w *fieldWriter) {
 	putAssigned(w, m.Assignment)
 	putTopicPartitions(w, m.Revoking, "revoking")
 	putTopicPartitions(w, m.Pending, "pending")
+	if clientInfo {
+		w.str16(m.ClientID, MaxNameLen, "client id")
+		w.str16(m.Host, MaxNameLen, "host")
+	}
 }
 
-func (m *GroupMember) get(r *fieldReader) {
+func (m *GroupMember) get(r *fieldReader, clientInfo bool) {
 	r.str16(&m.MemberID, MaxNameLen, "member id")
 	m.MemberEpoch = r.u64("member epoch")
 	m.SessionTimeout = r.duration("session timeout")
@@ -44,6 +56,11 @@ func (m *GroupMember) get(r *fieldReader) {
 	m.Assignment = getAssigned(r, m.Assignment)
 	m.Revoking = getTopicPartitions(r, m.Revoking, "revoking")
 	m.Pending = getTopicPartitions(r, m.Pending, "pending")
+	m.ClientID, m.Host = "", ""
+	if clientInfo {
+		r.str16(&m.ClientID, MaxNameLen, "client id")
+		r.str16(&m.Host, MaxNameLen, "host")
+	}
 }
 
 // GroupOffset is a group's progress on one partition of its topics.
@@ -136,7 +153,7 @@ func (m *DescribeGroupRequest) Decode(b []byte) error {
 // DescribeGroupReply describes a group. A group the node does not know
 // is described as empty, with no members and no offsets.
 //
-//	group str16 | state u8 | assignor u8 | reserved(2) | group epoch u64 |
+//	group str16 | state u8 | assignor u8 | flags u8 | reserved(1) | group epoch u64 |
 //	members list<GroupMember> | offsets list<GroupOffset> | policy (as a poll's filter)
 type DescribeGroupReply struct {
 	Group    string
@@ -154,6 +171,12 @@ type DescribeGroupReply struct {
 	Policy Filter
 }
 
+// describeFlagClientInfo marks a describe reply whose members carry a
+// client id and host. The flags byte was reserved (zero) in the first
+// layout, which stays valid: its members have neither. The flag is set
+// exactly when some member has one, so that each reply has one encoding.
+const describeFlagClientInfo = 1
+
 // Kind implements Message.
 func (*DescribeGroupReply) Kind() Kind { return KindDescribeGroup }
 
@@ -163,11 +186,20 @@ func (m *DescribeGroupReply) Encode(dst []byte) ([]byte, error) {
 	w.str16(m.Group, MaxNameLen, "group")
 	w.enum(uint8(m.State), uint8(groupStateMax), "state")
 	w.enum(uint8(m.Assignor), uint8(groupAssignorMax), "assignor")
-	w.zero(2)
+	clientInfo := false
+	for i := range m.Members {
+		clientInfo = clientInfo || m.Members[i].hasClientInfo()
+	}
+	var flags uint8
+	if clientInfo {
+		flags |= describeFlagClientInfo
+	}
+	w.u8(flags)
+	w.zero(1)
 	w.u64(m.GroupEpoch)
 	w.count(len(m.Members), "members")
 	for i := range m.Members {
-		m.Members[i].put(&w)
+		m.Members[i].put(&w, clientInfo)
 	}
 	w.count(len(m.Offsets), "offsets")
 	for i := range m.Offsets {
@@ -183,11 +215,17 @@ func (m *DescribeGroupReply) Decode(b []byte) error {
 	r.str16(&m.Group, MaxNameLen, "group")
 	m.State = GroupState(r.enum(uint8(groupStateMax), "state"))
 	m.Assignor = GroupAssignor(r.enum(uint8(groupAssignorMax), "assignor"))
-	r.zero(2, "reserved")
+	clientInfo := r.enum(describeFlagClientInfo, "flags")&describeFlagClientInfo != 0
+	r.zero(1, "reserved")
 	m.GroupEpoch = r.u64("group epoch")
 	m.Members = resize(m.Members, r.count(groupMemberMinSize, "members"))
+	seen := false
 	for i := range m.Members {
-		m.Members[i].get(&r)
+		m.Members[i].get(&r, clientInfo)
+		seen = seen || m.Members[i].hasClientInfo()
+	}
+	if clientInfo && !seen {
+		r.fail("client-info flag set and no member has a client id or host")
 	}
 	m.Offsets = resize(m.Offsets, r.count(groupOffsetMinSize, "offsets"))
 	for i := range m.Offsets {

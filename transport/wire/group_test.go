@@ -54,6 +54,8 @@ func genGroupMember(t *rapid.T) wire.GroupMember {
 		Assignment:     genSlice(t, 3, "assignment", genAssigned),
 		Revoking:       genSlice(t, 3, "revoking", genTopicPartition),
 		Pending:        genSlice(t, 3, "pending", genTopicPartition),
+		ClientID:       genName(t, "client id"),
+		Host:           genName(t, "host"),
 	}
 }
 
@@ -77,7 +79,7 @@ func groupMessageCases() []messageCase {
 			return &wire.JoinGroupRequest{
 				Group: genName(t, "group"), MemberID: genName(t, "member"), Assignor: genAssignor(t),
 				SessionTimeout: genDuration(t, "session"), RebalanceTimeout: genDuration(t, "rebalance"),
-				Topics: genNames(t, "topics"),
+				Topics: genNames(t, "topics"), ClientID: genName(t, "client id"),
 			}
 		}), zeroOf[wire.JoinGroupRequest]()},
 		{"JoinGroupReply", custom(func(t *rapid.T) *wire.JoinGroupReply {
@@ -197,10 +199,77 @@ func TestGroupDecodeRefusesReservedBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// group (2+1) | member id (2) | assignor (1) | reserved (1)
-	body[6] = 1
+	// group (2+1) | member id (2) | assignor (1) | flags (1)
+	body[6] = 2
 	if err := new(wire.JoinGroupRequest).Decode(body); !errors.Is(err, wire.StatusMalformedRequest) {
-		t.Fatalf("set reserved byte: err %v", err)
+		t.Fatalf("unknown flag: err %v", err)
+	}
+	body[6] = 1 // a client id is announced and absent
+	if err := new(wire.JoinGroupRequest).Decode(body); !errors.Is(err, wire.StatusMalformedRequest) {
+		t.Fatalf("client id flag without the client id: err %v", err)
+	}
+}
+
+// A join request and a describe reply in the first layout (no client id,
+// flags byte reserved as zero) still decode, with the new fields empty;
+// a new one carries them.
+func TestGroupClientInfoFirstLayout(t *testing.T) {
+	join := []byte{
+		1, 0, 'g', // group
+		0, 0, // member id
+		1, 0, // assignor range, reserved
+		0, 0, 0, 0, 0, 0, 0, 0, // session timeout
+		0, 0, 0, 0, 0, 0, 0, 0, // rebalance timeout
+		1, 0, 0, 0, 1, 0, 't', // topics ["t"]
+	}
+	var jr wire.JoinGroupRequest
+	if err := jr.Decode(join); err != nil {
+		t.Fatalf("first-layout join: %v", err)
+	}
+	if jr.Group != "g" || jr.Assignor != wire.AssignorRange || len(jr.Topics) != 1 || jr.ClientID != "" {
+		t.Fatalf("first-layout join decoded as %+v", jr)
+	}
+	again, err := (&wire.JoinGroupRequest{Group: "g", Assignor: wire.AssignorRange, Topics: []string{"t"}}).Encode(nil)
+	if err != nil || string(again) != string(join) {
+		t.Fatalf("a join without client id encodes as %v (%v), want the first layout %v", again, err, join)
+	}
+	withID, err := (&wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}, ClientID: "sensor-7"}).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr = wire.JoinGroupRequest{}
+	if err := jr.Decode(withID); err != nil || jr.ClientID != "sensor-7" {
+		t.Fatalf("join with client id decoded as %+v (%v)", jr, err)
+	}
+
+	old, err := (&wire.DescribeGroupReply{Group: "g", Members: []wire.GroupMember{{MemberID: "m"}}}).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// group (2+1) | state (1) | assignor (1) | flags (1): zero, as reserved
+	if old[5] != 0 {
+		t.Fatalf("describe reply without client info has flags %d, want the reserved zero", old[5])
+	}
+	var dr wire.DescribeGroupReply
+	if err := dr.Decode(old); err != nil || len(dr.Members) != 1 || dr.Members[0].ClientID != "" || dr.Members[0].Host != "" {
+		t.Fatalf("first-layout describe decoded as %+v (%v)", dr, err)
+	}
+	old[5] = 1 // flagged, yet no member has a client id or host: a second encoding
+	if err := dr.Decode(old); !errors.Is(err, wire.StatusMalformedRequest) {
+		t.Fatalf("client-info flag on a reply without client info: err %v", err)
+	}
+	body, err := (&wire.DescribeGroupReply{Group: "g", Members: []wire.GroupMember{
+		{MemberID: "a"}, {MemberID: "b", ClientID: "sensor-7", Host: "192.0.2.7"},
+	}}).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr = wire.DescribeGroupReply{}
+	if err := dr.Decode(body); err != nil {
+		t.Fatal(err)
+	}
+	if m := dr.Members[1]; m.ClientID != "sensor-7" || m.Host != "192.0.2.7" || dr.Members[0].ClientID != "" {
+		t.Fatalf("members decoded as %+v", dr.Members)
 	}
 }
 
