@@ -193,11 +193,14 @@ type member struct {
 	// joined is the epoch at which this incarnation joined: a heartbeat
 	// may state any epoch from it to the current one (the member learns
 	// of the epochs it moved through only from replies).
-	joined    fence.MemberEpoch
-	topics    []string // sorted
-	session   time.Duration
-	rebalance time.Duration
-	deadline  time.Time
+	joined fence.MemberEpoch
+	topics []string // sorted
+	// clientID and host name the member's program and the IP address it
+	// connects from, for operators; kept in memory only, like the member.
+	clientID, host string
+	session        time.Duration
+	rebalance      time.Duration
+	deadline       time.Time
 	// revokeBy is when a member that has partitions to give up is
 	// removed if it has not; zero when it has none.
 	revokeBy time.Time
@@ -293,6 +296,9 @@ type JoinRequest struct {
 	Assignor         wire.GroupAssignor
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
+	// ClientID is the client id the member joined with, Host the IP
+	// address of its connection; both only shown to operators.
+	ClientID, Host string
 }
 
 // HeartbeatRequest is a member's heartbeat (see wire.HeartbeatRequest).
@@ -324,6 +330,7 @@ func (gs *Groups) Join(ctx context.Context, req JoinRequest) (wire.MemberAssignm
 		}
 		m := &member{
 			id: req.Member, topics: slices.Compact(slices.Sorted(slices.Values(req.Topics))),
+			clientID: req.ClientID, host: req.Host,
 			session:   clampDuration(req.SessionTimeout, gs.cfg.SessionTimeout, MinSessionTimeout, MaxSessionTimeout),
 			rebalance: clampDuration(req.RebalanceTimeout, gs.cfg.RebalanceTimeout, MinSessionTimeout, time.Hour),
 			target:    map[groupPartition]struct{}{}, held: map[groupPartition]fence.MemberEpoch{},
@@ -331,7 +338,8 @@ func (gs *Groups) Join(ctx context.Context, req JoinRequest) (wire.MemberAssignm
 		m.deadline = now.Add(m.session)
 		g.members[m.id] = m
 		g.dirty = true
-		gs.cfg.Logger.Info("group member joined", "group", g.name, "member", m.id, "topics", m.topics)
+		gs.cfg.Logger.Info("group member joined", "group", g.name, "member", m.id, "topics", m.topics,
+			"client_id", m.clientID, "host", m.host)
 		return m, nil
 	})
 }

@@ -23,7 +23,7 @@ func (gs *Groups) Describe(name string) wire.DescribeGroupReply {
 		m := g.members[id]
 		gm := wire.GroupMember{
 			MemberID: id, MemberEpoch: uint64(m.epoch), SessionTimeout: m.session,
-			Topics: slices.Clone(m.topics),
+			Topics: slices.Clone(m.topics), ClientID: m.clientID, Host: m.host,
 		}
 		for _, p := range sortedPartitions(m.held) {
 			gm.Assignment = append(gm.Assignment, wire.AssignedPartition{

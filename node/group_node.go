@@ -93,7 +93,9 @@ func groupOffsetOf(id fence.TopicID, partition uint32, log PartitionLog, group s
 // authorize is a request's scope check (request.allow).
 type authorize func(topic string, want wire.Scope) error
 
-func (gs *Groups) serveJoin(ctx context.Context, allow authorize, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
+// serveJoin serves a join from a connection whose remote IP address is
+// host ("" when unknown).
+func (gs *Groups) serveJoin(ctx context.Context, allow authorize, host string, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
 	for _, t := range m.Topics {
 		if err := allow(t, wire.ScopeConsume); err != nil {
 			return nil, err
@@ -102,6 +104,7 @@ func (gs *Groups) serveJoin(ctx context.Context, allow authorize, m *wire.JoinGr
 	a, err := gs.Join(ctx, JoinRequest{
 		Group: m.Group, Member: m.MemberID, Topics: m.Topics, Assignor: m.Assignor,
 		SessionTimeout: m.SessionTimeout, RebalanceTimeout: m.RebalanceTimeout,
+		ClientID: m.ClientID, Host: host,
 	})
 	if err != nil {
 		return nil, err

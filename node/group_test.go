@@ -206,10 +206,10 @@ func TestGroupHandlers(t *testing.T) {
 	deny := func(topic string, _ wire.Scope) error {
 		return &wire.Error{Status: wire.StatusForbidden, Message: topic}
 	}
-	if _, err := w.groups.serveJoin(ctx, deny, &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}}); !errors.Is(err, wire.StatusForbidden) {
+	if _, err := w.groups.serveJoin(ctx, deny, "", &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}}); !errors.Is(err, wire.StatusForbidden) {
 		t.Fatalf("join without the scope: %v", err)
 	}
-	j, err := w.groups.serveJoin(ctx, allowAll, &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}})
+	j, err := w.groups.serveJoin(ctx, allowAll, "192.0.2.7", &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}, ClientID: "sensor-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +224,9 @@ func TestGroupHandlers(t *testing.T) {
 	d, err := w.groups.serveDescribe(ctx, allowAll, &wire.DescribeGroupRequest{Group: "g"})
 	if err != nil || d.State != wire.GroupStable || len(d.Members) != 1 || len(d.Offsets) != 2 || d.Offsets[0].MemberID != j.MemberID {
 		t.Fatalf("describe: %+v, %v", d, err)
+	}
+	if m := d.Members[0]; m.ClientID != "sensor-7" || m.Host != "192.0.2.7" {
+		t.Fatalf("described member has client id %q and host %q, want the join's sensor-7 from 192.0.2.7", m.ClientID, m.Host)
 	}
 	l, err := w.groups.serveList(ctx, allowAll, &wire.ListGroupsRequest{})
 	if err != nil || len(l.Groups) != 1 || l.Groups[0].Members != 1 || l.Groups[0].Topics[0] != "t" {

@@ -39,17 +39,18 @@ func (n *Node) KafkaAddr() string {
 
 type kafkaBackend struct{ n *Node }
 
-func (b kafkaBackend) Authenticate(secret string) (kafka.Session, error) {
+func (b kafkaBackend) Authenticate(secret, host string) (kafka.Session, error) {
 	rec, err := b.n.tokens.authenticate(secret)
 	if err != nil {
 		return nil, err
 	}
-	return &kafkaSession{n: b.n, tok: rec}, nil
+	return &kafkaSession{n: b.n, tok: rec, host: host}, nil
 }
 
 type kafkaSession struct {
-	n   *Node
-	tok *tokenRecord
+	n    *Node
+	tok  *tokenRecord
+	host string // the IP address of the client's connection, or ""
 }
 
 // request is a request of the session, refused once its token expired or
@@ -190,7 +191,7 @@ func (s *kafkaSession) GroupOffsets(_ context.Context, group string, ps []wire.T
 
 func (s *kafkaSession) JoinGroup(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
 	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
-		return r.n.groups.serveJoin(ctx, r.allow, m)
+		return r.n.groups.serveJoin(ctx, r.allow, s.host, m)
 	})
 }
 

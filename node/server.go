@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -126,6 +127,7 @@ type served struct {
 // goroutine when nothing is owed (replyNow).
 func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream) {
 	w := &replyWriter{queue: make(chan *request, n.cfg.MaxStreamRequests)}
+	host := hostOf(s.Conn().RemoteAddr())
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -137,7 +139,7 @@ func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream
 			n.streamEnded(s, err)
 			break
 		}
-		r := n.handle(ctx, tok, req.Frame)
+		r := n.handle(ctx, tok, host, req.Frame)
 		r.read = req
 		if !n.replyNow(ctx, s, w, r) {
 			w.queue <- r
@@ -306,8 +308,8 @@ func (n *Node) finish(ctx context.Context, r *request) (out served) {
 // handle serves one request frame. It returns the request with its reply
 // in out, or deferred (finish encodes it). It never panics: a panic in a
 // handler is logged and answered with StatusInternal.
-func (n *Node) handle(ctx context.Context, tok *tokenRecord, frame []byte) (r *request) {
-	r = &request{n: n, tok: tok, raw: frame, deferring: true}
+func (n *Node) handle(ctx context.Context, tok *tokenRecord, host string, frame []byte) (r *request) {
+	r = &request{n: n, tok: tok, host: host, raw: frame, deferring: true}
 	f, err := parseFrame(frame)
 	r.frame = f
 	if err != nil {
@@ -380,7 +382,7 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 		return r.servePlugins(ctx)
 	case wire.KindJoinGroup:
 		return serve(ctx, r, &wire.JoinGroupRequest{}, func(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
-			return r.n.groups.serveJoin(ctx, r.allow, m)
+			return r.n.groups.serveJoin(ctx, r.allow, r.host, m)
 		})
 	case wire.KindHeartbeat:
 		return serve(ctx, r, &wire.HeartbeatRequest{}, func(ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
@@ -422,6 +424,7 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 type request struct {
 	n     *Node
 	tok   *tokenRecord
+	host  string // the IP address of the client's connection ("" when unknown)
 	frame wire.Frame
 	raw   []byte        // the whole frame, as read
 	read  *quic.Request // raw's budget on the stream, released by done
@@ -618,4 +621,21 @@ func (r *request) allow(topic string, want wire.Scope) error {
 		return fmt.Errorf("%w: token %s lacks the %s scope", ErrForbidden, r.tok.info.ID, want)
 	}
 	return fmt.Errorf("%w: token %s lacks the %s scope on topic %q", ErrForbidden, r.tok.info.ID, want, topic)
+}
+
+// hostOf is the IP address of a connection's remote address, without the
+// port ("" when there is none).
+func hostOf(a net.Addr) string {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.IP.String()
+	case *net.TCPAddr:
+		return a.IP.String()
+	case nil:
+		return ""
+	}
+	if h, _, err := net.SplitHostPort(a.String()); err == nil {
+		return h
+	}
+	return ""
 }

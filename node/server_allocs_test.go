@@ -39,7 +39,7 @@ func TestServeProduceAllocations(t *testing.T) {
 	next := 0
 	var last []byte
 	serveOne := func() {
-		r := tn.handle(ctx, tok, frames[next])
+		r := tn.handle(ctx, tok, "", frames[next])
 		next++
 		if r.deferred {
 			r.out = tn.finish(ctx, r)

@@ -11,7 +11,8 @@ import (
 type Backend interface {
 	// Authenticate returns the session of the Ledge token whose secret
 	// is given (SASL/PLAIN's password), or an error a client may show.
-	Authenticate(secret string) (Session, error)
+	// host is the IP address the client connects from.
+	Authenticate(secret, host string) (Session, error)
 }
 
 // Session serves requests under one token, with the node's own messages.

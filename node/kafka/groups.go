@@ -111,7 +111,7 @@ func (cc *conn) joinGroup(ctx context.Context, m *kmsg.JoinGroupRequest) kmsg.Re
 	}
 	if a.MemberID == "" {
 		rep, err := cc.sess.JoinGroup(ctx, &wire.JoinGroupRequest{
-			Group: m.Group, MemberID: m.MemberID, Topics: meta.Topics,
+			Group: m.Group, MemberID: m.MemberID, Topics: meta.Topics, ClientID: cc.clientID,
 			SessionTimeout:   time.Duration(m.SessionTimeoutMillis) * time.Millisecond,
 			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMillis) * time.Millisecond,
 		})

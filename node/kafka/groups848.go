@@ -46,7 +46,7 @@ func (cc *conn) consumerGroupHeartbeat(ctx context.Context, m *kmsg.ConsumerGrou
 	var a wire.MemberAssignment
 	if m.MemberEpoch == 0 {
 		rep, err := cc.sess.JoinGroup(ctx, &wire.JoinGroupRequest{
-			Group: m.Group, MemberID: m.MemberID, Topics: m.SubscribedTopicNames,
+			Group: m.Group, MemberID: m.MemberID, Topics: m.SubscribedTopicNames, ClientID: cc.clientID,
 			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMillis) * time.Millisecond,
 		})
 		if err != nil {

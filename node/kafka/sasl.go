@@ -53,7 +53,7 @@ func (cc *conn) saslAuthenticate(m *kmsg.SASLAuthenticateRequest) *kmsg.SASLAuth
 	if len(parts) != 3 {
 		return fail("malformed PLAIN message")
 	}
-	sess, err := cc.s.cfg.Backend.Authenticate(string(parts[2]))
+	sess, err := cc.s.cfg.Backend.Authenticate(string(parts[2]), cc.host())
 	if err != nil {
 		return fail(err.Error())
 	}

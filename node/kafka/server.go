@@ -12,11 +12,15 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // DefaultMaxRequestBytes bounds one request's size before it is read.
@@ -138,6 +142,9 @@ type conn struct {
 	// rawSASL: a SaslHandshake v0 was answered, so the next frame is the
 	// SASL exchange itself.
 	rawSASL bool
+	// clientID is the client id of the connection's latest request
+	// header, cut to a name's length; joins carry it.
+	clientID string
 }
 
 // maxPipelined bounds the responses a connection owes: past it, the
@@ -252,7 +259,12 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 	key, version := rd.Int16(), rd.Int16()
 	corr := rd.Int32()
 	rp.corr = corr
-	rd.NullableString() // client id
+	if id := rd.NullableString(); id != nil {
+		cc.clientID = *id
+		if len(cc.clientID) > wire.MaxNameLen || !utf8.ValidString(cc.clientID) {
+			cc.clientID = strings.ToValidUTF8(cc.clientID[:min(len(cc.clientID), wire.MaxNameLen)], "")
+		}
+	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {
 		cc.s.log.Info("kafka: unknown api key; closing the connection", "remote", cc.c.RemoteAddr(), "key", key)
@@ -370,6 +382,14 @@ func unsupportedResponse(req kmsg.Request) kmsg.Response {
 
 // remote names a connection in logs.
 func (cc *conn) remote() string { return cc.c.RemoteAddr().String() }
+
+// host is the IP address the client connects from.
+func (cc *conn) host() string {
+	if a, ok := cc.c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return ""
+}
 
 // advertised is the host and port clients reach this listener at: the
 // address the connection came in on.

@@ -22,7 +22,7 @@ type fakeBackend struct{}
 
 type nopSession struct{ Session }
 
-func (fakeBackend) Authenticate(secret string) (Session, error) {
+func (fakeBackend) Authenticate(secret, _ string) (Session, error) {
 	if secret != "good" {
 		return nil, &wire.Error{Status: wire.StatusUnauthenticated, Message: "unknown token"}
 	}
