@@ -183,6 +183,7 @@ func (g *GroupConsumer) join(ctx context.Context) error {
 	err := g.b.call(ctx, &wire.JoinGroupRequest{
 		Group: g.group, MemberID: id, Assignor: g.cfg.assignor,
 		SessionTimeout: g.cfg.sessionTimeout, RebalanceTimeout: g.cfg.rebalanceTimeout, Topics: g.topics,
+		ClientID: g.cfg.clientID,
 	}, &reply)
 	if err != nil {
 		return fmt.Errorf("ledge: join group %s: %w", g.group, err)

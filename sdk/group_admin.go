@@ -41,6 +41,11 @@ type AssignedPartition struct {
 type GroupMember struct {
 	ID    string
 	Epoch uint64
+	// ClientID is the client id the member joined with (WithGroupClientID;
+	// a Kafka client's client.id), Host the IP address it connects from;
+	// either is "" when unknown.
+	ClientID string
+	Host     string
 	// Topics is the member's subscription.
 	Topics []string
 	// Assigned are the partitions it holds; Revoking those of them it is
@@ -120,7 +125,8 @@ func describedGroup(r *wire.DescribeGroupReply) GroupDescription {
 	}
 	seen := map[string]bool{}
 	for _, m := range r.Members {
-		gm := GroupMember{ID: m.MemberID, Epoch: m.MemberEpoch, Topics: m.Topics, Revoking: tps(m.Revoking), Pending: tps(m.Pending)}
+		gm := GroupMember{ID: m.MemberID, Epoch: m.MemberEpoch, ClientID: m.ClientID, Host: m.Host,
+			Topics: m.Topics, Revoking: tps(m.Revoking), Pending: tps(m.Pending)}
 		for _, a := range m.Assignment {
 			gm.Assigned = append(gm.Assigned, AssignedPartition{
 				TopicPartition: TopicPartition{Topic: a.Topic, Partition: int32(a.Partition)}, AssignmentEpoch: a.AssignmentEpoch,

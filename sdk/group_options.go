@@ -2,6 +2,10 @@ package sdk
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ledgemq/ledge/transport/wire"
@@ -85,6 +89,7 @@ type groupConfig struct {
 	delivery         Delivery
 	assignor         Assignor
 	memberID         string
+	clientID         string
 	sessionTimeout   time.Duration
 	rebalanceTimeout time.Duration
 	reset            ResetPolicy
@@ -97,7 +102,34 @@ type groupConfig struct {
 }
 
 func defaultGroupConfig() groupConfig {
-	return groupConfig{maxWait: DefaultMaxWait, maxBytes: DefaultMaxPollBytes, maxMessages: DefaultMaxMessages}
+	return groupConfig{
+		maxWait: DefaultMaxWait, maxBytes: DefaultMaxPollBytes, maxMessages: DefaultMaxMessages,
+		clientID: defaultClientID(),
+	}
+}
+
+// defaultClientID is the program's name and process id, such as
+// "ingest-4242", cut to a name's 255 bytes.
+func defaultClientID() string {
+	name := "ledge-go"
+	if len(os.Args) > 0 && os.Args[0] != "" {
+		name = filepath.Base(os.Args[0])
+	}
+	suffix := "-" + strconv.Itoa(os.Getpid())
+	return strings.ToValidUTF8(name[:min(len(name), wire.MaxNameLen-len(suffix))], "") + suffix
+}
+
+// WithGroupClientID names the member's program for operators: `ledge
+// group describe` and the node's status page show it next to the member's
+// id and the IP address it connects from. The node does not interpret it,
+// and members may share one. At most 255 bytes; "" sends none.
+//
+// Default: the program's name and process id, such as "ingest-4242". The
+// host is shown beside it already, so the name says which program and
+// the pid which of its processes on that host — what an operator looks
+// for when a member is stuck or holds too much.
+func WithGroupClientID(id string) GroupOption {
+	return groupOption(func(c *groupConfig) { c.clientID = id })
 }
 
 // WithDelivery sets the delivery mode.

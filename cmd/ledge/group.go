@@ -94,6 +94,8 @@ func newGroupListCommand(cf *clientFlags) *cobra.Command {
 
 type groupMemberJSON struct {
 	ID       string               `json:"id"`
+	ClientID string               `json:"client_id,omitempty"`
+	Host     string               `json:"host,omitempty"`
 	Epoch    uint64               `json:"epoch"`
 	Topics   []string             `json:"topics"`
 	Assigned []groupAssignmentRow `json:"assigned"`
@@ -173,7 +175,7 @@ func groupDescriptionJSON(d sdk.GroupDescription) any {
 		Offsets      []groupOffsetJSON `json:"offsets"`
 	}{groupJSON: groupToJSON(d.GroupSummary), Policy: d.Policy, PolicyParams: d.PolicyParams}
 	for _, m := range d.Members {
-		mj := groupMemberJSON{ID: m.ID, Epoch: m.Epoch, Topics: m.Topics, Revoking: tpStrings(m.Revoking), Pending: tpStrings(m.Pending)}
+		mj := groupMemberJSON{ID: m.ID, ClientID: m.ClientID, Host: m.Host, Epoch: m.Epoch, Topics: m.Topics, Revoking: tpStrings(m.Revoking), Pending: tpStrings(m.Pending)}
 		for _, a := range m.Assigned {
 			mj.Assigned = append(mj.Assigned, groupAssignmentRow{Topic: a.Topic, Partition: a.Partition, AssignmentEpoch: a.AssignmentEpoch})
 		}
@@ -201,14 +203,14 @@ func printGroup(w io.Writer, d sdk.GroupDescription) {
 	if len(d.Members) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "MEMBER\tEPOCH\tPARTITIONS (ASSIGNMENT EPOCH)\tREVOKING\tPENDING")
+		fmt.Fprintln(tw, "MEMBER\tCLIENT ID\tHOST\tEPOCH\tPARTITIONS (ASSIGNMENT EPOCH)\tREVOKING\tPENDING")
 		for _, m := range d.Members {
 			var held []string
 			for _, a := range m.Assigned {
 				held = append(held, fmt.Sprintf("%s(%d)", tpString(a.TopicPartition), a.AssignmentEpoch))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", m.ID, m.Epoch, dashIfEmpty(held), dashIfEmpty(tpStrings(m.Revoking)),
-				dashIfEmpty(tpStrings(m.Pending)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", shortMemberID(m.ID), orDash(m.ClientID), orDash(m.Host), m.Epoch,
+				dashIfEmpty(held), dashIfEmpty(tpStrings(m.Revoking)), dashIfEmpty(tpStrings(m.Pending)))
 		}
 		_ = tw.Flush()
 	}
@@ -441,8 +443,7 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 }
 
 // shortMemberID is the start of a member id, enough to tell a group's
-// members apart in a table that repeats it per partition; the members
-// table shows it whole.
+// members apart in the tables; --json gives it whole.
 func shortMemberID(id string) string {
 	if len(id) > 8 {
 		return id[:8]

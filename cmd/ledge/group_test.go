@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ledgemq/ledge/sdk"
 )
 
 // TestGroupsThroughCLI consumes as a group member at most once, attaches
@@ -125,5 +128,57 @@ func TestGroupsThroughCLI(t *testing.T) {
 	}
 	if out := n.mustRun(t, "", "consume", "orders", "--group", "audit"); len(strings.Fields(out)) != 4 {
 		t.Fatalf("consume after the deletion printed %q", out)
+	}
+}
+
+// `group describe` names each member by a short id, the client id it
+// joined with and the host it connects from; the per-partition rows
+// carry the short id only.
+func TestGroupDescribeShowsClientIDAndHost(t *testing.T) {
+	dir := t.TempDir()
+	n := serve(t, dir)
+	n.mustRun(t, "", "topic", "create", "readings", "--partitions", "2")
+
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	c, err := sdk.Dial(ctx, n.addr, sdk.WithDataDir(filepath.Join(dir, "ledge-data")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g, err := c.NewGroupConsumer(ctx, "sensors", []string{"readings"}, sdk.WithGroupClientID("sensor-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(ctx)
+	short := g.MemberID()[:8]
+
+	out := n.mustRun(t, "", "group", "describe", "sensors")
+	var memberRow string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, short) {
+			memberRow = line
+			break
+		}
+	}
+	if f := strings.Fields(memberRow); len(f) < 3 || f[0] != short || f[1] != "sensor-7" || f[2] != "127.0.0.1" {
+		t.Fatalf("want a member row %q  sensor-7  127.0.0.1, got:\n%s", short, out)
+	}
+	if strings.Contains(out, g.MemberID()) {
+		t.Fatalf("the whole member id %s is printed; the tables should carry its short form:\n%s", g.MemberID(), out)
+	}
+
+	var d struct {
+		MemberList []struct {
+			ID       string `json:"id"`
+			ClientID string `json:"client_id"`
+			Host     string `json:"host"`
+		} `json:"member_list"`
+	}
+	if err := json.Unmarshal([]byte(n.mustRun(t, "", "group", "describe", "sensors", "--json")), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.MemberList) != 1 || d.MemberList[0].ID != g.MemberID() || d.MemberList[0].ClientID != "sensor-7" || d.MemberList[0].Host != "127.0.0.1" {
+		t.Fatalf("--json members: %+v", d.MemberList)
 	}
 }
