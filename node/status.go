@@ -144,6 +144,8 @@ type ConsumerPartition struct {
 // MemberStatus is one member of a group.
 type MemberStatus struct {
 	ID          string   `json:"id"`
+	ClientID    string   `json:"client_id,omitempty"` // as the member joined with it
+	Host        string   `json:"host,omitempty"`      // the IP address it connects from
 	Epoch       uint64   `json:"epoch"`
 	Assignments []string `json:"assignments"` // "topic/partition"
 }

@@ -32,6 +32,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	t.Cleanup(func() { _ = ops.Close(context.Background()) })
 	tn := startNode(t, nil, nil)
 	ops.Attach(tn.Node)
+	ops.AttachGroups(tn.Node.Groups())
 
 	// orders/0: offsets 0..6; "billing" committed 4, so its lag is 3.
 	c := tn.mustDial(t, tn.admin)
@@ -48,6 +49,11 @@ func TestStatusPageInABrowser(t *testing.T) {
 	if commit.Partitions[0].Status != wire.StatusOK {
 		t.Fatalf("commit: %+v", commit.Partitions[0])
 	}
+
+	// A group member that joined as sensor-7 (from this machine).
+	var join wire.JoinGroupReply
+	c.mustCall(&wire.JoinGroupRequest{Group: "shipping", Topics: []string{"orders"}, ClientID: "sensor-7",
+		SessionTimeout: 5 * time.Minute}, &join)
 
 	// An uplink to a Kafka that is not there: its 7 records stay behind.
 	if err := tn.Node.uplinks.Add(context.Background(), UplinkSpec{Topic: "orders", Seeds: []string{"127.0.0.1:1"}, To: "central"}); err != nil {
@@ -68,21 +74,22 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}
 	page := string(dom)
 	for what, re := range map[string]string{
-		"the page rendered":         `<body[^>]*data-loaded="true"`,
-		"the ready badge":           `id="health"[^>]*>ready<`,
-		"the topic":                 `data-topic="orders"[^>]*>\s*<div class="topic-head"><h3>orders</h3>`,
-		"the log start offset":      `data-partition="0"><td data-k="partition">0</td><td data-k="log_start">0</td>`,
-		"the high watermark":        `<td data-k="high_watermark">7</td>`,
-		"the history epoch":         `<td data-k="history_epoch">1</td>`,
-		"the consumer":              `<tr data-consumer="billing" data-kind="consumer" data-topic="orders">`,
-		"the consumer's lag":        `data-consumer="billing"[^>]*><td data-k="name">billing</td><td data-k="kind" class="l">consumer</td><td data-k="topic" class="l">orders</td><td data-k="lag"[^>]*>3</td>`,
-		"the position by partition": `0: 4 \(lag 3\)`,
-		"no connection-lost banner": `<div id="banner" role="alert"( class="")?>`,
-		"the records/s chart":       `<svg class="chart" data-chart="topic:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"></polyline></svg>`,
-		"the consumer's lag chart":  `<svg class="chart" data-chart="lag:consumer:billing:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"`,
-		"the uplink's lag chart":    `<svg class="chart" data-chart="uplink:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"`,
-		"the lag chart's figure":    `orders → Kafka · lag</span><b>7</b></div><svg [^>]*>.*?</svg><div class="chart-foot"><span>[^<]*</span><span>max 7</span>`,
-		"the uplink's lag":          `<tr data-uplink="orders" data-partition="0"><td data-k="name">orders/0</td><td data-k="to" class="l">central · block</td><td data-k="state" class="[^"]*">(connecting|backoff)</td><td data-k="position">\?</td><td data-k="high_watermark">7</td><td data-k="lag"[^>]*>7</td>`,
+		"the page rendered":            `<body[^>]*data-loaded="true"`,
+		"the ready badge":              `id="health"[^>]*>ready<`,
+		"the topic":                    `data-topic="orders"[^>]*>\s*<div class="topic-head"><h3>orders</h3>`,
+		"the log start offset":         `data-partition="0"><td data-k="partition">0</td><td data-k="log_start">0</td>`,
+		"the high watermark":           `<td data-k="high_watermark">7</td>`,
+		"the history epoch":            `<td data-k="history_epoch">1</td>`,
+		"the consumer":                 `<tr data-consumer="billing" data-kind="consumer" data-topic="orders">`,
+		"the member's client and host": `<td data-k="members" class="l">` + join.MemberID[:8] + ` sensor-7@127\.0\.0\.1</td>`,
+		"the consumer's lag":           `data-consumer="billing"[^>]*><td data-k="name">billing</td><td data-k="kind" class="l">consumer</td><td data-k="topic" class="l">orders</td><td data-k="lag"[^>]*>3</td>`,
+		"the position by partition":    `0: 4 \(lag 3\)`,
+		"no connection-lost banner":    `<div id="banner" role="alert"( class="")?>`,
+		"the records/s chart":          `<svg class="chart" data-chart="topic:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"></polyline></svg>`,
+		"the consumer's lag chart":     `<svg class="chart" data-chart="lag:consumer:billing:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"`,
+		"the uplink's lag chart":       `<svg class="chart" data-chart="uplink:orders"[^>]*><line[^>]*></line><polyline points="[0-9.]+,[0-9.]+( [0-9.]+,[0-9.]+)+"`,
+		"the lag chart's figure":       `orders → Kafka · lag</span><b>7</b></div><svg [^>]*>.*?</svg><div class="chart-foot"><span>[^<]*</span><span>max 7</span>`,
+		"the uplink's lag":             `<tr data-uplink="orders" data-partition="0"><td data-k="name">orders/0</td><td data-k="to" class="l">central · block</td><td data-k="state" class="[^"]*">(connecting|backoff)</td><td data-k="position">\?</td><td data-k="high_watermark">7</td><td data-k="lag"[^>]*>7</td>`,
 	} {
 		if !regexp.MustCompile(re).MatchString(page) {
 			t.Errorf("the rendered page does not show %s (/%s/)", what, re)

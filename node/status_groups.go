@@ -31,7 +31,7 @@ func addGroups(gs GroupDescriber, consumers []ConsumerStatus) []ConsumerStatus {
 		members := make([]MemberStatus, 0, len(d.Members))
 		holder := map[string]map[uint32]string{} // topic → partition → member
 		for _, m := range d.Members {
-			ms := MemberStatus{ID: m.MemberID, Epoch: m.MemberEpoch, Assignments: []string{}}
+			ms := MemberStatus{ID: m.MemberID, ClientID: m.ClientID, Host: m.Host, Epoch: m.MemberEpoch, Assignments: []string{}}
 			for _, a := range m.Assignment {
 				ms.Assignments = append(ms.Assignments, fmt.Sprintf("%s/%d", a.Topic, a.Partition))
 				if holder[a.Topic] == nil {

@@ -75,7 +75,7 @@ func (fakeGroups) List() []wire.GroupSummary {
 func (fakeGroups) Describe(name string) wire.DescribeGroupReply {
 	return wire.DescribeGroupReply{Group: name, State: wire.GroupStable, GroupEpoch: 7, Members: []wire.GroupMember{
 		{MemberID: "m1", MemberEpoch: 7, Assignment: []wire.AssignedPartition{{Topic: "orders", Partition: 0, AssignmentEpoch: 5}}},
-		{MemberID: "m2", MemberEpoch: 7, Assignment: []wire.AssignedPartition{{Topic: "orders", Partition: 1, AssignmentEpoch: 7}}},
+		{MemberID: "m2", MemberEpoch: 7, ClientID: "sensor-7", Host: "192.0.2.7", Assignment: []wire.AssignedPartition{{Topic: "orders", Partition: 1, AssignmentEpoch: 7}}},
 	}}
 }
 
@@ -94,7 +94,7 @@ func TestAddGroups(t *testing.T) {
 	g := out[1]
 	if g.State != wire.GroupStable.String() || g.Epoch != 7 || len(g.Members) != 2 ||
 		g.Partitions[0].Member != "m1" || g.Partitions[1].Member != "m2" ||
-		!reflect.DeepEqual(g.Members[1], MemberStatus{ID: "m2", Epoch: 7, Assignments: []string{"orders/1"}}) {
+		!reflect.DeepEqual(g.Members[1], MemberStatus{ID: "m2", ClientID: "sensor-7", Host: "192.0.2.7", Epoch: 7, Assignments: []string{"orders/1"}}) {
 		t.Errorf("group on orders: %+v", g)
 	}
 	// The group has not committed on "returns": it shows, without lag.
