@@ -75,7 +75,7 @@ func testKafkaGroup(t *testing.T, opts ...kgo.Opt) {
 
 	member := func() *groupMember {
 		return &groupMember{cl: kafkaClient(t, n, secret, append([]kgo.Opt{
-			kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("events"),
+			kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("events"), kgo.ClientID("reader"),
 			kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.HeartbeatInterval(100 * time.Millisecond),
 		}, opts...)...)}
 	}
@@ -95,6 +95,11 @@ func testKafkaGroup(t *testing.T, opts ...kgo.Opt) {
 	}
 	if len(desc.Members) != 1 || committed != 40 {
 		t.Fatalf("after one member read 40 records, the group has %d members and %d committed: %+v", len(desc.Members), committed, desc)
+	}
+	// The member is described by its Kafka client id and the host it
+	// connects from.
+	if m := desc.Members[0]; m.ClientID != "reader" || m.Host != "127.0.0.1" {
+		t.Fatalf("the Kafka member is described with client id %q and host %q, want reader from 127.0.0.1", m.ClientID, m.Host)
 	}
 
 	// A second member joins; records keep coming, 8 at a time, until
