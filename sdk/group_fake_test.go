@@ -22,6 +22,7 @@ type fakeGroupNode struct {
 	mu       sync.Mutex
 	topicID  [16]byte
 	member   string
+	clientID string // of the latest join
 	known    bool
 	epoch    uint64
 	assigned map[TopicPartition]uint64 // what the member is told: partition → assignment epoch
@@ -115,7 +116,7 @@ func (n *fakeGroupNode) call(_ context.Context, req, reply wire.Message) error {
 	switch m := req.(type) {
 	case *wire.JoinGroupRequest:
 		n.joins++
-		n.member = m.MemberID
+		n.member, n.clientID = m.MemberID, m.ClientID
 		if n.member == "" {
 			n.member = "m1"
 		}
