@@ -19,6 +19,7 @@ import (
 // records kept until the next fsync are compacted in place (past
 // minProdCompact of them).
 func TestAppendOneAtATimeAllocations(t *testing.T) {
+	allocs.SkipUnderRace(t)
 	const warm, runs = minProdCompact + 16, 200
 	batches := producerBatches(t, warm+3*(runs+1))
 	e := mustOpen(t, Options{FS: vfs.Default, Dir: t.TempDir(), ReservedBytes: -1})

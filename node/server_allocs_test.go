@@ -18,6 +18,7 @@ import (
 // the request let go of; what the transport allocates to read it is not
 // counted.
 func TestServeProduceAllocations(t *testing.T) {
+	allocs.SkipUnderRace(t)
 	tn := startNode(t, nil, nil)
 	c := tn.mustDial(t, tn.admin)
 	c.createTopic("t", wire.TopicConfig{Durability: wire.DurabilityNone})

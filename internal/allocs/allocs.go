@@ -3,7 +3,10 @@
 // produce).
 package allocs
 
-import "runtime"
+import (
+	"runtime"
+	"testing"
+)
 
 // Least runs fn once, then runs times in each of three measurements, and
 // returns the fewest heap allocations and bytes per run that one of them
@@ -29,4 +32,14 @@ func measure(runs int, fn func()) (allocs, bytes float64) {
 	}
 	runtime.ReadMemStats(&after)
 	return float64(after.Mallocs-before.Mallocs) / float64(runs), float64(after.TotalAlloc-before.TotalAlloc) / float64(runs)
+}
+
+// SkipUnderRace skips a test that pins allocations when the race detector
+// is built in: it empties pools at random, and a count taken under it
+// measures the detector rather than the code.
+func SkipUnderRace(t testing.TB) {
+	t.Helper()
+	if Race {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
 }
