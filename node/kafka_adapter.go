@@ -20,7 +20,15 @@ func (n *Node) listenKafka() error {
 	if n.cfg.KafkaTLS {
 		tcfg = &tls.Config{GetCertificate: n.certs.GetCertificate, MinVersion: tls.VersionTLS12}
 	}
-	s, err := kafka.Listen(kafka.Config{Listen: n.cfg.KafkaListen, TLS: tcfg, Backend: kafkaBackend{n}, Logger: n.log})
+	kcfg := kafka.Config{Listen: n.cfg.KafkaListen, TLS: tcfg, Backend: kafkaBackend{n}, Logger: n.log}
+	if pm, ok := n.cfg.Metrics.(*PromMetrics); ok {
+		m, err := kafka.RegisterMetrics(pm.Registry())
+		if err != nil {
+			return err
+		}
+		kcfg.Metrics = m
+	}
+	s, err := kafka.Listen(kcfg)
 	if err != nil {
 		return err
 	}
@@ -35,6 +43,18 @@ func (n *Node) KafkaAddr() string {
 		return ""
 	}
 	return n.kafka.Addr()
+}
+
+// closeKafkaToken closes the Kafka connections authenticated with the
+// token (revoked), and returns how many.
+func (n *Node) closeKafkaToken(rec *tokenRecord) int {
+	if n.kafka == nil {
+		return 0
+	}
+	return n.kafka.CloseSessions(func(s kafka.Session) bool {
+		ks, ok := s.(*kafkaSession)
+		return ok && ks.tok.info.ID == rec.info.ID
+	})
 }
 
 type kafkaBackend struct{ n *Node }
@@ -52,6 +72,8 @@ type kafkaSession struct {
 	tok  *tokenRecord
 	host string // the IP address of the client's connection, or ""
 }
+
+func (s *kafkaSession) Valid() error { return wireError(s.tok.valid(s.n.cfg.Now())) }
 
 // request is a request of the session, refused once its token expired or
 // was revoked.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	kafkalistener "github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -52,6 +53,11 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	m.RequestDone(wire.KindProduce, wire.StatusOK, time.Millisecond)
 	m.FenceRejected(wire.KindCommit, fence.CodeStaleHistory)
 	m.observeFsync("segment", time.Millisecond, os.ErrClosed)
+	km, err := kafkalistener.RegisterMetrics(m.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	km.RequestDone(0, 1, time.Millisecond) // a Produce answered OFFSET_OUT_OF_RANGE
 
 	fams, err := m.Registry().Gather()
 	if err != nil {

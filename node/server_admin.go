@@ -163,7 +163,7 @@ func (r *request) revokeToken(ctx context.Context, m *wire.RevokeTokenRequest) (
 	if err != nil {
 		return nil, err
 	}
-	closed := r.n.ln.CloseToken(rec.info.ID, "token revoked")
+	closed := r.n.ln.CloseToken(rec.info.ID, "token revoked") + r.n.closeKafkaToken(rec)
 	r.n.log.Info("token revoked", "id", rec.info.ID, "connections closed", closed, "by", r.tok.info.ID)
 	return &wire.RevokeTokenReply{}, nil
 }

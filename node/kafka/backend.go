@@ -20,6 +20,10 @@ type Backend interface {
 // the QUIC server does, and returns errors whose wire.Status
 // (wire.StatusOf) says what happened.
 type Session interface {
+	// Valid returns an error once the session's token expired or was
+	// revoked.
+	Valid() error
+
 	ListTopics(ctx context.Context) (*wire.ListTopicsReply, error)
 	DescribeTopic(ctx context.Context, m *wire.DescribeTopicRequest) (*wire.DescribeTopicReply, error)
 	CreateTopic(ctx context.Context, m *wire.CreateTopicRequest) (*wire.CreateTopicReply, error)

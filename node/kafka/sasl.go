@@ -57,6 +57,13 @@ func (cc *conn) saslAuthenticate(m *kmsg.SASLAuthenticateRequest) *kmsg.SASLAuth
 	if err != nil {
 		return fail(err.Error())
 	}
+	cc.s.mu.Lock()
 	cc.sess = sess
+	cc.s.mu.Unlock()
+	// A revocation between Authenticate and the line above closed the
+	// connections it found registered, not this one: check again.
+	if err := sess.Valid(); err != nil {
+		return fail(err.Error())
+	}
 	return r
 }

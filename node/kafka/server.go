@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -43,6 +44,8 @@ type Config struct {
 	// MaxRequestBytes bounds a request; a larger one closes the
 	// connection. Default DefaultMaxRequestBytes.
 	MaxRequestBytes int
+	// Metrics receives one call per request answered. Default: none.
+	Metrics Metrics
 }
 
 // Server is a Kafka listener in front of a node.
@@ -55,7 +58,7 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*conn
 	work   sync.WaitGroup
 }
 
@@ -83,7 +86,7 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, ln: ln, conns: map[net.Conn]struct{}{}, groups: newClassicGroups()}
+	s := &Server{cfg: cfg, log: cfg.Logger, ln: ln, conns: map[net.Conn]*conn{}, groups: newClassicGroups()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.work.Go(s.accept)
 	return s, nil
@@ -118,7 +121,8 @@ func (s *Server) accept() {
 			_ = c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
+		cc := &conn{s: s, c: c}
+		s.conns[c] = cc
 		s.mu.Unlock()
 		s.work.Go(func() {
 			defer func() {
@@ -127,18 +131,36 @@ func (s *Server) accept() {
 				s.mu.Unlock()
 				_ = c.Close()
 			}()
-			s.serve(c)
+			s.serve(cc)
 		})
 	}
+}
+
+// CloseSessions closes every connection whose session match accepts
+// (the node closes those of a revoked token), parked fetches included,
+// and returns how many it closed.
+func (s *Server) CloseSessions(match func(Session) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for c, cc := range s.conns {
+		if cc.sess != nil && match(cc.sess) {
+			_ = c.Close()
+			n++
+		}
+	}
+	return n
 }
 
 // conn is one client connection. Its requests are served one at a time,
 // in order, as a Kafka broker serves them.
 type conn struct {
-	s    *Server
-	c    net.Conn
-	sess Session // nil until SASL succeeded
-	mech string  // the mechanism SaslHandshake chose
+	s *Server
+	c net.Conn
+	// sess is nil until SASL succeeded; set under s.mu (CloseSessions
+	// reads it), read freely by the connection's own goroutine.
+	sess Session
+	mech string // the mechanism SaslHandshake chose
 	// rawSASL: a SaslHandshake v0 was answered, so the next frame is the
 	// SASL exchange itself.
 	rawSASL bool
@@ -155,6 +177,10 @@ const maxPipelined = 64
 type reply struct {
 	resp kmsg.Response
 	corr int32
+	// key and read are the request's API key and when it was read, for
+	// the metrics.
+	key  int16
+	read time.Time
 	// finish, when set, waits for the effects the response reports (a
 	// produce's durability) and completes it; the writer calls it.
 	finish func()
@@ -169,10 +195,10 @@ type reply struct {
 // is read. Replies leave in request order from writeReplies, which waits
 // for a produce's durability before its reply: a producer's requests in
 // flight have their appends made durable together.
-func (s *Server) serve(c net.Conn) {
+func (s *Server) serve(cc *conn) {
+	c := cc.c
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	cc := &conn{s: s, c: c}
 	replies := make(chan reply, maxPipelined)
 	written := make(chan struct{})
 	go func() {
@@ -205,7 +231,12 @@ func (s *Server) serve(c net.Conn) {
 			replies <- reply{raw: []byte{0, 0, 0, 0}}
 			continue
 		}
+		read := time.Now()
 		rp, keep := cc.handle(ctx, body)
+		rp.read = read
+		if rp.resp == nil && keep && s.cfg.Metrics != nil { // an acks=0 produce: done once ordered
+			s.cfg.Metrics.RequestDone(rp.key, 0, time.Since(read))
+		}
 		if rp.resp != nil { // nil: an acks=0 produce, or a connection to close
 			rp.last = !keep
 			replies <- rp
@@ -225,6 +256,11 @@ func (cc *conn) writeReplies(replies <-chan reply) {
 	for rp := range replies {
 		if rp.finish != nil {
 			rp.finish()
+		}
+		if m := cc.s.cfg.Metrics; m != nil && rp.resp != nil {
+			// Before the write: a client that read its response finds
+			// its request counted.
+			m.RequestDone(rp.key, firstErrorCode(rp.resp), time.Since(rp.read))
 		}
 		if broken {
 			continue
@@ -258,7 +294,7 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 	rd := kbin.Reader{Src: body}
 	key, version := rd.Int16(), rd.Int16()
 	corr := rd.Int32()
-	rp.corr = corr
+	rp.corr, rp.key = corr, key
 	if id := rd.NullableString(); id != nil {
 		cc.clientID = *id
 		if len(cc.clientID) > wire.MaxNameLen || !utf8.ValidString(cc.clientID) {

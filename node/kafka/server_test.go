@@ -23,6 +23,8 @@ type fakeBackend struct{}
 
 type nopSession struct{ Session }
 
+func (nopSession) Valid() error { return nil }
+
 func (fakeBackend) Authenticate(secret, _ string) (Session, error) {
 	if secret != "good" {
 		return nil, &wire.Error{Status: wire.StatusUnauthenticated, Message: "unknown token"}
@@ -40,11 +42,23 @@ type rawClient struct {
 
 func dialRaw(t *testing.T) *rawClient {
 	t.Helper()
-	s, err := Listen(Config{Listen: "127.0.0.1:0", Backend: fakeBackend{}})
+	return dialServer(t, listen(t, Config{}))
+}
+
+// listen starts a listener of fakeBackend, configured as cfg otherwise.
+func listen(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	cfg.Listen, cfg.Backend = "127.0.0.1:0", fakeBackend{}
+	s, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func dialServer(t *testing.T, s *Server) *rawClient {
+	t.Helper()
 	c, err := net.Dial("tcp", s.Addr())
 	if err != nil {
 		t.Fatal(err)
