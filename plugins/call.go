@@ -93,8 +93,10 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		return fmt.Errorf("%w: %d records in %d bytes, the limit is %d bytes; poll fewer bytes",
 			ErrInputTooLarge, v.Len(), v.Size(), h.cfg.MaxInputBytes)
 	}
-	in, err := h.acquire(ctx, p, kind, enc)
+	var t turn
+	in, err := h.acquire(ctx, &t, p, kind, enc)
 	if err != nil {
+		h.pool.end(&t, p)
 		return err
 	}
 	fn, export := in.filter, abi.ExportFilter
@@ -102,7 +104,8 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		fn, export = in.propose, abi.ExportPropose
 	}
 	start := h.cfg.Now()
-	ans, err := in.run(ctx, fn, export, v)
+	ans, err := in.run(ctx, &t, fn, export, v)
+	h.pool.end(&t, p)
 	if err == nil {
 		err = check(ans)
 	}
@@ -130,7 +133,9 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 // probe starts the first instance of a plugin being added, proving that
 // it starts and speaks the ABI, and keeps it idle for the first call.
 func (h *Host) probe(ctx context.Context, p *plugin) error {
-	in, err := h.acquire(ctx, p, p.kind, nil)
+	var t turn
+	in, err := h.acquire(ctx, &t, p, p.kind, nil)
+	h.pool.end(&t, p)
 	if err != nil {
 		return err
 	}

@@ -56,8 +56,11 @@ type Config struct {
 	// MaxConcurrentCalls bounds the guest code running at once, over all
 	// plugins (calls, instance start-ups and inits), so that plugins never
 	// occupy every CPU: polls and produces without plugins keep a core.
-	// Calls past it queue, in order, until their context ends; their
-	// deadline starts when they run. Default max(1, GOMAXPROCS-1).
+	// Calls past it queue until their context ends, and the plugins
+	// take turns: a free worker goes to the plugin that has run the least
+	// guest code (in metering slices), a plugin's own calls in order of
+	// arrival. A call's deadline starts when it runs. Default
+	// max(1, GOMAXPROCS-1).
 	MaxConcurrentCalls int
 	// MaxInputBytes bounds the input region of one call (View.Size).
 	// Default 16 MiB, and at most half of MaxInstanceMemory.

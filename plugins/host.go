@@ -43,7 +43,7 @@ type Host struct {
 	released chan struct{} // closed and replaced whenever an instance is released or closed
 	seq      uint64        // instance counter (seeds, LRU order)
 	reaper   *time.Timer   // closes instances idle for IdleTimeout (pool.go); nil when none is idle
-	workers  chan *worker  // the idle workers of MaxConcurrentCalls (workers.go)
+	pool     *workerPool   // the MaxConcurrentCalls workers (workerpool.go)
 	giveBack atomic.Bool   // a return of freed Go memory to the OS is scheduled (memory.go)
 
 	onQuarantine atomic.Pointer[func(name string, digest Digest, reason string)]
@@ -71,6 +71,7 @@ type plugin struct {
 	stats statCounters
 	slow  atomic.Bool  // a call ran slowYields slices or timed out (workers.go)
 	quick atomic.Int32 // quick calls so far, up to quickCalls (workers.go)
+	share workerShare  // its use of the workers, under Host.pool.mu (workerpool.go)
 
 	// Under Host.mu.
 	idle     []*instance
@@ -133,7 +134,7 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 		plugins:    map[string]*plugin{},
 		modules:    map[Digest]*module{},
 		released:   make(chan struct{}),
-		workers:    newWorkers(cfg.MaxConcurrentCalls),
+		pool:       newWorkerPool(cfg.MaxConcurrentCalls),
 	}, nil
 }
 
@@ -160,7 +161,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.signalLocked()
 	h.mu.Unlock()
-	h.stopWorkers()
+	h.pool.stop()
 	err := h.rt.Close(ctx)
 	if h.cache != nil {
 		err = errors.Join(err, h.cache.Close(ctx))

@@ -196,7 +196,9 @@ func TestMemoryBudget(t *testing.T) {
 
 	// Hold b's instance busy: a's call cannot start an instance and waits
 	// until its context ends.
-	in, err := h.acquire(ctx, h.plugins["b"], KindFilter, mustEncode(t, p))
+	var tn turn
+	in, err := h.acquire(ctx, &tn, h.plugins["b"], KindFilter, mustEncode(t, p))
+	h.pool.end(&tn, h.plugins["b"])
 	if err != nil {
 		t.Fatal(err)
 	}

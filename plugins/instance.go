@@ -32,7 +32,7 @@ type instance struct {
 
 	ctx   context.Context // carries &cs for host functions
 	cs    callState
-	w     *worker // runs the guest code of the current entry
+	w     *worker // runs the guest code of the current entry (its call's turn)
 	onW   bool    // on w's thread (workers.go)
 	stack [3]uint64
 
@@ -51,7 +51,7 @@ type instance struct {
 // startInstance instantiates p's module with its memory from gm and runs
 // the guest's own initialization, under StartTimeout. The instance holds
 // a reference to the module.
-func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, gm *guestMemory, seq uint64) (*instance, error) {
+func (h *Host) startInstance(ctx context.Context, t *turn, p *plugin, m *module, gm *guestMemory, seq uint64) (*instance, error) {
 	var seed [32]byte
 	{
 		s := sha256.New()
@@ -69,7 +69,7 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, gm *gues
 		log: newPluginLog(h.cfg.Logger.With("plugin", p.name), h.cfg.MaxLogBytes),
 	}
 	in.ctx = context.WithValue(context.Background(), callStateKey{}, &in.cs)
-	if err := in.begin(ctx, h.cfg.StartTimeout, nil); err != nil {
+	if err := in.begin(ctx, t, h.cfg.StartTimeout, nil); err != nil {
 		return nil, err
 	}
 	defer in.end()
@@ -126,20 +126,23 @@ func (h *Host) startInstance(ctx context.Context, p *plugin, m *module, gm *gues
 }
 
 // begin prepares the call state for an entry into the guest, which the
-// host's Close waits for. It waits for one of the MaxConcurrentCalls
-// workers first; the deadline starts once it has one.
-func (in *instance) begin(ctx context.Context, timeout time.Duration, v *View) error {
-	w, err := in.h.takeWorker(ctx, in.p.name)
-	if err != nil {
-		return err
+// host's Close waits for. Unless the call already holds one (t), it
+// waits for one of the MaxConcurrentCalls workers first, its plugin's
+// turn (workerpool.go); the deadline starts once it has one.
+func (in *instance) begin(ctx context.Context, t *turn, timeout time.Duration, v *View) error {
+	if t.w == nil {
+		w, err := in.h.pool.take(ctx, in.p, in.h.lifetime.Done())
+		if err != nil {
+			return err
+		}
+		t.w = w
 	}
 	if err := in.h.enter(); err != nil {
-		in.h.putWorker(w)
 		return err
 	}
-	in.w, in.onW = w, in.p.onThreads()
+	in.w, in.onW = t.w, in.p.onThreads()
 	if in.onW {
-		w.onThread()
+		in.w.onThread()
 	}
 	_ = in.gm.takeRefusal()
 	// The deadline is on the host's clock; the caller's own deadline, on
@@ -167,7 +170,7 @@ func (in *instance) end() {
 	in.cs.view = nil
 	in.cs.ctx = nil
 	in.h.leave()
-	in.h.putWorker(in.w)
+	in.h.pool.charge(in.p, int64(in.cs.yields)+1)
 	in.w = nil
 }
 
@@ -233,8 +236,8 @@ func (in *instance) ensureBuffer(n int) error {
 }
 
 // bind calls the guest's init with the kind and encoded parameters.
-func (in *instance) bind(ctx context.Context, kind Kind, params []byte) error {
-	if err := in.begin(ctx, in.h.cfg.StartTimeout, nil); err != nil {
+func (in *instance) bind(ctx context.Context, t *turn, kind Kind, params []byte) error {
+	if err := in.begin(ctx, t, in.h.cfg.StartTimeout, nil); err != nil {
 		return err
 	}
 	defer in.end()
@@ -276,8 +279,8 @@ func (in *instance) guestError(fn string, rc int32) error {
 
 // run copies v into the guest, calls fn (filter or propose) and returns
 // the answer bytes the guest reported, copied out of its memory.
-func (in *instance) run(ctx context.Context, fn api.Function, name string, v *View) ([]byte, error) {
-	if err := in.begin(ctx, in.h.cfg.CallTimeout, v); err != nil {
+func (in *instance) run(ctx context.Context, t *turn, fn api.Function, name string, v *View) ([]byte, error) {
+	if err := in.begin(ctx, t, in.h.cfg.CallTimeout, v); err != nil {
 		return nil, err
 	}
 	defer in.end()

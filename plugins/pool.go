@@ -14,7 +14,7 @@ import (
 // acquire returns an instance of p initialized for kind with params (the
 // encoded parameters, also the pool key), starting one if needed. With nil
 // params it returns an instance not yet initialized.
-func (h *Host) acquire(ctx context.Context, p *plugin, kind Kind, params []byte) (*instance, error) {
+func (h *Host) acquire(ctx context.Context, t *turn, p *plugin, kind Kind, params []byte) (*instance, error) {
 	key := string(params)
 	for {
 		h.mu.Lock()
@@ -36,7 +36,7 @@ func (h *Host) acquire(ctx context.Context, p *plugin, kind Kind, params []byte)
 		}
 		if in := h.takeMatchingLocked(p, func(in *instance) bool { return !in.bound }); in != nil {
 			h.mu.Unlock()
-			return h.bindOrDiscard(ctx, in, kind, params)
+			return h.bindOrDiscard(ctx, t, in, kind, params)
 		}
 		var toClose []*instance
 		if p.live >= h.cfg.MaxInstances {
@@ -53,12 +53,12 @@ func (h *Host) acquire(ctx context.Context, p *plugin, kind Kind, params []byte)
 				toClose = append(toClose, h.evictLocked(victim.p, victim))
 			}
 			if h.used+p.estBytes <= h.cfg.MemoryBudget {
-				in, err := h.newInstanceLocked(ctx, p) // unlocks
+				in, err := h.newInstanceLocked(ctx, t, p) // unlocks
 				closeAll(toClose)
 				if err != nil || params == nil {
 					return in, err
 				}
-				return h.bindOrDiscard(ctx, in, kind, params)
+				return h.bindOrDiscard(ctx, t, in, kind, params)
 			}
 		}
 		if len(toClose) > 0 {
@@ -161,7 +161,7 @@ func (h *Host) takeIdleLocked(p *plugin) []*instance {
 
 // newInstanceLocked reserves memory for and starts a new instance of p.
 // It is called with h.mu held and returns with it released.
-func (h *Host) newInstanceLocked(ctx context.Context, p *plugin) (*instance, error) {
+func (h *Host) newInstanceLocked(ctx context.Context, t *turn, p *plugin) (*instance, error) {
 	m := p.mod
 	m.refs++
 	p.live++
@@ -170,7 +170,7 @@ func (h *Host) newInstanceLocked(ctx context.Context, p *plugin) (*instance, err
 	seq := h.seq
 	h.mu.Unlock()
 
-	in, err := h.startInstance(ctx, p, m, gm, seq)
+	in, err := h.startInstance(ctx, t, p, m, gm, seq)
 
 	if err != nil {
 		gm.Free() // if wazero did not
@@ -188,11 +188,11 @@ func (h *Host) newInstanceLocked(ctx context.Context, p *plugin) (*instance, err
 }
 
 // bindOrDiscard initializes in for kind and params unless it already is.
-func (h *Host) bindOrDiscard(ctx context.Context, in *instance, kind Kind, params []byte) (*instance, error) {
+func (h *Host) bindOrDiscard(ctx context.Context, t *turn, in *instance, kind Kind, params []byte) (*instance, error) {
 	if in.bound && in.kind == kind && in.key == string(params) {
 		return in, nil
 	}
-	if err := in.bind(ctx, kind, params); err != nil {
+	if err := in.bind(ctx, t, kind, params); err != nil {
 		h.release(in, true)
 		h.strike(in.p, err)
 		in.p.stats.failure(err)

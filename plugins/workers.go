@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 
 	"github.com/tetratelabs/wazero/api"
@@ -69,10 +68,7 @@ func (p *plugin) judge(slow bool) {
 func (h *Host) closeOffPath(in *instance) {
 	var w *worker
 	if in.p.onThreads() {
-		select {
-		case w = <-h.workers:
-		default:
-		}
+		w = h.pool.tryTake(in.p)
 	}
 	if w == nil {
 		in.close()
@@ -80,11 +76,11 @@ func (h *Host) closeOffPath(in *instance) {
 	}
 	w.onThread()
 	_ = w.run(true, workerJob{run: func() error { in.close(); return nil }})
-	h.putWorker(w)
+	h.pool.put(w, in.p, 0)
 }
 
-// worker runs guest code; it belongs to one call between takeWorker and
-// putWorker.
+// worker runs guest code; it belongs to one entry between the pool's
+// take and put (workerpool.go).
 type worker struct {
 	jobs chan workerJob // nil: the caller runs the guest itself
 	done chan error
@@ -105,53 +101,12 @@ func (j *workerJob) do() error {
 	return j.fn.CallWithStack(j.ctx, j.stack)
 }
 
-// newWorkers returns the host's idle workers; their threads start on
-// first use.
-func newWorkers(n int) chan *worker {
-	ws := make(chan *worker, n)
-	for range n {
-		ws <- &worker{}
-	}
-	return ws
-}
-
-// takeWorker waits for a worker, until ctx ends or the host closes.
-func (h *Host) takeWorker(ctx context.Context, name string) (*worker, error) {
-	var w *worker
-	select {
-	case w = <-h.workers:
-	default:
-		select {
-		case w = <-h.workers:
-		case <-h.lifetime.Done():
-			return nil, ErrClosed
-		case <-ctx.Done():
-			return nil, fmt.Errorf("plugins: %q: waiting for one of the %d plugin workers: %w", name, cap(h.workers), context.Cause(ctx))
-		}
-	}
-	return w, nil
-}
-
 // onThread makes sure w has its thread, which is then used for the
 // guest entries of the call holding w.
 func (w *worker) onThread() {
 	if w.jobs == nil {
 		w.jobs, w.done = make(chan workerJob), make(chan error)
 		go w.serve()
-	}
-}
-
-// putWorker gives back what takeWorker took.
-func (h *Host) putWorker(w *worker) { h.workers <- w }
-
-// stopWorkers ends the workers' threads; the host is closed and no guest
-// code runs.
-func (h *Host) stopWorkers() {
-	for range cap(h.workers) {
-		w := <-h.workers
-		if w.jobs != nil {
-			close(w.jobs)
-		}
 	}
 }
 

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,80 @@ func TestWorkersBoundConcurrentCalls(t *testing.T) {
 	}
 	if _, err := h.Filter(context.Background(), "spin", Params{"do": "ok"}, v); err != nil {
 		t.Fatalf("a call of the slow plugin: %v", err)
+	}
+}
+
+// The workers go to plugins in turn, not to calls in their order of
+// arrival: with the only worker held by a looping call and three more
+// calls of the looping plugin queued before one call of another plugin,
+// the other plugin's call runs as soon as the loop is cut off, before
+// any of the queued loops.
+func TestWorkersTakeTurnsBetweenPlugins(t *testing.T) {
+	clock := newTestClock()
+	logs := &logSink{}
+	h := newTestHost(t, Config{Now: clock.Now, Logger: slogNew(logs), MaxConcurrentCalls: 1, MaxInstances: 8})
+	wasm := goModule(t, hostilePkg)
+	mustAdd(t, h, "spin", KindFilter, wasm)
+	mustAdd(t, h, "ok", KindFilter, wasm)
+	v := hostileView3(t)
+	if _, err := h.Filter(context.Background(), "spin", Params{"do": "ok"}, v); err != nil {
+		t.Fatalf("a quick call of the looping plugin: %v", err)
+	}
+
+	spinning := logs.wait("spinning")
+	spun := make(chan error, 4)
+	spin := func() {
+		_, err := h.Filter(context.Background(), "spin", Params{"do": "spin"}, v)
+		spun <- err
+	}
+	go spin()
+	<-spinning
+	for range 3 {
+		go spin()
+	}
+	queued(t, h, "spin", 3)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Filter(context.Background(), "ok", Params{"do": "ok"}, v)
+		done <- err
+	}()
+	queued(t, h, "ok", 1)
+
+	spinningAgain := logs.wait("spinning")
+	clock.Advance(time.Hour) // past the first loop's deadline
+	if err := <-spun; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("first loop: %v, want a timeout", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the other plugin's call: %v", err)
+		}
+	case <-spinningAgain:
+		t.Fatal("a queued loop ran before the other plugin's call")
+	}
+	// The queued loops run next, each cut at its own deadline.
+	for cut := 0; cut < 3; {
+		select {
+		case err := <-spun:
+			if !errors.Is(err, ErrTimeout) {
+				t.Fatalf("queued loop: %v, want a timeout", err)
+			}
+			cut++
+		default:
+			clock.Advance(time.Hour)
+			runtime.Gosched()
+		}
+	}
+}
+
+// queued waits until n guest entries of plugin name wait for a worker.
+func queued(t *testing.T, h *Host, name string, n int) {
+	t.Helper()
+	h.mu.Lock()
+	p := h.plugins[name]
+	h.mu.Unlock()
+	for h.pool.waitingFor(p) < n {
+		runtime.Gosched()
 	}
 }
