@@ -1,7 +1,6 @@
 package quic
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -128,10 +127,7 @@ func dialOnce(ctx context.Context, raddr *net.UDPAddr, tlsConf *tls.Config, cfg 
 	// quic-go stops reading the socket when the connection closes (after
 	// sending its CONNECTION_CLOSE) but leaves a socket it did not make
 	// open.
-	go func() {
-		<-qc.Context().Done()
-		_ = sock.Close()
-	}()
+	context.AfterFunc(qc.Context(), func() { _ = sock.Close() })
 	return &ClientConn{qc: qc, cfg: cfg, sock: sock}, nil
 }
 
@@ -149,7 +145,7 @@ func (c *ClientConn) OpenStream(ctx context.Context) (*ClientStream, error) {
 		c:  c,
 		qs: qs,
 		fr: newFrameReader(qs, c.cfg.Framing, c.cfg.MaxFrameSize),
-		bw: bufio.NewWriterSize(qs, defaultStreamBufferSize),
+		bw: writeBuffer{w: qs},
 	}, nil
 }
 
@@ -190,7 +186,7 @@ type ClientStream struct {
 	fr *frameReader
 
 	wmu     sync.Mutex
-	bw      *bufio.Writer
+	bw      writeBuffer // pooled: held only while it holds bytes
 	wclosed bool
 }
 

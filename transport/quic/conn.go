@@ -1,7 +1,6 @@
 package quic
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"net"
@@ -105,7 +104,7 @@ func (c *Conn) track(qs *quicgo.Stream) *Stream {
 		fr:          newFrameReader(qs, c.l.cfg.Framing, c.l.cfg.MaxFrameSize),
 		outstanding: make(map[*Request]struct{}),
 	}
-	s.bw = bufio.NewWriterSize(streamWriter{s}, defaultStreamBufferSize)
+	s.bw.w = streamWriter{s}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.draining {
@@ -136,9 +135,10 @@ func (c *Conn) snapshotStreams() []*Stream {
 	return out
 }
 
-// watch releases what the connection holds once it is gone.
-func (c *Conn) watch() {
-	<-c.qc.Context().Done()
+// gone releases what the connection holds once it is gone. It runs when
+// the connection's context ends (context.AfterFunc): a goroutine waiting
+// for that would be one more per idle connection.
+func (c *Conn) gone() {
 	c.drainCancel()
 	for _, s := range c.snapshotStreams() {
 		s.finish()

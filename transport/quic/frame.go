@@ -65,10 +65,13 @@ func LengthPrefixedBody(frame []byte) []byte {
 }
 
 // frameReader reads frames from a stream, bounding each before it is
-// allocated. It is not safe for concurrent use.
+// allocated. Its read buffer is pooled: taken to read a frame's body (and
+// the frames that came with it), given back once everything read ahead is
+// consumed, so a reader waiting for its next frame holds none. It is not
+// safe for concurrent use.
 type frameReader struct {
-	r       io.Reader // what br reads from
-	br      *bufio.Reader
+	r       io.Reader     // the stream
+	br      *bufio.Reader // nil while nothing is read ahead
 	framing Framing
 	max     int
 	header  []byte
@@ -77,10 +80,34 @@ type frameReader struct {
 func newFrameReader(r io.Reader, f Framing, max int) *frameReader {
 	return &frameReader{
 		r:       r,
-		br:      bufio.NewReaderSize(r, defaultStreamBufferSize),
 		framing: f,
 		max:     max,
 		header:  make([]byte, f.HeaderLen),
+	}
+}
+
+// buffered returns how many bytes were read ahead from the stream.
+func (fr *frameReader) buffered() int {
+	if fr.br == nil {
+		return 0
+	}
+	return fr.br.Buffered()
+}
+
+// source returns what to read the rest of the stream from: the read-ahead
+// first, if any.
+func (fr *frameReader) source() io.Reader {
+	if fr.br == nil {
+		return fr.r
+	}
+	return fr.br
+}
+
+// giveBackEmpty returns the read buffer to the pool once it holds nothing.
+func (fr *frameReader) giveBackEmpty() {
+	if fr.br != nil && fr.br.Buffered() == 0 {
+		giveReadBuffer(fr.br)
+		fr.br = nil
 	}
 }
 
@@ -93,11 +120,8 @@ func (fr *frameReader) readHeader() (int, error) {
 	// copy it again into the frame. A body at least as large as the
 	// buffer is then read straight into the frame; a smaller one fills
 	// the buffer, which takes in the frames after it too.
-	src := io.Reader(fr.br)
-	if fr.br.Buffered() == 0 {
-		src = fr.r
-	}
-	if _, err := io.ReadFull(src, fr.header); err != nil {
+	fr.giveBackEmpty()
+	if _, err := io.ReadFull(fr.source(), fr.header); err != nil {
 		if err == io.ErrUnexpectedEOF {
 			return 0, fmt.Errorf("%w: stream ended inside a frame header", ErrProtocol)
 		}
@@ -136,11 +160,17 @@ func (fr *frameReader) readBody(n int, head headHook) ([]byte, error) {
 		RecycleFrame(frame)
 		return nil, err
 	}
+	fr.giveBackEmpty()
 	return frame, nil
 }
 
+// readFull reads b, through the read buffer (taken if need be) when b is
+// smaller than it: the frames that follow come in the same read.
 func (fr *frameReader) readFull(b []byte) error {
-	if _, err := io.ReadFull(fr.br, b); err != nil {
+	if fr.br == nil && len(b) < defaultStreamBufferSize {
+		fr.br = takeReadBuffer(fr.r)
+	}
+	if _, err := io.ReadFull(fr.source(), b); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return fmt.Errorf("%w: stream ended inside a frame", ErrProtocol)
 		}

@@ -209,7 +209,7 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 	l.conns[c] = struct{}{}
 	l.stats.connsOpen.Add(1)
 	l.mu.Unlock()
-	go c.watch()
+	context.AfterFunc(qc.Context(), c.gone)
 	stopEviction := context.AfterFunc(t.evicted, func() {
 		if errors.Is(context.Cause(t.evicted), errEvicted) {
 			c.close(CodeAuthTimeout, errEvicted.Error())

@@ -1,7 +1,6 @@
 package quic
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +25,7 @@ type Stream struct {
 	fr *frameReader
 
 	wmu      sync.Mutex
-	bw       *bufio.Writer
+	bw       writeBuffer // pooled: held only while it holds bytes
 	wclosed  bool
 	deferred []*Request    // answered by WriteReply, released at the next flush
 	dirty    atomic.Bool   // deferred is not empty
@@ -135,7 +134,7 @@ func (s *Stream) ReadFrame() (*Request, error) {
 }
 
 func (s *Stream) readFrame() (*Request, error) {
-	if s.fr.br.Buffered() < s.fr.framing.HeaderLen {
+	if s.fr.buffered() < s.fr.framing.HeaderLen {
 		s.flushDeferred() // about to wait for the network
 	}
 	n, err := s.fr.readHeader()
@@ -177,7 +176,7 @@ func (s *Stream) readFrame() (*Request, error) {
 			return nil, s.goneError()
 		}
 	}
-	if s.fr.br.Buffered() < n-s.fr.framing.HeaderLen {
+	if s.fr.buffered() < n-s.fr.framing.HeaderLen {
 		s.flushDeferred()
 	}
 	frame, err := s.fr.readBody(n, headHook{})
@@ -511,7 +510,7 @@ func (s *Stream) drain(ctx context.Context, linger time.Duration) drainResult {
 	if !eof && !broken {
 		_ = s.qs.SetReadDeadline(time.Now().Add(linger))
 		stop := context.AfterFunc(ctx, func() { _ = s.qs.SetReadDeadline(time.Now()) })
-		_, err := io.Copy(io.Discard, s.fr.br)
+		_, err := io.Copy(io.Discard, s.fr.source())
 		stop()
 		if err != nil {
 			result = drainNoAnswer
