@@ -446,20 +446,8 @@ func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 			timer = time.NewTimer(maxWait)
 			defer timer.Stop()
 		}
-		// A parked partition wakes when it changes or its owner closes.
-		cases := []reflect.SelectCase{
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		}
-		for i := range polls {
-			if live[i] && pend[i].wait != nil {
-				cases = append(cases,
-					reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pend[i].wait)},
-					reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(polls[i].Owner.closing)})
-			}
-		}
-		chosen, _, _ := reflect.Select(cases)
-		if chosen == 0 {
+		chosen := waitParked(ctx, timer.C, polls, pend, live)
+		if chosen == wokeDone {
 			for i := range polls {
 				if live[i] {
 					out[i].Err, live[i] = ctx.Err(), false
@@ -467,7 +455,7 @@ func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 			}
 			return out
 		}
-		if chosen == 1 {
+		if chosen == wokeTimer {
 			break
 		}
 		// Something changed: re-validate every parked partition (a closed
@@ -490,4 +478,49 @@ func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 		out[i].Result, out[i].Err = polls[i].Owner.readAndComplete(ctx, req, pend[i])
 	}
 	return out
+}
+
+// What ended a parked multi-partition poll's wait.
+const (
+	wokeDone    = iota // the poll's context
+	wokeTimer          // its wait ran out
+	wokeChanged        // a parked partition changed, or its owner closed
+)
+
+// waitParked waits for the poll's context, its timer, or a change of one
+// of its parked partitions (or of their owners' closing). A parked poll
+// waits on the goroutine of its request, which would otherwise wait for
+// the next request of its stream: it costs no goroutine of its own. One
+// parked partition, a device's poll of its own command partition, waits
+// in a plain select; several in reflect.Select, which allocates its cases.
+func waitParked(ctx context.Context, timer <-chan time.Time, polls []PartitionPoll, pend []pendingPoll, live []bool) int {
+	one, parked := -1, 0
+	for i := range polls {
+		if live[i] && pend[i].wait != nil {
+			one, parked = i, parked+1
+		}
+	}
+	if parked == 1 {
+		select {
+		case <-ctx.Done():
+			return wokeDone
+		case <-timer:
+			return wokeTimer
+		case <-pend[one].wait:
+		case <-polls[one].Owner.closing:
+		}
+		return wokeChanged
+	}
+	cases := make([]reflect.SelectCase, 2, 2+2*parked)
+	cases[wokeDone] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
+	cases[wokeTimer] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)}
+	for i := range polls {
+		if live[i] && pend[i].wait != nil {
+			cases = append(cases,
+				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pend[i].wait)},
+				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(polls[i].Owner.closing)})
+		}
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return min(chosen, wokeChanged)
 }

@@ -181,6 +181,43 @@ func TestPollManyRevalidatesEachPartition(t *testing.T) {
 	})
 }
 
+// A poll of one partition through PollMany (a device's poll of its
+// command partition) parks, wakes on a produce, answers empty at its
+// deadline, and ends with its context.
+func TestPollManyOnePartitionWakesTimesOutAndCancels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemMeta()
+		o := newTestOwner(t, scenarioTopic, m, newMemLog(m, "t/0"))
+		polls := []PartitionPoll{{Owner: o, Request: PollRequest{Consumer: Consumer{Name: "c"}, From: FromNext}}}
+		poll := func(ctx context.Context) <-chan []PartitionResult {
+			out := make(chan []PartitionResult, 1)
+			go func() { out <- PollMany(ctx, polls, time.Minute) }()
+			synctest.Wait()
+			return out
+		}
+
+		got := poll(context.Background())
+		if _, err := o.Produce(context.Background(), testBatch(t, "command")); err != nil {
+			t.Fatal(err)
+		}
+		if out := <-got; out[0].Err != nil || len(out[0].Result.Batches) != 1 {
+			t.Fatalf("woken by a produce: %+v", out[0])
+		}
+
+		start := time.Now()
+		if out := <-poll(context.Background()); out[0].Err != nil || len(out[0].Result.Batches) != 0 || time.Since(start) != time.Minute {
+			t.Fatalf("after %v with nothing new: %+v, want an empty answer at the minute", time.Since(start), out[0])
+		}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		got = poll(ctx)
+		cancel()
+		if out := <-got; !errors.Is(out[0].Err, context.Canceled) {
+			t.Fatalf("canceled: %v", out[0].Err)
+		}
+	})
+}
+
 // A token of a topic deleted and re-created under the same name is refused
 // by the new topic's owner, for polls, commits and resets alike.
 //
