@@ -2,14 +2,9 @@ package kafka
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
 
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -94,7 +89,7 @@ func (cc *conn) producePartition(ctx context.Context, topic string, p *kmsg.Prod
 	var waits []func(context.Context) error
 	rest := p.Records
 	for len(rest) > 0 {
-		batch, n, err := toLedgeBatch(rest)
+		batch, n, err := cc.conv.toLedgeBatch(rest)
 		if err != nil {
 			rp.ErrorCode = kerr.CorruptMessage.Code
 			msg := err.Error()
@@ -125,86 +120,4 @@ func (cc *conn) producePartition(ctx context.Context, topic string, p *kmsg.Prod
 			}
 		}
 	}
-}
-
-// Kafka record batch v2 attributes.
-const (
-	kafkaCompressionMask = 0x07
-	kafkaAppendTime      = 0x08
-	kafkaTransactional   = 0x10
-	kafkaControl         = 0x20
-	// kafkaBatchHeader is the size of a v2 batch before its records.
-	kafkaBatchHeader = 61
-)
-
-var (
-	castagnoli   = crc32.MakeTable(crc32.Castagnoli)
-	decompressor = kgo.DefaultDecompressor()
-)
-
-// toLedgeBatch converts the first Kafka v2 batch of b into a Ledge batch
-// (uncompressed, the producer's id, epoch and sequence kept), and returns
-// how many bytes of b it took.
-func toLedgeBatch(b []byte) ([]byte, int, error) {
-	if len(b) < kafkaBatchHeader {
-		return nil, 0, errors.New("kafka: truncated record batch")
-	}
-	length := int(int32(binary.BigEndian.Uint32(b[8:])))
-	n := 12 + length
-	if length < kafkaBatchHeader-12 || n > len(b) {
-		return nil, 0, errors.New("kafka: record batch length out of range")
-	}
-	var kb kmsg.RecordBatch
-	if err := kb.ReadFrom(b[:n]); err != nil {
-		return nil, 0, err
-	}
-	if kb.Magic != 2 {
-		return nil, 0, fmt.Errorf("kafka: record batch magic %d (only v2 batches are accepted)", kb.Magic)
-	}
-	if crc32.Checksum(b[21:n], castagnoli) != uint32(kb.CRC) {
-		return nil, 0, errors.New("kafka: record batch CRC mismatch")
-	}
-	if kb.Attributes&(kafkaTransactional|kafkaControl) != 0 {
-		return nil, 0, errors.New("kafka: transactional batches are not served")
-	}
-	if kb.NumRecords <= 0 {
-		return nil, 0, errors.New("kafka: empty record batch")
-	}
-	records := kb.Records
-	if codec := kgo.CompressionCodecType(kb.Attributes & kafkaCompressionMask); codec != 0 {
-		var err error
-		if records, err = decompressor.Decompress(records, codec); err != nil {
-			return nil, 0, fmt.Errorf("kafka: decompressing a record batch: %w", err)
-		}
-	}
-	var bb wire.BatchBuilder
-	if kb.ProducerID >= 0 {
-		bb.SetProducer(uint64(kb.ProducerID), uint32(max(kb.ProducerEpoch, 0)), kb.FirstSequence)
-	}
-	var rec kmsg.Record
-	var hdrs []wire.Header
-	for i := int32(0); i < kb.NumRecords; i++ {
-		l, k := binary.Varint(records)
-		if k <= 0 || l < 0 || int64(len(records)-k) < l {
-			return nil, 0, errors.New("kafka: truncated record")
-		}
-		end := k + int(l)
-		if err := rec.ReadFrom(records[:end]); err != nil {
-			return nil, 0, fmt.Errorf("kafka: record %d: %w", i, err)
-		}
-		records = records[end:]
-		hdrs = hdrs[:0]
-		for _, h := range rec.Headers {
-			hdrs = append(hdrs, wire.Header{Key: h.Key, Value: h.Value})
-		}
-		bb.Append(wire.Record{
-			Timestamp: kb.FirstTimestamp + rec.TimestampDelta64,
-			Key:       rec.Key, Value: rec.Value, Headers: hdrs,
-		})
-	}
-	out, err := bb.Build(wire.CompressionNone)
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, n, nil
 }

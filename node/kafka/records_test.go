@@ -35,24 +35,40 @@ func sealBatch(b kmsg.RecordBatch) []byte {
 // engine would accept, and back a Kafka batch with the same records, the
 // producer's identity, and the history epoch as its leader epoch.
 func TestBatchRoundTrip(t *testing.T) {
+	codecs := map[string]kgo.CompressionCodec{
+		"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
+	}
+	for name, c := range codecs {
+		t.Run(name, func(t *testing.T) { testBatchRoundTrip(t, c) })
+	}
+}
+
+func testBatchRoundTrip(t *testing.T, c kgo.CompressionCodec) {
 	recs := []kmsg.Record{
-		{TimestampDelta64: 0, OffsetDelta: 0, Key: []byte("k1"), Value: []byte("v1"),
+		{TimestampDelta64: 0, OffsetDelta: 0, Key: []byte("k1"), Value: bytes.Repeat([]byte("v1"), 100),
 			Headers: []kmsg.Header{{Key: "h", Value: []byte("x")}, {Key: "null"}}},
 		{TimestampDelta64: 7, OffsetDelta: 1, Key: nil, Value: []byte("v2")},
 		{TimestampDelta64: 9, OffsetDelta: 2, Key: []byte{}, Value: nil},
 	}
-	comp, err := kgo.DefaultCompressor(kgo.GzipCompression())
+	comp, err := kgo.DefaultCompressor(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	packed, codec := comp.Compress(&buf, kafkaRecords(recs))
+	packed, codec := kafkaRecords(recs), kgo.CodecNone
+	if comp != nil {
+		packed, codec = comp.Compress(&buf, packed)
+		if codec == kgo.CodecNone {
+			t.Fatal("the batch was sent uncompressed")
+		}
+	}
 	in := sealBatch(kmsg.RecordBatch{
 		Magic: 2, Attributes: int16(codec), LastOffsetDelta: 2, FirstTimestamp: 1000, MaxTimestamp: 1009,
 		ProducerID: 42, ProducerEpoch: 3, FirstSequence: 5, NumRecords: 3, Records: packed,
 	})
 
-	ledge, n, err := toLedgeBatch(append(in, 0xff)) // a byte of the next batch
+	ledge, n, err := new(converter).toLedgeBatch(append(in, 0xff)) // a byte of the next batch
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,18 +115,26 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCorruptBatchRefused: a batch whose CRC does not match, or of an
-// older magic, is refused before anything is appended.
+// TestCorruptBatchRefused: a batch whose CRC does not match, of an
+// older magic, or whose record is cut short, is refused before anything
+// is appended.
 func TestCorruptBatchRefused(t *testing.T) {
 	b := sealBatch(kmsg.RecordBatch{Magic: 2, NumRecords: 1, ProducerID: -1,
 		Records: kafkaRecords([]kmsg.Record{{Value: []byte("v")}})})
 	b[len(b)-1] ^= 1
-	if _, _, err := toLedgeBatch(b); err == nil {
+	if _, _, err := new(converter).toLedgeBatch(b); err == nil {
 		t.Fatal("a batch with a bad CRC was accepted")
 	}
 	old := sealBatch(kmsg.RecordBatch{Magic: 1, NumRecords: 1, ProducerID: -1,
 		Records: kafkaRecords([]kmsg.Record{{Value: []byte("v")}})})
-	if _, _, err := toLedgeBatch(old); err == nil {
+	if _, _, err := new(converter).toLedgeBatch(old); err == nil {
 		t.Fatal("a magic 1 batch was accepted")
+	}
+	recs := kafkaRecords([]kmsg.Record{{Value: []byte("v"), Headers: []kmsg.Header{{Key: "h", Value: []byte("x")}}}})
+	for cut := 1; cut < len(recs); cut++ {
+		short := sealBatch(kmsg.RecordBatch{Magic: 2, NumRecords: 1, ProducerID: -1, Records: recs[:len(recs)-cut]})
+		if _, _, err := new(converter).toLedgeBatch(short); err == nil {
+			t.Fatalf("a batch whose record lacks its last %d bytes (the CRC right) was accepted", cut)
+		}
 	}
 }

@@ -167,6 +167,8 @@ type conn struct {
 	// clientID is the client id of the connection's latest request
 	// header, cut to a name's length; joins carry it.
 	clientID string
+	// conv converts the connection's produced batches.
+	conv converter
 }
 
 // maxPipelined bounds the responses a connection owes: past it, the
@@ -211,6 +213,7 @@ func (s *Server) serve(cc *conn) {
 	}()
 	r := bufio.NewReaderSize(c, 64<<10)
 	var size [4]byte
+	var produceBuf []byte
 	for {
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			return
@@ -220,8 +223,8 @@ func (s *Server) serve(cc *conn) {
 			s.log.Info("kafka: request size refused; closing the connection", "remote", c.RemoteAddr(), "bytes", n)
 			return
 		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
+		body, err := cc.readBody(r, n, &produceBuf)
+		if err != nil {
 			return
 		}
 		if cc.rawSASL {
@@ -245,6 +248,29 @@ func (s *Server) serve(cc *conn) {
 			return
 		}
 	}
+}
+
+// maxReusedBody bounds the Produce buffer a connection keeps: past it (a
+// client's batches are 1 MiB by default), a request gets its own.
+const maxReusedBody = 4 << 20
+
+// readBody reads a request of n bytes. A Produce request is read into
+// *reuse, the connection's buffer for them: nothing of it outlives its
+// handling, its batches being converted into new ones. Any other request
+// gets its own slice, since what it carries (a group member's metadata,
+// say) may be kept.
+func (cc *conn) readBody(r *bufio.Reader, n int, reuse *[]byte) ([]byte, error) {
+	if key, err := r.Peek(2); err == nil && n <= maxReusedBody && !cc.rawSASL && int16(binary.BigEndian.Uint16(key)) == kmsg.Produce.Int16() {
+		if cap(*reuse) < n {
+			*reuse = make([]byte, n)
+		}
+		body := (*reuse)[:n]
+		_, err := io.ReadFull(r, body)
+		return body, err
+	}
+	body := make([]byte, n)
+	_, err := io.ReadFull(r, body)
+	return body, err
 }
 
 // writeReplies writes the replies in order, flushing when no other is
