@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -335,7 +336,7 @@ func TestE2ECloseClosesOwnersBeforeStorage(t *testing.T) {
 		t.Fatalf("the storage was closed %d times with the owners", len(atClose))
 	}
 	for i, err := range atClose {
-		if !errors.Is(err, ErrOwnerClosed) {
+		if !errors.Is(err, owner.ErrOwnerClosed) {
 			t.Errorf("owner %d when the storage closes: %v, want ErrOwnerClosed", i, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -28,7 +29,7 @@ func newMemStorage() *memStorage {
 	return &memStorage{meta: newMemMeta(), topics: map[string]StoredTopic{}}
 }
 
-func (s *memStorage) Metadata() Metadata { return s.meta }
+func (s *memStorage) Metadata() owner.Metadata { return s.meta }
 
 func (s *memStorage) Topics() ([]StoredTopic, error) {
 	s.mu.Lock()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -20,7 +21,7 @@ var (
 	// ErrTopicDeleted: the topic was deleted while the request was in
 	// flight (give up; a topic created later under the name is another
 	// topic).
-	ErrTopicDeleted = errors.New("node: topic deleted")
+	ErrTopicDeleted = owner.ErrTopicDeleted
 	// ErrUnknownPartition: the partition index is not below the topic's
 	// partition count (give up).
 	ErrUnknownPartition = errors.New("node: unknown partition")
@@ -33,7 +34,7 @@ var (
 	// ErrUnknownToken: RevokeToken named a token that does not exist.
 	ErrUnknownToken = errors.New("node: unknown token")
 	// ErrShuttingDown: the node is draining (retry on a new connection).
-	ErrShuttingDown = errors.New("node: shutting down")
+	ErrShuttingDown = owner.ErrShuttingDown
 	// ErrBusy: the node is at a limit (parked polls) and sheds load (retry
 	// with backoff).
 	ErrBusy = errors.New("node: busy")
@@ -46,7 +47,7 @@ var (
 	// ErrInvalidBatch: the record batch failed validation (give up).
 	ErrInvalidBatch = errors.New("node: invalid record batch")
 	// ErrInvalidArgument: a request value is out of range (give up).
-	ErrInvalidArgument = errors.New("node: invalid argument")
+	ErrInvalidArgument = owner.ErrInvalidArgument
 )
 
 // StatusOf maps an error of a request to the one status its reply carries,
@@ -110,11 +111,11 @@ var statusTable = [...]struct {
 	{ErrPartitionFailed, wire.StatusPartitionFailed},
 	{ErrInvalidBatch, wire.StatusInvalidBatch},
 	{ErrInvalidArgument, wire.StatusInvalidArgument},
-	{ErrNoConsumer, wire.StatusInvalidArgument},
+	{owner.ErrNoConsumer, wire.StatusInvalidArgument},
 	// "next" with no committed offset and no reset policy: the position
 	// is out of range (PROTOCOL.md, Position.Reset).
-	{ErrNoPosition, wire.StatusOffsetOutOfRange},
-	{errNoProducers, wire.StatusInternal},
+	{owner.ErrNoPosition, wire.StatusOffsetOutOfRange},
+	{owner.ErrNoProducers, wire.StatusInternal},
 	{wire.ErrBatchTooLarge, wire.StatusMessageTooLarge},
 	{wire.ErrCorruptBatch, wire.StatusInvalidBatch},
 	{wire.ErrUnsupportedVersion, wire.StatusInvalidBatch},

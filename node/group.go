@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -81,7 +82,7 @@ type GroupTopicLister interface {
 // GroupsConfig configures the coordinator. Zero durations take the
 // defaults above.
 type GroupsConfig struct {
-	Meta   Metadata
+	Meta   owner.Metadata
 	Topics GroupTopics
 	// Now is the coordinator's clock. Default time.Now.
 	Now    func() time.Time

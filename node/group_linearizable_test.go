@@ -12,6 +12,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -105,7 +106,7 @@ func (h *linHistory) record(p, client int, in linOp, call int64, out linOut) {
 
 // recordingAssigner records the owner steps the coordinator runs.
 type recordingAssigner struct {
-	o *Owner
+	o *owner.Owner
 	p int
 	h *linHistory
 }
@@ -129,7 +130,7 @@ func TestGroupLinearizable(t *testing.T) {
 			ctx := context.Background()
 			h := &linHistory{ops: map[int][]porcupine.Operation{}}
 			w := newGroupWorld(t)
-			w.topics.wrap = func(_ string, p int, o *Owner) PartitionAssigner { return recordingAssigner{o, p, h} }
+			w.topics.wrap = func(_ string, p int, o *owner.Owner) PartitionAssigner { return recordingAssigner{o, p, h} }
 			tt := w.createTopic("t", partitions)
 			for p := range partitions {
 				vals := make([]string, 400)
@@ -207,8 +208,8 @@ func runLinMember(ctx context.Context, w *groupWorld, h *linHistory, tt *testTop
 	}
 	commit := func(tok fence.Token) {
 		call := h.clock.Add(1)
-		err := tt.owners[tok.Partition].Commit(ctx, CommitRequest{
-			Consumer: Consumer{Name: "g", Member: id, MemberEpoch: epoch}, Token: tok, Offset: tok.Next,
+		err := tt.owners[tok.Partition].Commit(ctx, owner.CommitRequest{
+			Consumer: owner.Consumer{Name: "g", Member: id, MemberEpoch: epoch}, Token: tok, Offset: tok.Next,
 		})
 		if err == nil {
 			accepted.Add(1)
@@ -240,8 +241,8 @@ func runLinMember(ctx context.Context, w *groupWorld, h *linHistory, tt *testTop
 				continue
 			}
 			p := owns[rnd.IntN(len(owns))].Partition
-			res, err := tt.owners[p].Poll(ctx, PollRequest{
-				Consumer: Consumer{Name: "g", Member: id, MemberEpoch: epoch}, From: FromNext, MaxBytes: 1 + rnd.IntN(300),
+			res, err := tt.owners[p].Poll(ctx, owner.PollRequest{
+				Consumer: owner.Consumer{Name: "g", Member: id, MemberEpoch: epoch}, From: owner.FromNext, MaxBytes: 1 + rnd.IntN(300),
 			})
 			if err == nil && res.Token.Next > res.Token.From {
 				held = append(held, res.Token)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -56,20 +57,13 @@ func (t nodeGroupTopics) GroupOffset(topic string, partition uint32, group strin
 	return o
 }
 
-// groupBookmarkKey is the bookmark under which a partition's owner keeps
-// a group's committed offset (the owner's progress key of a group).
-func groupBookmarkKey(group string) string { return "g/" + group }
-
-// consumerBookmarkKey is the key of a named consumer's bookmark.
-func consumerBookmarkKey(name string) string { return "c/" + name }
-
 // groupOffsetOf reads a group's committed offset on a partition and
 // resolves it in the partition's current history.
-func groupOffsetOf(id fence.TopicID, partition uint32, log PartitionLog, group string) wire.GroupOffset {
+func groupOffsetOf(id fence.TopicID, partition uint32, log owner.PartitionLog, group string) wire.GroupOffset {
 	st := log.State()
 	out := wire.GroupOffset{Partition: partition, Resolved: st.LogStart, HighWatermark: st.HighWatermark}
 	// The caller names the topic.
-	b, ok, err := log.Bookmark(groupBookmarkKey(group))
+	b, ok, err := log.Bookmark(owner.GroupBookmarkKey(group))
 	if err != nil {
 		out.Status, out.Message = StatusOf(err)
 		return out

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -39,7 +40,7 @@ var ErrUnknownGroup = fmt.Errorf("%w: unknown group", ErrInvalidArgument)
 // (its bookmark and state) in one batch, as an owner step: *Owner's
 // DeleteConsumer. Assigners that wrap an owner forward it.
 type consumerDeleter interface {
-	DeleteConsumer(ctx context.Context, name string) (Durable, error)
+	DeleteConsumer(ctx context.Context, name string) (owner.Durable, error)
 }
 
 // errNoConsumerDeletion: a partition's assigner is not an owner that can
@@ -138,7 +139,7 @@ func (gs *Groups) Delete(ctx context.Context, name string) error {
 		gs.mu.Unlock()
 		return fmt.Errorf("%w: group %q has %d member(s); stop its consumers (or let their sessions expire) and delete again", ErrGroupNotEmpty, name, n)
 	}
-	var waits []Durable
+	var waits []owner.Durable
 	topics := g.subscription()
 	if l, ok := gs.cfg.Topics.(GroupTopicLister); ok {
 		topics = l.GroupTopicNames()
@@ -186,10 +187,10 @@ func (gs *Groups) Delete(ctx context.Context, name string) error {
 
 // deleteGroupOffset deletes a group's committed offset on one partition,
 // as a step of the partition's owner.
-func deleteGroupOffset(ctx context.Context, p PartitionAssigner, group string) (Durable, error) {
+func deleteGroupOffset(ctx context.Context, p PartitionAssigner, group string) (owner.Durable, error) {
 	d, ok := p.(consumerDeleter)
 	if !ok {
-		return Durable{}, errNoConsumerDeletion
+		return owner.Durable{}, errNoConsumerDeletion
 	}
 	return d.DeleteConsumer(ctx, group)
 }

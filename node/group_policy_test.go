@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -118,12 +119,12 @@ func TestDeleteGroup(t *testing.T) {
 	if err := w.groups.SetPolicy(ctx, "g", policyRecord{Plugin: "p"}); err != nil {
 		t.Fatal(err)
 	}
-	c := Consumer{Name: "g", Member: "a", MemberEpoch: fence.MemberEpoch(a.MemberEpoch)}
-	res, err := tt.owners[0].Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
+	c := owner.Consumer{Name: "g", Member: "a", MemberEpoch: fence.MemberEpoch(a.MemberEpoch)}
+	res, err := tt.owners[0].Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromFirst})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tt.owners[0].Commit(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: res.Next}); err != nil {
+	if err := tt.owners[0].Commit(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: res.Next}); err != nil {
 		t.Fatal(err)
 	}
 	if off, ok := w.committed("g", "t", 0); !ok || off != 3 {
@@ -187,12 +188,12 @@ func TestDeleteGroupRemovesOffsetsOfEveryTopic(t *testing.T) {
 	w.createTopic("new", 1)
 	w.produce("old", 0, "x")
 	a := mustJoin(t, w, "g", "a", "old")
-	c := Consumer{Name: "g", Member: "a", MemberEpoch: fence.MemberEpoch(a.MemberEpoch)}
-	res, err := old.owners[0].Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
+	c := owner.Consumer{Name: "g", Member: "a", MemberEpoch: fence.MemberEpoch(a.MemberEpoch)}
+	res, err := old.owners[0].Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromFirst})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := old.owners[0].Commit(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: res.Next}); err != nil {
+	if err := old.owners[0].Commit(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: res.Next}); err != nil {
 		t.Fatal(err)
 	}
 	// The member joins again subscribed to another topic only, then leaves.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -228,16 +229,16 @@ func (s *groupSim) poll(c *simClient) {
 	}
 	tp := c.owns[s.rnd.IntN(len(c.owns))]
 	o := s.w.topics.topic("t").owners[tp.Partition]
-	auto := AutoCommit(s.rnd.IntN(3))
-	res, err := o.Poll(s.ctx, PollRequest{
-		Consumer: Consumer{Name: "g", Member: c.id, MemberEpoch: c.epoch},
-		From:     FromNext, MaxBytes: 1 + s.rnd.IntN(200), AutoCommit: auto,
+	auto := owner.AutoCommit(s.rnd.IntN(3))
+	res, err := o.Poll(s.ctx, owner.PollRequest{
+		Consumer: owner.Consumer{Name: "g", Member: c.id, MemberEpoch: c.epoch},
+		From:     owner.FromNext, MaxBytes: 1 + s.rnd.IntN(200), AutoCommit: auto,
 	})
 	s.logf("%s polls t/%d (auto %d): %v", c.id, tp.Partition, auto, errOr(err, fmt.Sprint(res.Token)))
 	if err != nil {
 		return
 	}
-	if auto == AutoCommitOnDelivery && res.Token.Next > res.Token.From {
+	if auto == owner.AutoCommitOnDelivery && res.Token.Next > res.Token.From {
 		s.checkHolder(int(tp.Partition), c.id, "commit on delivery")
 		s.acked[int(tp.Partition)] = max(s.acked[int(tp.Partition)], res.Token.Next)
 	}
@@ -279,14 +280,14 @@ func (s *groupSim) sendLate() {
 func (s *groupSim) apply(member string, tok fence.Token, offset uint64) {
 	o := s.w.topics.topic("t").owners[tok.Partition]
 	epoch := s.clients[member].epoch
-	err := o.Commit(s.ctx, CommitRequest{Consumer: Consumer{Name: "g", Member: member, MemberEpoch: epoch}, Token: tok, Offset: offset})
+	err := o.Commit(s.ctx, owner.CommitRequest{Consumer: owner.Consumer{Name: "g", Member: member, MemberEpoch: epoch}, Token: tok, Offset: offset})
 	s.logf("%s commits t/%d@%d (token epoch %d, assigned %d): %v", member, tok.Partition, offset, tok.MemberEpoch, tok.AssignmentEpoch, errOr(err, "ok"))
 	if err == nil {
 		s.checkHolder(int(tok.Partition), member, "commit")
 		s.acked[int(tok.Partition)] = max(s.acked[int(tok.Partition)], offset)
 		return
 	}
-	if _, ok := fence.CodeOf(err); !ok && !errors.Is(err, ErrNoConsumer) {
+	if _, ok := fence.CodeOf(err); !ok && !errors.Is(err, owner.ErrNoConsumer) {
 		s.fail("commit failed with a non-fence error: %v", err)
 	}
 }
@@ -328,14 +329,17 @@ func (s *groupSim) check() {
 	}
 	for p, o := range tt.owners {
 		gp := groupPartition{topic: "t", id: tt.id, index: uint32(p)}
-		o.mu.Lock()
-		a, installed := o.assignments["g"]
-		o.mu.Unlock()
-		var want assignment
+		var a, want struct {
+			member          string
+			assignmentEpoch fence.MemberEpoch
+		}
+		var installed bool
+		a.member, a.assignmentEpoch, installed = o.Assignment("g")
 		held := false
 		if g != nil {
 			if id, ok := g.holder[gp]; ok {
-				held, want = true, assignment{member: id, assignmentEpoch: g.members[id].held[gp]}
+				held = true
+				want.member, want.assignmentEpoch = id, g.members[id].held[gp]
 			}
 		}
 		if installed != held || installed && a != want {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -57,7 +58,7 @@ type groupPoll struct {
 	done  chan struct{}
 	topic string
 	part  int
-	res   PollResult
+	res   owner.PollResult
 	err   error
 }
 
@@ -155,9 +156,9 @@ func (s *groupScenario) run(d *datadriven.TestData) string {
 		if !ok {
 			t.Fatalf("%s: no token %q", d.Pos, tokName)
 		}
-		c := Consumer{Name: sm.group, Member: id, MemberEpoch: s.epoch(d, sm)}
+		c := owner.Consumer{Name: sm.group, Member: id, MemberEpoch: s.epoch(d, sm)}
 		o := s.ownerOfToken(tok)
-		if err := o.Commit(s.ctx, CommitRequest{Consumer: c, Token: tok, Offset: off}); err != nil {
+		if err := o.Commit(s.ctx, owner.CommitRequest{Consumer: c, Token: tok, Offset: off}); err != nil {
 			return renderErr(err)
 		}
 		return "ok"
@@ -219,7 +220,7 @@ func (s *groupScenario) partition(d *datadriven.TestData) (string, int) {
 	return topic, p
 }
 
-func (s *groupScenario) ownerOfToken(tok fence.Token) *Owner {
+func (s *groupScenario) ownerOfToken(tok fence.Token) *owner.Owner {
 	for _, t := range s.w.topics.topics {
 		if t.id == tok.Topic {
 			return t.owners[tok.Partition]
@@ -325,15 +326,15 @@ func (s *groupScenario) poll(d *datadriven.TestData) string {
 	topic, part := s.partition(d)
 	var as, auto string
 	d.ScanArgs(t, "as", &as)
-	req := PollRequest{
-		Consumer: Consumer{Name: sm.group, Member: id, MemberEpoch: s.epoch(d, sm)},
-		From:     FromNext,
+	req := owner.PollRequest{
+		Consumer: owner.Consumer{Name: sm.group, Member: id, MemberEpoch: s.epoch(d, sm)},
+		From:     owner.FromNext,
 	}
 	if d.HasArg("max") {
 		req.MaxBytes = 1 // at least one batch: one record
 	}
 	if d.MaybeScanArgs(t, "auto", &auto) {
-		req.AutoCommit = map[string]AutoCommit{"delivery": AutoCommitOnDelivery, "next-poll": AutoCommitOnNextPoll}[auto]
+		req.AutoCommit = map[string]owner.AutoCommit{"delivery": owner.AutoCommitOnDelivery, "next-poll": owner.AutoCommitOnNextPoll}[auto]
 	}
 	tt := s.w.topics.topic(topic)
 	p := &groupPoll{done: make(chan struct{}), topic: topic, part: part}
@@ -406,7 +407,7 @@ func (s *groupScenario) await(d *datadriven.TestData) string {
 	return renderGroupPoll(p.res, p.err)
 }
 
-func renderGroupPoll(r PollResult, err error) string {
+func renderGroupPoll(r owner.PollResult, err error) string {
 	out := renderPoll(r, err)
 	if err != nil {
 		return out

@@ -2,13 +2,14 @@ package node
 
 import (
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // GroupTopicFunc looks up a live topic for the group coordinator: its id,
 // the assigners of its partitions (their owners, or wrappers around them)
 // and their logs, by partition index. ok is false when there is none.
-type GroupTopicFunc func(name string) (id fence.TopicID, parts []PartitionAssigner, logs []PartitionLog, ok bool)
+type GroupTopicFunc func(name string) (id fence.TopicID, parts []PartitionAssigner, logs []owner.PartitionLog, ok bool)
 
 // NewGroupTopics returns the GroupTopics of a set of topics kept outside
 // a Node (a harness that builds its own owners), answering as the node's

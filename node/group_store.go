@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -192,12 +193,12 @@ func (r *groupRecord) decodeTail(rest []byte) ([]byte, error) {
 }
 
 // putGroupRecord orders the write of a group's record.
-func putGroupRecord(meta Metadata, name string, r groupRecord) (Ticket, error) {
+func putGroupRecord(meta owner.Metadata, name string, r groupRecord) (owner.Ticket, error) {
 	return meta.Put(groupKey(name), r.encode())
 }
 
 // loadGroupRecords calls fn for every stored group.
-func loadGroupRecords(meta Metadata, fn func(name string, r groupRecord)) error {
+func loadGroupRecords(meta owner.Metadata, fn func(name string, r groupRecord)) error {
 	return meta.Scan(keyGroups, func(k, v []byte) error {
 		name := string(k[len(keyGroups):])
 		r, err := decodeGroupRecord(v)

@@ -97,11 +97,9 @@ func TestGroupTopicRecreated(t *testing.T) {
 		t.Fatalf("assignment after re-creation: %+v", a.Assignment)
 	}
 	for i, o := range fresh.owners {
-		o.mu.Lock()
-		as := o.assignments["g"]
-		o.mu.Unlock()
-		if as.member != "a" || as.assignmentEpoch != fence.MemberEpoch(a.Assignment[i].AssignmentEpoch) {
-			t.Errorf("owner of t/%d: %+v", i, as)
+		member, epoch, _ := o.Assignment("g")
+		if member != "a" || epoch != fence.MemberEpoch(a.Assignment[i].AssignmentEpoch) {
+			t.Errorf("owner of t/%d: assigned to %q at epoch %d", i, member, epoch)
 		}
 	}
 }

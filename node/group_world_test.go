@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -45,13 +46,13 @@ type testTopics struct {
 	topics map[string]*testTopic
 	// wrap, when set, wraps every owner the coordinator drives (the
 	// linearizability test records Assign steps through it).
-	wrap func(topic string, partition int, o *Owner) PartitionAssigner
+	wrap func(topic string, partition int, o *owner.Owner) PartitionAssigner
 }
 
 type testTopic struct {
 	id     fence.TopicID
 	logs   []*memLog
-	owners []*Owner
+	owners []*owner.Owner
 }
 
 func (tt *testTopics) GroupTopic(name string) (fence.TopicID, []PartitionAssigner, bool) {
@@ -139,8 +140,8 @@ func (w *groupWorld) createTopic(name string, partitions int) *testTopic {
 	return t
 }
 
-func (w *groupWorld) newOwner(id fence.TopicID, partition uint32, l *memLog) *Owner {
-	o, err := NewOwner(OwnerConfig{Topic: id, Partition: partition, Log: l, Meta: w.meta, Members: groupsMembers{w}})
+func (w *groupWorld) newOwner(id fence.TopicID, partition uint32, l *memLog) *owner.Owner {
+	o, err := owner.NewOwner(owner.OwnerConfig{Topic: id, Partition: partition, Log: l, Meta: w.meta, Members: groupsMembers{w}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -188,17 +189,13 @@ func (w *groupWorld) committed(group, topic string, partition int) (uint64, bool
 // validTokens counts, for one partition, the tokens among toks that the
 // owner would accept now (CheckCurrent against its facts of each token's
 // member).
-func validTokens(o *Owner, group string, toks map[string]fence.Token) []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	p := o.facts()
+func validTokens(o *owner.Owner, group string, toks map[string]fence.Token) []string {
 	var valid []string
 	for member, tok := range toks {
 		if tok.IsZero() {
 			continue
 		}
-		h := o.holder(Consumer{Name: group, Member: member})
-		if fence.CheckCurrent(p, h, tok) == nil {
+		if o.CheckToken(owner.Consumer{Name: group, Member: member}, tok) == nil {
 			valid = append(valid, member)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/kafka"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -191,7 +192,7 @@ func (s *kafkaSession) OffsetForTime(ctx context.Context, name string, p uint32,
 	if err != nil {
 		return 0, err
 	}
-	off, err := offsetForTime(ctx, t.logs[p], ts)
+	off, err := owner.OffsetForTime(ctx, t.logs[p], ts)
 	return off, wireError(err)
 }
 

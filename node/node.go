@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/kafka"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
@@ -171,9 +172,9 @@ type Node struct {
 	log       *slog.Logger
 	paths     Paths
 	storage   Storage
-	meta      Metadata
-	producers *Producers
-	sessions  *Sessions
+	meta      owner.Metadata
+	producers *owner.Producers
+	sessions  *owner.Sessions
 	tokens    *tokens
 	plugins   *pluginRegistry
 	groups    *Groups
@@ -251,12 +252,12 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.meta = n.storage.Metadata()
 	var err error
-	if n.producers, err = OpenProducers(n.meta); err != nil {
+	if n.producers, err = owner.OpenProducers(n.meta); err != nil {
 		return fmt.Errorf("node: producer registry: %w", err)
 	}
 	// Sessions are per consumer name, node-wide: a named consumer is one
 	// process, whatever topics it reads (docs/FENCING.md).
-	if n.sessions, err = OpenSessions(n.meta); err != nil {
+	if n.sessions, err = owner.OpenSessions(n.meta); err != nil {
 		return fmt.Errorf("node: consumer sessions: %w", err)
 	}
 	// The group coordinator exists before the owners: each owner asks it
@@ -456,14 +457,14 @@ func (n *Node) EnforceRetention() {
 			switch {
 			case err != nil:
 				if !t.deleted() {
-					n.log.Warn("retention failed", "topic", t.name, "partition", o.index, "err", err)
+					n.log.Warn("retention failed", "topic", t.name, "partition", o.Index(), "err", err)
 				}
 			case res.HeldBack() && !was:
 				n.log.Warn("retention held back: records the uplink has not forwarded are kept (overflow block)",
-					"topic", t.name, "partition", o.index, "floor", res.Floor, "start", res.LogStart,
+					"topic", t.name, "partition", o.Index(), "floor", res.Floor, "start", res.LogStart,
 					"retention_start", res.Wanted, "held_bytes", res.HeldBytes)
 			case !res.HeldBack() && was:
-				n.log.Info("retention no longer held back by the uplink", "topic", t.name, "partition", o.index, "start", res.LogStart)
+				n.log.Info("retention no longer held back by the uplink", "topic", t.name, "partition", o.Index(), "start", res.LogStart)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 type Storage interface {
 	// Metadata is the node's ordered key-value store (tokens, producer
 	// registry, consumer sessions, owner snapshots).
-	Metadata() Metadata
+	Metadata() owner.Metadata
 	// Topics returns every topic, with its partition logs.
 	Topics() ([]StoredTopic, error)
 	// CreateTopic creates a topic with a new, random id. A zero field of
@@ -36,14 +37,14 @@ type StoredTopic struct {
 	ID     fence.TopicID
 	Config wire.TopicConfig
 	// Partitions are the topic's logs, by index.
-	Partitions []PartitionLog
+	Partitions []owner.PartitionLog
 }
 
 // orderedLog once wrapped the node's logs to learn when a request was
 // ordered; owners now say so themselves (Owner.OrderProduce, OrderCommit,
 // OrderReset return a Durable), and the node no longer wraps its logs. The
 // type remains while status_snapshot.go still unwraps it.
-type orderedLog struct{ PartitionLog }
+type orderedLog struct{ owner.PartitionLog }
 
 // spaceReporter is a Storage that knows whether its disk is full: the
 // storage engine.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -16,8 +17,8 @@ type topic struct {
 	name   string
 	id     fence.TopicID
 	cfg    wire.TopicConfig
-	logs   []PartitionLog
-	owners []*Owner
+	logs   []owner.PartitionLog
+	owners []*owner.Owner
 	// gone ends when the topic is deleted: parked polls on it wake.
 	gone   context.Context
 	delete context.CancelFunc
@@ -30,7 +31,7 @@ func (t *topic) info() wire.TopicInfo {
 }
 
 // owner returns the owner of partition p.
-func (t *topic) owner(p uint32) (*Owner, error) {
+func (t *topic) owner(p uint32) (*owner.Owner, error) {
 	if uint64(p) >= uint64(len(t.owners)) {
 		return nil, fmt.Errorf("%w: %s has %d partitions, no partition %d", ErrUnknownPartition, t.name, len(t.owners), p)
 	}
@@ -59,7 +60,7 @@ func (n *Node) newTopic(st StoredTopic) (*topic, error) {
 	t.gone, t.delete = context.WithCancel(n.base)
 	t.cfg.Partitions = uint32(len(st.Partitions))
 	for i, l := range st.Partitions {
-		o, err := NewOwner(OwnerConfig{
+		o, err := owner.NewOwner(owner.OwnerConfig{
 			Topic: st.ID, Partition: uint32(i), Log: l, Meta: n.meta,
 			Producers: n.producers, Sessions: n.sessions, Members: n.groups,
 			AppendTime:     st.Config.Timestamps == wire.TimestampModeAppend,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -77,7 +78,7 @@ type pluginRegistry struct {
 	cfg  plugins.Config
 	fs   vfs.FS
 	dir  string
-	meta Metadata
+	meta owner.Metadata
 	now  func() time.Time
 	log  interface {
 		Info(msg string, args ...any)
@@ -110,7 +111,7 @@ type pluginRegistry struct {
 
 // openPlugins reads the plugin registry. It loads no plugin: the node
 // calls startLoading once it listens.
-func openPlugins(cfg Config, meta Metadata) (*pluginRegistry, error) {
+func openPlugins(cfg Config, meta owner.Metadata) (*pluginRegistry, error) {
 	pc := cfg.Plugins
 	if pc.Logger == nil {
 		pc.Logger = cfg.Logger.With("component", "plugins")

@@ -6,19 +6,20 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // dropValues is a filter Transform that keeps the stored batches whose
 // records' values are not drop (test batches hold one value each).
-func dropValues(t *testing.T, drop string) func(context.Context, uint64, ReadResult) (ReadResult, error) {
-	return func(_ context.Context, _ uint64, res ReadResult) (ReadResult, error) {
+func dropValues(t *testing.T, drop string) func(context.Context, uint64, owner.ReadResult) (owner.ReadResult, error) {
+	return func(_ context.Context, _ uint64, res owner.ReadResult) (owner.ReadResult, error) {
 		var kept [][]byte
 		for _, b := range res.Batches {
 			it, err := wire.NewRecordIterator(b, 1<<20)
 			if err != nil {
 				t.Error(err)
-				return ReadResult{}, err
+				return owner.ReadResult{}, err
 			}
 			keep := false
 			for r, ok := it.Next(); ok; r, ok = it.Next() {
@@ -28,7 +29,7 @@ func dropValues(t *testing.T, drop string) func(context.Context, uint64, ReadRes
 				kept = append(kept, b)
 			}
 		}
-		return ReadResult{Batches: kept, Next: res.Next}, nil
+		return owner.ReadResult{Batches: kept, Next: res.Next}, nil
 	}
 }
 
@@ -52,15 +53,15 @@ func TestFilteredLongPollParksAgainUntilItsDeadline(t *testing.T) {
 			}
 		}
 		produce("drop", "drop")
-		c := Consumer{Name: "c"}
+		c := owner.Consumer{Name: "c"}
 		var nextOfC uint64
-		for _, req := range []PollRequest{
-			{Consumer: c, From: FromNext, Transform: dropValues(t, "drop")},
-			{From: FromEnd, Transform: dropValues(t, "drop")},
+		for _, req := range []owner.PollRequest{
+			{Consumer: c, From: owner.FromNext, Transform: dropValues(t, "drop")},
+			{From: owner.FromEnd, Transform: dropValues(t, "drop")},
 		} {
-			polls := []PartitionPoll{{Owner: o, Request: req}}
+			polls := []owner.PartitionPoll{{Owner: o, Request: req}}
 			start := time.Now()
-			var out []PartitionResult
+			var out []owner.PartitionResult
 			done := make(chan struct{})
 			go func() { out = pollKept(ctx, polls, time.Minute); close(done) }()
 			synctest.Wait()
@@ -96,8 +97,8 @@ func TestFilteredLongPollParksAgainUntilItsDeadline(t *testing.T) {
 			// Nothing but dropped records until the deadline: empty at the
 			// deadline, past them.
 			produce("drop")
-			if req.From != FromNext {
-				polls[0].Request = PollRequest{From: FromOffset, Offset: r.Result.Next, Transform: req.Transform}
+			if req.From != owner.FromNext {
+				polls[0].Request = owner.PollRequest{From: owner.FromOffset, Offset: r.Result.Next, Transform: req.Transform}
 			}
 			start = time.Now()
 			out = pollKept(ctx, polls, time.Minute)
@@ -105,14 +106,14 @@ func TestFilteredLongPollParksAgainUntilItsDeadline(t *testing.T) {
 				out[0].Result.Next != l.State().HighWatermark {
 				t.Fatalf("after %v: %+v", d, out[0])
 			}
-			if req.From == FromNext {
+			if req.From == owner.FromNext {
 				nextOfC = out[0].Result.Next
 			}
 			produce("keep")
 		}
 		// The named consumer moved past every dropped record: it goes on
 		// from where its last filtered poll ended.
-		res, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromNext})
+		res, err := o.Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromNext})
 		if err != nil || res.Token.From != nextOfC || nextOfC == 0 {
 			t.Fatalf("next after the filtered polls: %+v %v", res, err)
 		}
@@ -120,7 +121,7 @@ func TestFilteredLongPollParksAgainUntilItsDeadline(t *testing.T) {
 		// An immediate poll answers at once, empty.
 		produce("drop")
 		start := time.Now()
-		out := pollKept(ctx, []PartitionPoll{{Owner: o, Request: PollRequest{Consumer: c, From: FromNext, Transform: dropValues(t, "drop")}}}, 0)
+		out := pollKept(ctx, []owner.PartitionPoll{{Owner: o, Request: owner.PollRequest{Consumer: c, From: owner.FromNext, Transform: dropValues(t, "drop")}}}, 0)
 		if time.Since(start) != 0 || out[0].Err != nil || len(out[0].Result.Batches) != 0 || out[0].Result.Next != l.State().HighWatermark {
 			t.Fatalf("immediate poll: %+v", out[0])
 		}

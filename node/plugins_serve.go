@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -213,26 +214,26 @@ func isPluginError(err error) bool {
 // the stored batches by the node-built batches of the kept records. The
 // position is unchanged: the completion still moves the consumer to
 // res.Next, past the records the filter dropped.
-func (f *pollFilter) transform(topic string, partition uint32, maxBatchBytes int) func(context.Context, uint64, ReadResult) (ReadResult, error) {
-	return func(ctx context.Context, from uint64, res ReadResult) (ReadResult, error) {
+func (f *pollFilter) transform(topic string, partition uint32, maxBatchBytes int) func(context.Context, uint64, owner.ReadResult) (owner.ReadResult, error) {
+	return func(ctx context.Context, from uint64, res owner.ReadResult) (owner.ReadResult, error) {
 		v, err := plugins.NewView(plugins.PollResult{
 			Topic: topic, Partition: int32(partition), From: from, Next: res.Next, Batches: res.Batches,
 		})
 		if err != nil {
-			return ReadResult{}, err
+			return owner.ReadResult{}, err
 		}
 		// The filtered batches are copies: the view's memory goes back
 		// for the next poll's.
 		defer v.Release()
 		keep, err := f.filter(ctx, v)
 		if err != nil {
-			return ReadResult{}, err
+			return owner.ReadResult{}, err
 		}
 		batches, err := v.Filtered(keep, wire.CompressionNone, maxBatchBytes)
 		if err != nil {
-			return ReadResult{}, err
+			return owner.ReadResult{}, err
 		}
-		return ReadResult{Batches: batches, Next: res.Next}, nil
+		return owner.ReadResult{Batches: batches, Next: res.Next}, nil
 	}
 }
 
@@ -249,15 +250,15 @@ func (f *pollFilter) transform(topic string, partition uint32, maxBatchBytes int
 // token covers only that poll's positions. A partition whose filter
 // failed ends the wait at once: the poll failed, and its client hears of
 // it now. Without a filter, or for an immediate poll, it is PollMany.
-func pollKept(ctx context.Context, polls []PartitionPoll, maxWait time.Duration) []PartitionResult {
+func pollKept(ctx context.Context, polls []owner.PartitionPoll, maxWait time.Duration) []owner.PartitionResult {
 	if maxWait <= 0 || !hasTransform(polls) {
-		return PollMany(ctx, polls, maxWait)
+		return owner.PollMany(ctx, polls, maxWait)
 	}
 	deadline := time.Now().Add(maxWait)
-	out := PollMany(ctx, polls, maxWait)
+	out := owner.PollMany(ctx, polls, maxWait)
 	polls = slices.Clone(polls)
 	for {
-		var again []PartitionPoll
+		var again []owner.PartitionPoll
 		var where []int
 		moved := false
 		for i, res := range out {
@@ -272,8 +273,8 @@ func pollKept(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 			}
 			moved = moved || res.Result.Token.Next > res.Result.Token.From
 			req := &polls[i].Request
-			if req.From != FromNext {
-				req.From, req.Offset = FromOffset, res.Result.Next
+			if req.From != owner.FromNext {
+				req.From, req.Offset = owner.FromOffset, res.Result.Next
 			}
 			again = append(again, polls[i])
 			where = append(where, i)
@@ -284,13 +285,13 @@ func pollKept(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 		if len(again) == 0 || !moved || left <= 0 || ctx.Err() != nil {
 			return out
 		}
-		for j, res := range PollMany(ctx, again, left) {
+		for j, res := range owner.PollMany(ctx, again, left) {
 			out[where[j]] = res
 		}
 	}
 }
 
-func hasTransform(polls []PartitionPoll) bool {
+func hasTransform(polls []owner.PartitionPoll) bool {
 	for _, p := range polls {
 		if p.Request.Transform != nil {
 			return true
@@ -303,7 +304,7 @@ func hasTransform(polls []PartitionPoll) bool {
 // what the poll delivered: for a group member the policy of its group,
 // for a named consumer the one attached to its name (the two are
 // separate even under one name).
-func (n *Node) applyPolicy(ctx context.Context, o *Owner, c Consumer, topic string, partition uint32, res PollResult) {
+func (n *Node) applyPolicy(ctx context.Context, o *owner.Owner, c owner.Consumer, topic string, partition uint32, res owner.PollResult) {
 	if n.plugins == nil || c.Name == "" || res.Token.Next <= res.Token.From {
 		return
 	}
@@ -326,7 +327,7 @@ func (n *Node) applyPolicy(ctx context.Context, o *Owner, c Consumer, topic stri
 // partition moved) is dropped. A policy's failure does not fail the poll,
 // whose records the completion already delivered: it is logged (and
 // counted in the plugin's stats) and nothing is committed.
-func (reg *pluginRegistry) runPolicy(ctx context.Context, o *Owner, c Consumer, pol policyRecord, topic string, partition uint32, res PollResult) {
+func (reg *pluginRegistry) runPolicy(ctx context.Context, o *owner.Owner, c owner.Consumer, pol policyRecord, topic string, partition uint32, res owner.PollResult) {
 	who := c.Name
 	if c.Member != "" {
 		who = c.Name + "/" + c.Member
@@ -361,7 +362,7 @@ func (reg *pluginRegistry) runPolicy(ctx context.Context, o *Owner, c Consumer, 
 	if hook := reg.beforePolicyCommit.Load(); hook != nil {
 		(*hook)()
 	}
-	err = o.Commit(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: prop.Through + 1})
+	err = o.Commit(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: prop.Through + 1})
 	if _, fenced := fence.CodeOf(err); fenced {
 		reg.log.Debug("stale commit-policy proposal dropped", "plugin", pol.Plugin, "consumer", who,
 			"topic", topic, "partition", partition, "through", prop.Through, "err", err)

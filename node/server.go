@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -438,7 +439,7 @@ type request struct {
 	out served
 	// polled are the poll results the reply refers to, released once it
 	// is written (releasePolled).
-	polled []PollResult
+	polled []owner.PollResult
 
 	// A deferred reply waits for the effects its request ordered to be
 	// durable; finish then encodes rep, the handler's reply to msg (or
@@ -449,7 +450,7 @@ type request struct {
 	// logTopic (whose errors they are); or those a goroutine waits for
 	// (durable), which sets waitErr and closes waited.
 	logTopic *topic
-	log      PartitionLog
+	log      owner.PartitionLog
 	logEnd   uint64
 	waited   chan struct{}
 	waitErr  error
@@ -499,16 +500,17 @@ func (r *request) durable(ctx context.Context, wait func(context.Context) error)
 // the writer waits for it, or the reading goroutine replies at once when
 // it is durable already. Every produce comes this way, and allocates
 // nothing for it.
-func (r *request) durableIn(ctx context.Context, t *topic, d Durable) error {
-	if !r.deferring || d.meta != nil {
+func (r *request) durableIn(ctx context.Context, t *topic, d owner.Durable) error {
+	log, end, ok := d.LogOnly()
+	if !r.deferring || !ok {
 		return r.durable(ctx, func(ctx context.Context) error { return r.n.waitIn(ctx, t, d) })
 	}
-	r.deferred, r.logTopic, r.log, r.logEnd = true, t, d.log, d.off
+	r.deferred, r.logTopic, r.log, r.logEnd = true, t, log, end
 	return nil
 }
 
 // waitIn waits for d, an effect in the log of t, to be durable.
-func (n *Node) waitIn(ctx context.Context, t *topic, d Durable) error {
+func (n *Node) waitIn(ctx context.Context, t *topic, d owner.Durable) error {
 	if err := d.Wait(ctx); err != nil {
 		return n.topicError(t, err)
 	}
@@ -534,11 +536,11 @@ func (r *request) durableNow() bool {
 			return false
 		}
 	}
-	return durableNow(r.logDurable())
+	return r.logDurable().Now()
 }
 
 // logDurable is the log's effect a deferred reply waits for.
-func (r *request) logDurable() Durable { return Durable{log: r.log, off: r.logEnd} }
+func (r *request) logDurable() owner.Durable { return owner.LogDurable(r.log, r.logEnd) }
 
 // serve decodes the request into req, runs fn, and encodes its reply or
 // error. A poll reply is left in r.out as parts that refer to the stored

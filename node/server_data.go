@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -14,7 +15,7 @@ import (
 // owner: nothing here changes a log or a consumer's progress around it.
 
 // partitionOf returns the topic and owner a request names.
-func (r *request) partitionOf(name string, id [16]byte, p uint32) (*topic, *Owner, error) {
+func (r *request) partitionOf(name string, id [16]byte, p uint32) (*topic, *owner.Owner, error) {
 	t, err := r.n.lookup(name, id)
 	if err != nil {
 		return nil, nil, err
@@ -70,7 +71,7 @@ func (r *request) initProducer(ctx context.Context, m *wire.InitProducerRequest)
 	if err := r.allow("", wire.ScopeProduce); err != nil {
 		return nil, err
 	}
-	var id ProducerIdentity
+	var id owner.ProducerIdentity
 	var err error
 	if m.Name == "" && m.ProducerID != 0 {
 		id, err = r.n.producers.Reinit(ctx, fence.ProducerID(m.ProducerID), fence.ProducerEpoch(m.ProducerEpoch))
@@ -110,35 +111,35 @@ func (r *request) attachConsumer(ctx context.Context, m *wire.AttachConsumerRequ
 }
 
 // consumerOf maps the wire's consumer to the owner's.
-func consumerOf(c wire.Consumer) (Consumer, error) {
+func consumerOf(c wire.Consumer) (owner.Consumer, error) {
 	switch c.Kind {
 	case wire.ConsumerAnonymous:
-		return Consumer{}, nil
+		return owner.Consumer{}, nil
 	case wire.ConsumerNamed:
 		if c.Name == "" {
-			return Consumer{}, invalidArgument("a named consumer needs a name")
+			return owner.Consumer{}, invalidArgument("a named consumer needs a name")
 		}
-		return Consumer{Name: c.Name, Session: fence.SessionEpoch(c.Session)}, nil
+		return owner.Consumer{Name: c.Name, Session: fence.SessionEpoch(c.Session)}, nil
 	case wire.ConsumerMember:
 		if c.Name == "" || c.MemberID == "" {
-			return Consumer{}, invalidArgument("a group member needs a group name and a member id")
+			return owner.Consumer{}, invalidArgument("a group member needs a group name and a member id")
 		}
-		return Consumer{Name: c.Name, Member: c.MemberID, MemberEpoch: fence.MemberEpoch(c.MemberEpoch)}, nil
+		return owner.Consumer{Name: c.Name, Member: c.MemberID, MemberEpoch: fence.MemberEpoch(c.MemberEpoch)}, nil
 	}
-	return Consumer{}, invalidArgument(fmt.Sprintf("consumer kind %d", c.Kind))
+	return owner.Consumer{}, invalidArgument(fmt.Sprintf("consumer kind %d", c.Kind))
 }
 
 // pollRequest maps one partition of a wire poll to an owner poll. The
 // partition's state now applies a reset policy to an explicit offset
 // outside the log, and its time index resolves a timestamp (the owner
 // re-checks the resulting position).
-func pollRequest(ctx context.Context, c Consumer, pos wire.Position, log PartitionLog) (PollRequest, error) {
-	req := PollRequest{Consumer: c}
+func pollRequest(ctx context.Context, c owner.Consumer, pos wire.Position, log owner.PartitionLog) (owner.PollRequest, error) {
+	req := owner.PollRequest{Consumer: c}
 	switch pos.Mode {
 	case wire.PositionOffset, wire.PositionTimestamp:
-		req.From, req.Offset = FromOffset, pos.Offset
+		req.From, req.Offset = owner.FromOffset, pos.Offset
 		if pos.Mode == wire.PositionTimestamp {
-			off, err := offsetForTime(ctx, log, pos.Timestamp)
+			off, err := owner.OffsetForTime(ctx, log, pos.Timestamp)
 			if err != nil {
 				return req, err
 			}
@@ -147,29 +148,29 @@ func pollRequest(ctx context.Context, c Consumer, pos wire.Position, log Partiti
 		if st := log.State(); req.Offset < st.LogStart || req.Offset > st.HighWatermark {
 			switch pos.Reset {
 			case wire.PositionFirst:
-				req.From = FromFirst
+				req.From = owner.FromFirst
 			case wire.PositionEnd:
-				req.From = FromEnd
+				req.From = owner.FromEnd
 			}
 		}
 	case wire.PositionFirst:
-		req.From = FromFirst
+		req.From = owner.FromFirst
 	case wire.PositionLast:
-		req.From = FromLast
+		req.From = owner.FromLast
 	case wire.PositionEnd:
-		req.From = FromEnd
+		req.From = owner.FromEnd
 	case wire.PositionNext:
 		if c.Name == "" {
 			return req, invalidArgument("position next needs a named consumer")
 		}
-		req.From = FromNext
+		req.From = owner.FromNext
 		switch pos.Reset {
 		case wire.PositionFirst:
-			req.Reset = ResetEarliest
+			req.Reset = owner.ResetEarliest
 		case wire.PositionEnd:
-			req.Reset = ResetLatest
+			req.Reset = owner.ResetLatest
 		default:
-			req.Reset = ResetNone
+			req.Reset = owner.ResetNone
 		}
 	default:
 		return req, invalidArgument(fmt.Sprintf("position %s", pos.Mode))
@@ -177,14 +178,14 @@ func pollRequest(ctx context.Context, c Consumer, pos wire.Position, log Partiti
 	return req, nil
 }
 
-func autoCommitOf(a wire.AutoCommit) AutoCommit {
+func autoCommitOf(a wire.AutoCommit) owner.AutoCommit {
 	switch a {
 	case wire.AutoCommitOnDelivery:
-		return AutoCommitOnDelivery
+		return owner.AutoCommitOnDelivery
 	case wire.AutoCommitOnNextPoll:
-		return AutoCommitOnNextPoll
+		return owner.AutoCommitOnNextPoll
 	}
-	return AutoCommitOff
+	return owner.AutoCommitOff
 }
 
 // poll reads one or several partitions through their owners (PollMany).
@@ -222,14 +223,14 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 	}
 
 	rep := &wire.PollReply{Partitions: make([]wire.PollPartitionReply, len(m.Partitions))}
-	polls := make([]PartitionPoll, 0, len(m.Partitions))
+	polls := make([]owner.PartitionPoll, 0, len(m.Partitions))
 	where := make([]int, 0, len(m.Partitions))
 	topics := make([]*topic, len(m.Partitions))
 	for i := range m.Partitions {
 		p, out := &m.Partitions[i], &rep.Partitions[i]
 		t, o, err := r.partitionOf(p.Topic, p.TopicID, p.Partition)
 		if err == nil {
-			var req PollRequest
+			var req owner.PollRequest
 			if req, err = pollRequest(ctx, c, p.Position, t.logs[p.Partition]); err == nil {
 				req.AutoCommit = autoCommitOf(m.AutoCommit)
 				req.MaxBytes, req.MaxMessages = share, messages
@@ -239,7 +240,7 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 				if filter != nil {
 					req.Transform = filter.transform(t.name, p.Partition, int(t.cfg.MaxBatchBytes))
 				}
-				polls = append(polls, PartitionPoll{Owner: o, Request: req})
+				polls = append(polls, owner.PartitionPoll{Owner: o, Request: req})
 				where = append(where, i)
 			}
 		}
@@ -370,7 +371,7 @@ func (r *request) commit(ctx context.Context, m *wire.CommitRequest) (*wire.Comm
 		if st.err == nil {
 			var tok fence.Token
 			if tok, st.err = fence.UnmarshalToken(o.Token); st.err == nil {
-				st.d, st.err = st.o.OrderCommit(ctx, CommitRequest{Consumer: c, Token: tok, Offset: o.Offset})
+				st.d, st.err = st.o.OrderCommit(ctx, owner.CommitRequest{Consumer: c, Token: tok, Offset: o.Offset})
 			}
 		}
 		st.offset = o.Offset
@@ -384,33 +385,12 @@ func (r *request) commit(ctx context.Context, m *wire.CommitRequest) (*wire.Comm
 	return rep, err
 }
 
-// durableNow reports whether d is durable already, without waiting. Only
-// a log is asked (a probe must not start a metadata sync): an effect with
-// metadata is reported as not durable yet.
-func durableNow(d Durable) bool {
-	if d.meta != nil {
-		return false
-	}
-	if d.log == nil {
-		return true
-	}
-	return d.log.WaitDurable(endedContext, d.off) == nil
-}
-
-// endedContext is a context that has ended: a wait given it only reports
-// what holds already. One for all, as an ended context never changes.
-var endedContext = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
-
 // offsetStep is one partition of a commit or reset: its owner, what it
 // ordered and the offset it commits.
 type offsetStep struct {
 	t      *topic
-	o      *Owner
-	d      Durable
+	o      *owner.Owner
+	d      owner.Durable
 	offset uint64
 	err    error
 }
@@ -418,7 +398,7 @@ type offsetStep struct {
 // finishOffset waits for an ordered commit or reset to be durable and
 // fills its result: the committed offset, or the error and the offset
 // committed before.
-func (r *request) finishOffset(ctx context.Context, c Consumer, st *offsetStep, out *wire.OffsetResult) {
+func (r *request) finishOffset(ctx context.Context, c owner.Consumer, st *offsetStep, out *wire.OffsetResult) {
 	err := st.err
 	if err == nil {
 		err = st.d.Wait(ctx)
@@ -438,7 +418,7 @@ func (r *request) finishOffset(ctx context.Context, c Consumer, st *offsetStep, 
 
 // progressConsumer maps the consumer of a request that needs progress
 // kept: a named consumer.
-func (r *request) progressConsumer(wc wire.Consumer, what string) (Consumer, error) {
+func (r *request) progressConsumer(wc wire.Consumer, what string) (owner.Consumer, error) {
 	c, err := consumerOf(wc)
 	if err == nil && c.Name == "" {
 		err = invalidArgument(what + " need a named consumer")
@@ -448,7 +428,7 @@ func (r *request) progressConsumer(wc wire.Consumer, what string) (Consumer, err
 
 // committedOffset is the consumer's committed offset, or 0 when it has
 // none (or it cannot be read now).
-func committedOffset(ctx context.Context, o *Owner, c Consumer) uint64 {
+func committedOffset(ctx context.Context, o *owner.Owner, c owner.Consumer) uint64 {
 	p, err := o.Committed(ctx, c)
 	if err != nil || !p.HasCommitted {
 		return 0
@@ -478,7 +458,7 @@ func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionReques
 			if st.offset, st.err = resolvePosition(ctx, p.Position, st.t.logs[p.Partition]); st.err == nil {
 				var tok fence.Token
 				if tok, st.err = fence.UnmarshalToken(p.Token); st.err == nil {
-					st.d, st.err = st.o.OrderReset(ctx, CommitRequest{Consumer: c, Token: tok, Offset: st.offset})
+					st.d, st.err = st.o.OrderReset(ctx, owner.CommitRequest{Consumer: c, Token: tok, Offset: st.offset})
 				}
 			}
 		}
@@ -494,7 +474,7 @@ func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionReques
 
 // resolvePosition turns a reset's position into an offset. The owner
 // checks it against the log again when it applies the reset.
-func resolvePosition(ctx context.Context, pos wire.Position, log PartitionLog) (uint64, error) {
+func resolvePosition(ctx context.Context, pos wire.Position, log owner.PartitionLog) (uint64, error) {
 	st := log.State()
 	switch pos.Mode {
 	case wire.PositionOffset:
@@ -509,7 +489,7 @@ func resolvePosition(ctx context.Context, pos wire.Position, log PartitionLog) (
 		}
 		return st.HighWatermark, nil
 	case wire.PositionTimestamp:
-		return offsetForTime(ctx, log, pos.Timestamp)
+		return owner.OffsetForTime(ctx, log, pos.Timestamp)
 	}
 	return 0, invalidArgument(fmt.Sprintf("a reset cannot use position %s", pos.Mode))
 }
@@ -532,7 +512,7 @@ func (r *request) getCommitted(ctx context.Context, m *wire.GetCommittedRequest)
 	for i := range m.Partitions {
 		tp, out := &m.Partitions[i], &rep.Partitions[i]
 		t, o, err := r.partitionOf(tp.Topic, [16]byte{}, tp.Partition)
-		var p Progress
+		var p owner.Progress
 		if err == nil {
 			p, err = o.Committed(ctx, c)
 			if observer && errors.Is(err, fence.ErrFencedSession) {

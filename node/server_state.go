@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -53,12 +54,12 @@ func (r *request) getState(ctx context.Context, m *wire.GetStateRequest) (*wire.
 	if err != nil {
 		return nil, err
 	}
-	q := StateQuery{Key: m.Key, Prefix: m.Prefix, After: m.After, MaxBytes: int(m.MaxBytes)}
+	q := owner.StateQuery{Key: m.Key, Prefix: m.Prefix, After: m.After, MaxBytes: int(m.MaxBytes)}
 	if q.MaxBytes == 0 {
 		q.MaxBytes = defaultStateReplyBytes
 	}
 	q.MaxBytes = min(q.MaxBytes, maxStateReplyBytes)
-	var snap StateSnapshot
+	var snap owner.StateSnapshot
 	if inspect {
 		snap, err = o.InspectState(ctx, m.Group, q)
 	} else {
@@ -105,18 +106,18 @@ func (r *request) commitWithState(ctx context.Context, m *wire.CommitWithStateRe
 	if err != nil {
 		return nil, err
 	}
-	changes := make([]StateChange, len(m.Changes))
+	changes := make([]owner.StateChange, len(m.Changes))
 	for i, ch := range m.Changes {
 		switch ch.Op {
 		case wire.StatePut:
-			changes[i] = StateChange{Key: ch.Key, Value: ch.Value}
+			changes[i] = owner.StateChange{Key: ch.Key, Value: ch.Value}
 		case wire.StateDelete:
-			changes[i] = StateChange{Key: ch.Key, Value: ch.Value, Delete: true}
+			changes[i] = owner.StateChange{Key: ch.Key, Value: ch.Value, Delete: true}
 		default:
 			return nil, invalidArgument(fmt.Sprintf("state change %d: unknown operation %d", i, ch.Op))
 		}
 	}
-	d, err := o.OrderCommitState(ctx, CommitRequest{Consumer: c, Token: tok, Offset: m.Offset}, changes)
+	d, err := o.OrderCommitState(ctx, owner.CommitRequest{Consumer: c, Token: tok, Offset: m.Offset}, changes)
 	if err != nil {
 		return nil, r.n.topicError(t, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -36,7 +37,7 @@ type topicSnapshot struct {
 
 type partitionSnapshot struct {
 	index     uint32
-	state     LogState
+	state     owner.LogState
 	size      int64 // -1: unknown
 	stats     engine.PartitionStats
 	hasStats  bool // the storage keeps stats (the engine does)
@@ -48,7 +49,7 @@ type partitionSnapshot struct {
 type consumerSnapshot struct {
 	name      string
 	kind      string // "consumer" or "group"
-	committed Bookmark
+	committed owner.Bookmark
 	position  uint64
 	lag       uint64
 }
@@ -119,23 +120,23 @@ func (n *Node) partitionSize(id fence.TopicID, index int) int64 {
 
 // logStats returns the storage engine's counters of a partition log;
 // false for storages that keep none.
-func logStats(l PartitionLog) (engine.PartitionStats, bool) {
+func logStats(l owner.PartitionLog) (engine.PartitionStats, bool) {
 	if o, ok := l.(orderedLog); ok {
 		l = o.PartitionLog
 	}
-	if el, ok := l.(EngineLog); ok {
-		return el.p.Stats(), true
+	if el, ok := l.(owner.EngineLog); ok {
+		return el.Partition().Stats(), true
 	}
 	return engine.PartitionStats{}, false
 }
 
 // bookmarkLister is a log that can list its bookmarks (test storages).
 type bookmarkLister interface {
-	Bookmarks(fn func(consumer string, b Bookmark) error) error
+	Bookmarks(fn func(consumer string, b owner.Bookmark) error) error
 }
 
 // listBookmarks calls fn for every bookmark stored on the log.
-func listBookmarks(l PartitionLog, fn func(consumer string, b Bookmark) error) (err error) {
+func listBookmarks(l owner.PartitionLog, fn func(consumer string, b owner.Bookmark) error) (err error) {
 	if o, ok := l.(orderedLog); ok {
 		l = o.PartitionLog
 	}
@@ -147,9 +148,9 @@ func listBookmarks(l PartitionLog, fn func(consumer string, b Bookmark) error) (
 		}
 	}()
 	switch l := l.(type) {
-	case EngineLog:
-		return l.p.Bookmarks(func(c string, b engine.Bookmark) error {
-			return fn(c, Bookmark{Offset: b.Offset, History: b.History})
+	case owner.EngineLog:
+		return l.Partition().Bookmarks(func(c string, b engine.Bookmark) error {
+			return fn(c, owner.Bookmark{Offset: b.Offset, History: b.History})
 		})
 	case bookmarkLister:
 		return l.Bookmarks(fn)
@@ -160,11 +161,11 @@ func listBookmarks(l PartitionLog, fn func(consumer string, b Bookmark) error) (
 // consumersOf resolves every bookmark of a log in its current history.
 // Bookmark keys are the owner's: "c/<name>" for named consumers and
 // "g/<group>" for groups.
-func consumersOf(l PartitionLog, st LogState) []consumerSnapshot {
+func consumersOf(l owner.PartitionLog, st owner.LogState) []consumerSnapshot {
 	var out []consumerSnapshot
 	var lineage []fence.HistoryTransition
 	p := fence.Partition{History: st.History, LogStart: st.LogStart, HighWatermark: st.HighWatermark}
-	_ = listBookmarks(l, func(key string, b Bookmark) error {
+	_ = listBookmarks(l, func(key string, b owner.Bookmark) error {
 		var c consumerSnapshot
 		switch {
 		case strings.HasPrefix(key, "c/"):

@@ -4,16 +4,17 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // listedLog is a memLog whose bookmarks can be listed, as the engine's.
 type listedLog struct {
 	*memLog
-	marks map[string]Bookmark
+	marks map[string]owner.Bookmark
 }
 
-func (l listedLog) Bookmarks(fn func(string, Bookmark) error) error {
+func (l listedLog) Bookmarks(fn func(string, owner.Bookmark) error) error {
 	for _, k := range []string{"c/billing", "g/shipping", "x/other", "c/audit"} {
 		if b, ok := l.marks[k]; ok {
 			if err := fn(k, b); err != nil {
@@ -25,12 +26,12 @@ func (l listedLog) Bookmarks(fn func(string, Bookmark) error) error {
 }
 
 func TestConsumersOfResolveBookmarksInTheCurrentHistory(t *testing.T) {
-	l := listedLog{memLog: newMemLog(newMemMeta(), "t/0"), marks: map[string]Bookmark{}}
+	l := listedLog{memLog: newMemLog(newMemMeta(), "t/0"), marks: map[string]owner.Bookmark{}}
 	if _, _, err := l.Append(batch(t, 0, 0, 0, "a", "b", "c", "d", "e", "f")); err != nil {
 		t.Fatal(err)
 	}
-	l.marks["c/billing"] = Bookmark{Offset: 4, History: 1}
-	l.marks["x/other"] = Bookmark{Offset: 1, History: 1} // not a consumer's key
+	l.marks["c/billing"] = owner.Bookmark{Offset: 4, History: 1}
+	l.marks["x/other"] = owner.Bookmark{Offset: 1, History: 1} // not a consumer's key
 	got := consumersOf(l, l.State())
 	if len(got) != 1 || got[0].name != "billing" || got[0].kind != "consumer" || got[0].position != 4 || got[0].lag != 2 {
 		t.Fatalf("before purge: %+v", got)
@@ -44,11 +45,11 @@ func TestConsumersOfResolveBookmarksInTheCurrentHistory(t *testing.T) {
 	if _, _, err := l.Append(batch(t, 0, 0, 0, "g", "h")); err != nil {
 		t.Fatal(err)
 	}
-	l.marks["g/shipping"] = Bookmark{Offset: 7, History: 2}
+	l.marks["g/shipping"] = owner.Bookmark{Offset: 7, History: 2}
 	got = consumersOf(l, l.State())
 	want := []consumerSnapshot{
-		{name: "billing", kind: "consumer", committed: Bookmark{Offset: 4, History: 1}, position: 6, lag: 2},
-		{name: "shipping", kind: "group", committed: Bookmark{Offset: 7, History: 2}, position: 7, lag: 1},
+		{name: "billing", kind: "consumer", committed: owner.Bookmark{Offset: 4, History: 1}, position: 6, lag: 2},
+		{name: "shipping", kind: "group", committed: owner.Bookmark{Offset: 7, History: 2}, position: 7, lag: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after purge:\n got %+v\nwant %+v", got, want)
@@ -57,7 +58,7 @@ func TestConsumersOfResolveBookmarksInTheCurrentHistory(t *testing.T) {
 	// Retention raised the start past a bookmark of the current history:
 	// the consumer resumes at the start.
 	l.retainFrom(7)
-	l.marks["c/audit"] = Bookmark{Offset: 6, History: 2}
+	l.marks["c/audit"] = owner.Bookmark{Offset: 6, History: 2}
 	for _, c := range consumersOf(l, l.State()) {
 		if c.name == "audit" && (c.position != 7 || c.lag != 1) {
 			t.Errorf("below the log start: %+v", c)

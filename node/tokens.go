@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -77,7 +78,7 @@ func (r *tokenRecord) valid(now time.Time) error {
 
 // tokens is the node's token registry, persisted in Metadata.
 type tokens struct {
-	meta Metadata
+	meta owner.Metadata
 	now  func() time.Time
 
 	writeMu sync.Mutex // serializes create and revoke across their sync
@@ -86,7 +87,7 @@ type tokens struct {
 	byID map[string]*tokenRecord
 }
 
-func openTokens(meta Metadata, now func() time.Time) (*tokens, error) {
+func openTokens(meta owner.Metadata, now func() time.Time) (*tokens, error) {
 	ts := &tokens{meta: meta, now: now, byID: map[string]*tokenRecord{}}
 	err := meta.Scan(keyTokens, func(k, v []byte) error {
 		r, revoked, err := decodeToken(v)

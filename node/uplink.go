@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -100,17 +101,13 @@ func ParseUplinkOverflow(s string) (UplinkOverflow, error) {
 
 // UplinkSource is the partition a forwarder reads: *Owner implements it.
 type UplinkSource interface {
-	Poll(ctx context.Context, req PollRequest) (PollResult, error)
-	State() PartitionState
+	Poll(ctx context.Context, req owner.PollRequest) (owner.PollResult, error)
+	State() owner.PartitionState
 	// Lineage is how each history epoch of the partition began, ending
 	// with the current one: a position committed in an earlier history is
 	// resolved through it.
 	Lineage() []fence.HistoryTransition
 }
-
-// Lineage returns how each history epoch of the partition began, in
-// epoch order, ending with the current one.
-func (o *Owner) Lineage() []fence.HistoryTransition { return o.log.Lineage() }
 
 // UplinkConfig configures the forwarder of one partition.
 type UplinkConfig struct {
@@ -309,7 +306,7 @@ type uplinkStats struct {
 // retentionHolder is a source that reports what its retention floor held
 // back (*Owner).
 type retentionHolder interface {
-	RetentionHold() RetentionHold
+	RetentionHold() owner.RetentionHold
 }
 
 func (u *uplinkStats) update(fn func(s *UplinkStatus)) {
@@ -332,7 +329,7 @@ func (u *uplinkStats) lagLocked() {
 }
 
 // observe notes the partition's state.
-func (u *uplinkStats) observe(st PartitionState) {
+func (u *uplinkStats) observe(st owner.PartitionState) {
 	u.mu.Lock()
 	u.s.HighWatermark, u.logStart = st.HighWatermark, st.LogStart
 	u.lagLocked()
@@ -369,7 +366,7 @@ func (u *uplinkStats) snapshot() UplinkStatus {
 // noteHold notes what the partition's retention floor held back at its
 // latest run: the records between the log start and where retention alone
 // would have started the log.
-func (u *uplinkStats) noteHold(h RetentionHold, logStart uint64) {
+func (u *uplinkStats) noteHold(h owner.RetentionHold, logStart uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.s.HeldBack = 0

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -27,7 +28,7 @@ type uplinkNode struct {
 	kafka  *uplinkWorld // the cluster, the refusal switch and the reader
 	down   atomic.Bool
 	logs   uplinkLogBuffer
-	owner  *Owner
+	owner  *owner.Owner
 	values []string
 
 	clockMu sync.Mutex
@@ -43,10 +44,10 @@ type uplinkNode struct {
 // heldHook is a pollHook that still reports the owner's retention hold.
 type heldHook struct {
 	pollHook
-	o *Owner
+	o *owner.Owner
 }
 
-func (h heldHook) RetentionHold() RetentionHold { return h.o.RetentionHold() }
+func (h heldHook) RetentionHold() owner.RetentionHold { return h.o.RetentionHold() }
 
 func (u *uplinkNode) clock() time.Time {
 	u.clockMu.Lock()
@@ -80,7 +81,7 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) 
 	partitions := func(name string) (fence.TopicID, []UplinkSource, error) {
 		id, srcs, err := n.uplinkPartitions(name)
 		for i, s := range srcs {
-			srcs[i] = heldHook{pollHook: pollHook{UplinkSource: s, before: func(req PollRequest) {
+			srcs[i] = heldHook{pollHook: pollHook{UplinkSource: s, before: func(req owner.PollRequest) {
 				u.targetMu.Lock()
 				defer u.targetMu.Unlock()
 				if req.MaxBytes != 1 && req.Offset >= u.target {
@@ -89,7 +90,7 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) 
 					default:
 					}
 				}
-			}}, o: s.(*Owner)}
+			}}, o: s.(*owner.Owner)}
 		}
 		return id, srcs, err
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // keep returns w.values[p] restricted to the offset ranges [from, to).
@@ -111,7 +113,7 @@ func TestUplinkRecreatedTopicStartsAfresh(t *testing.T) {
 	w.topic[0] ^= 0xff // the re-created topic: same name, new id, empty log
 	m := newMemMeta()
 	w.logs[0] = newMemLog(m, "p0")
-	o, err := NewOwner(OwnerConfig{Topic: w.topic, Log: w.logs[0], Meta: m})
+	o, err := owner.NewOwner(owner.OwnerConfig{Topic: w.topic, Log: w.logs[0], Meta: m})
 	if err != nil {
 		t.Fatal(err)
 	}

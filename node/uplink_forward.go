@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -181,7 +182,7 @@ func (f *Forwarder) peekOldest(ctx context.Context, from, hw uint64) {
 	if from >= hw {
 		return
 	}
-	res, err := f.cfg.Source.Poll(ctx, PollRequest{From: FromOffset, Offset: from, MaxBytes: 1})
+	res, err := f.cfg.Source.Poll(ctx, owner.PollRequest{From: owner.FromOffset, Offset: from, MaxBytes: 1})
 	if err != nil || len(res.Batches) == 0 {
 		return
 	}
@@ -227,8 +228,8 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 	f.reconcile(st)
 	f.stats.observe(st)
 
-	res, err := f.cfg.Source.Poll(ctx, PollRequest{
-		From: FromOffset, Offset: f.position(), MaxBytes: f.cfg.MaxTxnBytes, MaxWait: f.cfg.PollWait,
+	res, err := f.cfg.Source.Poll(ctx, owner.PollRequest{
+		From: owner.FromOffset, Offset: f.position(), MaxBytes: f.cfg.MaxTxnBytes, MaxWait: f.cfg.PollWait,
 	})
 	if err != nil {
 		if errors.Is(err, fence.ErrOffsetOutOfRange) || errors.Is(err, fence.ErrStaleHistory) {
@@ -414,7 +415,7 @@ func (f *Forwarder) setPosition(pos uint64, h fence.HistoryEpoch) {
 // high watermark, a lossy recovery lost records that were forwarded
 // already: the position moves back to the high watermark, so that what the
 // new history appends there is forwarded.
-func (f *Forwarder) reconcile(st PartitionState) {
+func (f *Forwarder) reconcile(st owner.PartitionState) {
 	f.posMu.Lock()
 	pos, h := f.pos, f.history
 	switch {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -258,7 +259,7 @@ func parseUplinkPositionMeta(meta string) (fence.HistoryEpoch, bool) {
 // before they were forwarded are dropped; records a lossy recovery took
 // are logged (how many the lost offsets held is unknown), those already
 // forwarded staying in Kafka.
-func (f *Forwarder) resolvePosition(st PartitionState, pos uint64, h fence.HistoryEpoch) uint64 {
+func (f *Forwarder) resolvePosition(st owner.PartitionState, pos uint64, h fence.HistoryEpoch) uint64 {
 	resolved, steps, known := fence.ResolveForwardPosition(f.cfg.Source.Lineage(), pos, h)
 	if !known {
 		// A restored backup older than the position: reconcile keeps the

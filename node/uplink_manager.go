@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // ErrNoUplink: the topic has no uplink. Do not retry.
@@ -21,7 +22,7 @@ type UplinksConfig struct {
 	// NodeID is part of every transactional id.
 	NodeID string
 	// Meta persists the uplink specs.
-	Meta Metadata
+	Meta owner.Metadata
 	// Partitions resolves a topic name to its id and its partitions'
 	// owners, in partition order.
 	Partitions func(topic string) (fence.TopicID, []UplinkSource, error)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // TestUplinksAddRunRemove: an uplink added through the manager is
@@ -27,7 +28,7 @@ func TestUplinksAddRunRemove(t *testing.T) {
 	for p := range 2 {
 		hw := w.owners[p].State().HighWatermark
 		var once sync.Once
-		srcs[p] = pollHook{UplinkSource: w.owners[p], before: func(req PollRequest) {
+		srcs[p] = pollHook{UplinkSource: w.owners[p], before: func(req owner.PollRequest) {
 			if req.Offset >= hw {
 				once.Do(caughtUp.Done)
 			}

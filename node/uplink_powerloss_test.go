@@ -18,6 +18,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/internal/sim"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,7 +44,7 @@ type powerWorld struct {
 
 	eng   *engine.Engine
 	topic fence.TopicID
-	owner *node.Owner
+	owner *owner.Owner
 	fwd   *node.Forwarder
 
 	next  int             // the next value's number
@@ -123,7 +124,7 @@ func (w *powerWorld) open(create bool) {
 		w.t.Fatal(err)
 	}
 	w.topic = t.ID()
-	w.owner, err = node.NewOwner(node.OwnerConfig{Topic: t.ID(), Log: node.NewEngineLog(p), Meta: node.NewEngineMetadata(e)})
+	w.owner, err = owner.NewOwner(owner.OwnerConfig{Topic: t.ID(), Log: owner.NewEngineLog(p), Meta: owner.NewEngineMetadata(e)})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func (w *powerWorld) ledgeValues() []string {
 	w.t.Helper()
 	var out []string
 	for from := w.owner.State().LogStart; from < w.owner.State().HighWatermark; {
-		res, err := w.owner.Poll(context.Background(), node.PollRequest{From: node.FromOffset, Offset: from})
+		res, err := w.owner.Poll(context.Background(), owner.PollRequest{From: owner.FromOffset, Offset: from})
 		if err != nil {
 			w.t.Fatal(err)
 		}

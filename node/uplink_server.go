@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -20,7 +21,7 @@ var keyNodeID = []byte("node/id")
 // random one on first use. It lives in the node's metadata, so a restored
 // backup of the node has the same id — and its uplinks the same
 // transactional ids, which is what fences the original (or the backup).
-func LoadOrCreateNodeID(ctx context.Context, meta Metadata) (string, error) {
+func LoadOrCreateNodeID(ctx context.Context, meta owner.Metadata) (string, error) {
 	v, ok, err := meta.Get(keyNodeID)
 	if err != nil {
 		return "", err

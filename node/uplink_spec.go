@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -126,7 +127,7 @@ func uplinkKey(id fence.TopicID) []byte {
 }
 
 // SaveUplinkSpec persists spec and waits until it is durable.
-func SaveUplinkSpec(ctx context.Context, meta Metadata, spec UplinkSpec) error {
+func SaveUplinkSpec(ctx context.Context, meta owner.Metadata, spec UplinkSpec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func SaveUplinkSpec(ctx context.Context, meta Metadata, spec UplinkSpec) error {
 // metadata store has no delete) and waits until that is durable. The
 // position committed in Kafka is left there: adding the uplink again
 // resumes from it.
-func RemoveUplinkSpec(ctx context.Context, meta Metadata, id fence.TopicID) error {
+func RemoveUplinkSpec(ctx context.Context, meta owner.Metadata, id fence.TopicID) error {
 	t, err := meta.Put(uplinkKey(id), nil)
 	if err != nil {
 		return err
@@ -154,7 +155,7 @@ func RemoveUplinkSpec(ctx context.Context, meta Metadata, id fence.TopicID) erro
 }
 
 // LoadUplinkSpecs returns the persisted uplinks.
-func LoadUplinkSpecs(meta Metadata) ([]UplinkSpec, error) {
+func LoadUplinkSpecs(meta owner.Metadata) ([]UplinkSpec, error) {
 	var out []UplinkSpec
 	err := meta.Scan(keyUplinks, func(k, v []byte) error {
 		if len(v) == 0 {

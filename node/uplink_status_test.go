@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // TestUplinkLagVisibleWhileKafkaIsAway: a forwarder that cannot reach
@@ -41,7 +43,7 @@ func TestUplinkLagVisibleWhileKafkaIsAway(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f.cfg.Source = pollHook{UplinkSource: w.owners[0], before: func(req PollRequest) {
+	f.cfg.Source = pollHook{UplinkSource: w.owners[0], before: func(req owner.PollRequest) {
 		if req.MaxBytes != 1 && req.Offset >= 25 { // caught up (not the lag's peek)
 			cancel()
 		}
@@ -85,7 +87,7 @@ func TestUplinkShowsRetentionHeldBack(t *testing.T) {
 		now = time.UnixMilli(1_700_000_000_000)
 		c.Now = func() time.Time { return now }
 	})
-	o, err := NewOwner(OwnerConfig{Topic: w.topic, Log: w.logs[0], Meta: newMemMeta(), RetentionFloor: f.RetentionFloor})
+	o, err := owner.NewOwner(owner.OwnerConfig{Topic: w.topic, Log: w.logs[0], Meta: newMemMeta(), RetentionFloor: f.RetentionFloor})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,7 +29,7 @@ type uplinkWorld struct {
 	kafka  *kfake.Cluster
 	topic  fence.TopicID
 	logs   []*memLog
-	owners []*Owner
+	owners []*owner.Owner
 	values [][]string // what was produced, per partition
 	// compression of the batches produce appends
 	compression wire.Compression
@@ -45,7 +46,7 @@ func newUplinkWorld(t testing.TB, partitions int) *uplinkWorld {
 	m := newMemMeta()
 	for i := range partitions {
 		l := newMemLog(m, "p"+strconv.Itoa(i))
-		o, err := NewOwner(OwnerConfig{Topic: w.topic, Partition: uint32(i), Log: l, Meta: m})
+		o, err := owner.NewOwner(owner.OwnerConfig{Topic: w.topic, Partition: uint32(i), Log: l, Meta: m})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +320,7 @@ func TestUplinkResumesAfterKafkaOutage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hw := w.owners[0].State().HighWatermark
-	f.cfg.Source = pollHook{UplinkSource: w.owners[0], before: func(req PollRequest) {
+	f.cfg.Source = pollHook{UplinkSource: w.owners[0], before: func(req owner.PollRequest) {
 		if req.Offset >= hw {
 			cancel()
 		}
@@ -391,10 +392,10 @@ func TestUplinkZombieIsFenced(t *testing.T) {
 // pollHook calls before ahead of every poll.
 type pollHook struct {
 	UplinkSource
-	before func(PollRequest)
+	before func(owner.PollRequest)
 }
 
-func (h pollHook) Poll(ctx context.Context, req PollRequest) (PollResult, error) {
+func (h pollHook) Poll(ctx context.Context, req owner.PollRequest) (owner.PollResult, error) {
 	h.before(req)
 	return h.UplinkSource.Poll(ctx, req)
 }

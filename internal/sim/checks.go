@@ -10,7 +10,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -224,7 +224,7 @@ func (w *World) checkRecovered(p *Partition) {
 			w.violate("%s: bookmark of %s: %v", p, name, err)
 			continue
 		}
-		nb := node.Bookmark{Offset: b.Offset, History: b.History}
+		nb := owner.Bookmark{Offset: b.Offset, History: b.History}
 		switch {
 		case !ok && c.durable != nil:
 			w.violate("%s: durable bookmark %+v of %s lost", p, *c.durable, name)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // The node's other counters live in the same metadata store as the
@@ -18,8 +18,8 @@ type counters struct {
 	producers map[fence.ProducerID]fence.ProducerEpoch // highest epoch per id
 
 	// The registries of the running process.
-	sess *node.Sessions
-	prod *node.Producers
+	sess *owner.Sessions
+	prod *owner.Producers
 }
 
 func newCounters() *counters {
@@ -30,10 +30,10 @@ func newCounters() *counters {
 // does at start.
 func (w *World) openRegistries() error {
 	var err error
-	if w.counters.sess, err = node.OpenSessions(w.meta); err != nil {
+	if w.counters.sess, err = owner.OpenSessions(w.meta); err != nil {
 		return fmt.Errorf("sim: open sessions: %w", err)
 	}
-	if w.counters.prod, err = node.OpenProducers(w.meta); err != nil {
+	if w.counters.prod, err = owner.OpenProducers(w.meta); err != nil {
 		return fmt.Errorf("sim: open producers: %w", err)
 	}
 	return nil

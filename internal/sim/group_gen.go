@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -345,9 +345,9 @@ func GroupGenerators() []Generator {
 			} else {
 				return nil
 			}
-			op := groupPollOp{member: c.id, k: k, auto: node.AutoCommit(w.Rng.IntN(3)), maxBytes: []int{1, 300, 2048}[w.Rng.IntN(3)]}
+			op := groupPollOp{member: c.id, k: k, auto: owner.AutoCommit(w.Rng.IntN(3)), maxBytes: []int{1, 300, 2048}[w.Rng.IntN(3)]}
 			if w.gm.state {
-				op.auto = node.AutoCommitOff // state members commit with their state
+				op.auto = owner.AutoCommitOff // state members commit with their state
 			}
 			if w.Rng.IntN(10) == 0 {
 				op.race = pick(w, []string{"leave", "expire", "rejoin", "confirm"})

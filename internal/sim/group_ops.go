@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -150,7 +151,7 @@ func (w *World) memberCommit(c *simMember, k gpart, t gtoken, off uint64, reset 
 	if p == nil {
 		return "topic gone"
 	}
-	gc := p.m.consumer(groupConsumer, node.AutoCommitOff)
+	gc := p.m.consumer(groupConsumer, owner.AutoCommitOff)
 	st, est := p.Owner.State(), p.Engine.State()
 	h := w.holderOf(p, c.id)
 	var want error
@@ -173,7 +174,7 @@ func (w *World) memberCommit(c *simMember, k gpart, t gtoken, off uint64, reset 
 	}
 	gm.act = groupAct{kind: kind, member: c.id, tok: t}
 	w.consumer = groupConsumer
-	req := node.CommitRequest{Consumer: node.Consumer{Name: simGroup, Member: c.id, MemberEpoch: c.epoch}, Token: t.tok, Offset: off}
+	req := owner.CommitRequest{Consumer: owner.Consumer{Name: simGroup, Member: c.id, MemberEpoch: c.epoch}, Token: t.tok, Offset: off}
 	var err error
 	wrote := len(gc.later)
 	switch {
@@ -220,7 +221,7 @@ func (w *World) memberCommit(c *simMember, k gpart, t gtoken, off uint64, reset 
 type groupPollOp struct {
 	member   string
 	k        gpart
-	auto     node.AutoCommit
+	auto     owner.AutoCommit
 	maxBytes int
 	race     string // "", "leave", "expire", "rejoin", "confirm"
 }
@@ -244,18 +245,18 @@ func (o groupPollOp) Run(w *World) (string, error) {
 		return "topic gone", nil
 	}
 	k := o.k
-	gc := p.m.consumer(groupConsumer, node.AutoCommitOff)
+	gc := p.m.consumer(groupConsumer, owner.AutoCommitOff)
 	est := p.Engine.State()
 	requester := fence.CheckMember(w.holderOf(p, c.id).Member, c.epoch)
 	expect, checkExpect := w.expectedGroupNext(p, c.id)
 	wrote := len(gc.later)
 	raced := ""
-	req := node.PollRequest{
-		Consumer: node.Consumer{Name: simGroup, Member: c.id, MemberEpoch: c.epoch},
-		From:     node.FromNext, AutoCommit: o.auto, MaxBytes: o.maxBytes,
+	req := owner.PollRequest{
+		Consumer: owner.Consumer{Name: simGroup, Member: c.id, MemberEpoch: c.epoch},
+		From:     owner.FromNext, AutoCommit: o.auto, MaxBytes: o.maxBytes,
 	}
 	if o.race != "" {
-		req.Transform = func(_ context.Context, _ uint64, res node.ReadResult) (node.ReadResult, error) {
+		req.Transform = func(_ context.Context, _ uint64, res owner.ReadResult) (owner.ReadResult, error) {
 			raced = w.raceDuringPoll(c, k, o.race)
 			gm.act = groupAct{kind: "poll", member: c.id, auto: o.auto}
 			w.consumer = groupConsumer
@@ -275,7 +276,7 @@ func (o groupPollOp) Run(w *World) (string, error) {
 		if requester == nil && o.race == "" && !w.Broken() && !w.faultFired() {
 			w.violate("%s: poll of %s refused with %v, but it holds the partition at the epoch it states", p, c.id, err)
 		}
-		if o.auto == node.AutoCommitOnDelivery {
+		if o.auto == owner.AutoCommitOnDelivery {
 			gm.unknown[k] = true
 		}
 		return "refused: " + errClass(err) + raced, nil
@@ -308,7 +309,7 @@ func (o groupPollOp) Run(w *World) (string, error) {
 	gt := gtoken{tok: tok, gen: gm.gen}
 	gm.delivered[k], gm.unknown[k] = gt, false
 	c.tokens[k] = gt
-	if o.auto == node.AutoCommitOnDelivery && len(gc.later) > wrote {
+	if o.auto == owner.AutoCommitOnDelivery && len(gc.later) > wrote {
 		w.syncedAll() // the reply waited for the commit's sync
 	}
 	if tok.Next > tok.From && w.Rng.IntN(3) == 0 {

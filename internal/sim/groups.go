@@ -10,6 +10,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -142,7 +143,7 @@ type groupAct struct {
 	member string
 	owned  map[wire.TopicPartition]bool // a heartbeat's owned partitions
 	tok    gtoken                       // a commit's or reset's token
-	auto   node.AutoCommit              // a poll's commit mode
+	auto   owner.AutoCommit             // a poll's commit mode
 }
 
 func newGroupModel() *groupModel {
@@ -173,13 +174,13 @@ func (w *World) openGroups() error {
 
 // groupTopic is the coordinator's view of the World's live topics: each
 // owner wrapped so that the model sees what it is told.
-func (w *World) groupTopic(name string) (fence.TopicID, []node.PartitionAssigner, []node.PartitionLog, bool) {
+func (w *World) groupTopic(name string) (fence.TopicID, []node.PartitionAssigner, []owner.PartitionLog, bool) {
 	t := w.topics[name]
 	if t == nil {
 		return fence.TopicID{}, nil, nil, false
 	}
 	parts := make([]node.PartitionAssigner, len(t.Parts))
-	logs := make([]node.PartitionLog, len(t.Parts))
+	logs := make([]owner.PartitionLog, len(t.Parts))
 	for i, p := range t.Parts {
 		parts[i], logs[i] = assigner{w: w, p: p}, p.log
 	}
@@ -204,7 +205,7 @@ func (a assigner) Unassign(group string) {
 
 // DeleteConsumer removes the group's progress and state on the partition
 // (the group is being deleted), as the owner does for the node.
-func (a assigner) DeleteConsumer(ctx context.Context, group string) (node.Durable, error) {
+func (a assigner) DeleteConsumer(ctx context.Context, group string) (owner.Durable, error) {
 	d, err := a.p.Owner.DeleteConsumer(ctx, group)
 	if err == nil && group == simGroup {
 		gm, k := a.w.gm, keyOf(a.p)
@@ -285,7 +286,7 @@ func (gm *groupModel) restarted() {
 // owner orders it: only for the member that holds the partition, with a
 // token of its current assignment, never below the committed offset
 // (unless the member reset it explicitly).
-func (m *partModel) groupBookmarkWritten(b node.Bookmark, st engine.PartitionState) {
+func (m *partModel) groupBookmarkWritten(b owner.Bookmark, st engine.PartitionState) {
 	w := m.w
 	gm := w.gm
 	act := gm.act
@@ -310,7 +311,7 @@ func (m *partModel) groupBookmarkWritten(b node.Bookmark, st engine.PartitionSta
 	}
 	tok, checkTok := act.tok, true
 	switch {
-	case act.kind == "poll" && act.auto == node.AutoCommitOnNextPoll:
+	case act.kind == "poll" && act.auto == owner.AutoCommitOnNextPoll:
 		// The commit of the group's delivered position, which must be
 		// the member's own.
 		tok = gm.delivered[k]

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // The model is what the simulator knows independently of the code under
@@ -61,26 +61,26 @@ type partModel struct {
 	consumers map[string]*consumerModel
 	// states are the states committed with the group's bookmarks (the
 	// state-store simulation).
-	states map[node.Bookmark]*stateWrite
+	states map[owner.Bookmark]*stateWrite
 }
 
 // consumerModel is a named consumer's progress as the model knows it.
 type consumerModel struct {
 	name string
-	mode node.AutoCommit
+	mode owner.AutoCommit
 	// key is the bookmark key the owner writes for it (learnt at its first
 	// write).
 	key string
 	// delivered is the owner's delivered position: where "next" continues
 	// while its history is current. Memory only: a restart forgets it.
-	delivered *node.Bookmark
+	delivered *owner.Bookmark
 	// deliveredUnknown: a commit-on-delivery poll failed after its
 	// completion may have moved the delivered position.
 	deliveredUnknown bool
 	// durable is the last bookmark known durable; later are those written
 	// since, in order, any of which a power loss may keep.
-	durable *node.Bookmark
-	later   []node.Bookmark
+	durable *owner.Bookmark
+	later   []owner.Bookmark
 	// tok is the token of its last delivery (for manual commits).
 	tok fence.Token
 }
@@ -95,7 +95,7 @@ func newTopicModel(w *World, name string, id fence.TopicID, cfg engine.TopicConf
 			refused:       map[uint64]bool{},
 			lineage:       []fence.HistoryTransition{{Epoch: 1, Start: 0, Kind: fence.TransitionCreate}},
 			consumers:     map[string]*consumerModel{},
-			states:        map[node.Bookmark]*stateWrite{},
+			states:        map[owner.Bookmark]*stateWrite{},
 		})
 	}
 	return tm
@@ -105,7 +105,7 @@ func (m *partModel) String() string {
 	return fmt.Sprintf("%s/%d", m.topic.name, m.index)
 }
 
-func (m *partModel) consumer(name string, mode node.AutoCommit) *consumerModel {
+func (m *partModel) consumer(name string, mode owner.AutoCommit) *consumerModel {
 	c := m.consumers[name]
 	if c == nil {
 		c = &consumerModel{name: name, mode: mode}
@@ -115,19 +115,19 @@ func (m *partModel) consumer(name string, mode node.AutoCommit) *consumerModel {
 }
 
 // bookmark returns the consumer's bookmark as the owner last wrote it.
-func (c *consumerModel) bookmark() (node.Bookmark, bool) {
+func (c *consumerModel) bookmark() (owner.Bookmark, bool) {
 	if n := len(c.later); n > 0 {
 		return c.later[n-1], true
 	}
 	if c.durable != nil {
 		return *c.durable, true
 	}
-	return node.Bookmark{}, false
+	return owner.Bookmark{}, false
 }
 
 // bookmarkWritten implements bookmarkObserver: an owner ordered a bookmark
 // write for the consumer on whose behalf the current op runs.
-func (m *partModel) bookmarkWritten(key string, b node.Bookmark, st engine.PartitionState, err error) {
+func (m *partModel) bookmarkWritten(key string, b owner.Bookmark, st engine.PartitionState, err error) {
 	w := m.w
 	if b.History != st.History {
 		w.violate("%s: the owner wrote a bookmark of history %d while the history is %d", m, b.History, st.History)
@@ -189,7 +189,7 @@ func (m *partModel) expectedNext(c *consumerModel, st engine.PartitionState) (ui
 // new epoch's start otherwise; a moved position below the start becomes
 // the start, an unmoved one outside [start, hw] follows the reset policy
 // (earliest here).
-func resolve(b node.Bookmark, st engine.PartitionState) (uint64, error) {
+func resolve(b owner.Bookmark, st engine.PartitionState) (uint64, error) {
 	i := slices.IndexFunc(st.Lineage, func(tr fence.HistoryTransition) bool { return tr.Epoch == b.History })
 	if i < 0 {
 		return 0, fmt.Errorf("bookmark of history %d, which is not in the lineage %v", b.History, st.Lineage)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -39,10 +39,10 @@ const (
 )
 
 // The named consumers, one per commit mode.
-var consumerModes = map[string]node.AutoCommit{
-	"manual":   node.AutoCommitOff,
-	"delivery": node.AutoCommitOnDelivery,
-	"nextpoll": node.AutoCommitOnNextPoll,
+var consumerModes = map[string]owner.AutoCommit{
+	"manual":   owner.AutoCommitOff,
+	"delivery": owner.AutoCommitOnDelivery,
+	"nextpoll": owner.AutoCommitOnNextPoll,
 }
 
 var consumerNames = []string{"delivery", "manual", "nextpoll"}
@@ -115,7 +115,7 @@ func (w *World) produce(p *Partition, n int) (string, error) {
 type pollOp struct {
 	p        *Partition
 	consumer string // "" = anonymous
-	from     node.Position
+	from     owner.Position
 	offset   uint64
 	maxBytes int
 }
@@ -125,8 +125,8 @@ func (o pollOp) String() string {
 	if who == "" {
 		who = "anonymous"
 	}
-	pos := map[node.Position]string{node.FromNext: "next", node.FromFirst: "first", node.FromLast: "last", node.FromEnd: "end"}[o.from]
-	if o.from == node.FromOffset {
+	pos := map[owner.Position]string{owner.FromNext: "next", owner.FromFirst: "first", owner.FromLast: "last", owner.FromEnd: "end"}[o.from]
+	if o.from == owner.FromOffset {
 		pos = fmt.Sprintf("offset %d", o.offset)
 	}
 	return fmt.Sprintf("poll %s %s from %s max=%d", o.p, who, pos, o.maxBytes)
@@ -149,8 +149,8 @@ func (o pollOp) Run(w *World) (string, error) {
 		wrote = len(c.later)
 	}
 	w.consumer = o.consumer
-	res, err := p.Owner.Poll(w.Ctx, node.PollRequest{
-		Consumer:   node.Consumer{Name: o.consumer},
+	res, err := p.Owner.Poll(w.Ctx, owner.PollRequest{
+		Consumer:   owner.Consumer{Name: o.consumer},
 		From:       o.from,
 		Offset:     o.offset,
 		AutoCommit: consumerModes[o.consumer],
@@ -162,7 +162,7 @@ func (o pollOp) Run(w *World) (string, error) {
 		if c != nil && !w.Broken() && !w.faultFired() {
 			w.violate("%s: poll of %s failed on a healthy node: %v", p, o.consumer, err)
 		}
-		if c != nil && c.mode == node.AutoCommitOnDelivery {
+		if c != nil && c.mode == owner.AutoCommitOnDelivery {
 			// The completion may have moved the delivered position before
 			// the commit's sync failed (at most once: the records may be
 			// lost to the consumer).
@@ -188,9 +188,9 @@ func (o pollOp) Run(w *World) (string, error) {
 	}
 	if c != nil {
 		c.deliveredUnknown = false
-		c.delivered = &node.Bookmark{Offset: res.Next, History: res.Token.History}
+		c.delivered = &owner.Bookmark{Offset: res.Next, History: res.Token.History}
 		c.tok = res.Token
-		if c.mode == node.AutoCommitOnDelivery && len(c.later) > wrote {
+		if c.mode == owner.AutoCommitOnDelivery && len(c.later) > wrote {
 			w.syncedAll() // the reply waited for the commit's sync
 		}
 	}
@@ -223,7 +223,7 @@ func (o commitOp) Run(w *World) (string, error) {
 	st := p.Engine.State()
 	stale := c.tok.History != st.History
 	w.consumer = "manual"
-	err := p.Owner.Commit(w.Ctx, node.CommitRequest{Consumer: node.Consumer{Name: "manual"}, Token: c.tok, Offset: off})
+	err := p.Owner.Commit(w.Ctx, owner.CommitRequest{Consumer: owner.Consumer{Name: "manual"}, Token: c.tok, Offset: off})
 	w.consumer = ""
 	switch {
 	case stale && err == nil:
@@ -397,10 +397,10 @@ func (o zombieOp) Run(w *World) (string, error) {
 	case 0:
 		_, _, err = p.Owner.OrderProduce(w.Ctx, mustBatch("zombie"))
 	case 1:
-		var res node.PollResult
+		var res owner.PollResult
 		w.consumer = "nextpoll"
-		p.m.consumer("nextpoll", node.AutoCommitOnNextPoll)
-		res, err = p.Owner.Poll(w.Ctx, node.PollRequest{Consumer: node.Consumer{Name: "nextpoll"}, From: node.FromNext, AutoCommit: node.AutoCommitOnNextPoll})
+		p.m.consumer("nextpoll", owner.AutoCommitOnNextPoll)
+		res, err = p.Owner.Poll(w.Ctx, owner.PollRequest{Consumer: owner.Consumer{Name: "nextpoll"}, From: owner.FromNext, AutoCommit: owner.AutoCommitOnNextPoll})
 		w.consumer = ""
 		if err == nil && len(res.Batches) > 0 {
 			w.violate("%s: a poll of a deleted topic returned %d batches", p, len(res.Batches))
@@ -414,7 +414,7 @@ func (o zombieOp) Run(w *World) (string, error) {
 			return "no token", nil
 		}
 		w.consumer = "manual"
-		err = p.Owner.Commit(w.Ctx, node.CommitRequest{Consumer: node.Consumer{Name: "manual"}, Token: c.tok, Offset: c.tok.Next})
+		err = p.Owner.Commit(w.Ctx, owner.CommitRequest{Consumer: owner.Consumer{Name: "manual"}, Token: c.tok, Offset: c.tok.Next})
 		w.consumer = ""
 	}
 	if err == nil {
@@ -425,7 +425,7 @@ func (o zombieOp) Run(w *World) (string, error) {
 	// looks at the partition: it fails, but deletion should win, so that
 	// a client stops retrying (filed separately; accepted until fixed).
 	noSpace := errors.Is(err, engine.ErrNoSpace) && w.Disk.IsFull()
-	if !errors.Is(err, engine.ErrTopicDeleted) && !errors.Is(err, node.ErrOwnerClosed) && !errors.As(err, new(*fence.Error)) && !noSpace {
+	if !errors.Is(err, engine.ErrTopicDeleted) && !errors.Is(err, owner.ErrOwnerClosed) && !errors.As(err, new(*fence.Error)) && !noSpace {
 		w.violate("%s: work on a deleted topic failed with %v, want the topic deleted", p, err)
 	}
 	return "refused: " + errClass(err), nil
@@ -447,8 +447,8 @@ func (o recreatedCommitOp) Run(w *World) (string, error) {
 		return "no token", nil
 	}
 	w.consumer = "manual"
-	o.live.m.consumer("manual", node.AutoCommitOff)
-	err := o.live.Owner.Commit(w.Ctx, node.CommitRequest{Consumer: node.Consumer{Name: "manual"}, Token: c.tok, Offset: c.tok.Next})
+	o.live.m.consumer("manual", owner.AutoCommitOff)
+	err := o.live.Owner.Commit(w.Ctx, owner.CommitRequest{Consumer: owner.Consumer{Name: "manual"}, Token: c.tok, Offset: c.tok.Next})
 	w.consumer = ""
 	if !errors.Is(err, fence.ErrTopicRecreated) && !(err != nil && w.Broken()) {
 		w.violate("%s: a commit with a token of a deleted topic: %v, want topic re-created", o.live, err)

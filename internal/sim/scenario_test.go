@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/ledgemq/ledge/engine"
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // Scenarios are the simulator's ops, chosen by hand and told as a story
@@ -108,11 +108,11 @@ func runScenario(t *testing.T, path string) {
 				op := pollOp{p: part(), maxBytes: num("max", 1<<20)}
 				switch {
 				case d.HasArg("consumer"):
-					op.consumer, op.from = str("consumer", ""), node.FromNext
+					op.consumer, op.from = str("consumer", ""), owner.FromNext
 				case d.HasArg("offset"):
-					op.from, op.offset = node.FromOffset, uint64(num("offset", 0))
+					op.from, op.offset = owner.FromOffset, uint64(num("offset", 0))
 				default:
-					op.from = map[string]node.Position{"first": node.FromFirst, "end": node.FromEnd, "last": node.FromLast}[str("from", "first")]
+					op.from = map[string]owner.Position{"first": owner.FromFirst, "end": owner.FromEnd, "last": owner.FromLast}[str("from", "first")]
 				}
 				return run(op)
 			case "commit":

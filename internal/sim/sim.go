@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // Config configures a run.
@@ -211,10 +211,10 @@ func DefaultGenerators() []Generator {
 			p := pick(w, w.Live())
 			op := pollOp{p: p, maxBytes: []int{1, 300, 2048, 1 << 20}[w.Rng.IntN(4)]}
 			if w.Rng.IntN(4) > 0 {
-				op.consumer, op.from = pick(w, consumerNames), node.FromNext
+				op.consumer, op.from = pick(w, consumerNames), owner.FromNext
 				return op
 			}
-			op.from = []node.Position{node.FromOffset, node.FromFirst, node.FromLast, node.FromEnd}[w.Rng.IntN(4)]
+			op.from = []owner.Position{owner.FromOffset, owner.FromFirst, owner.FromLast, owner.FromEnd}[w.Rng.IntN(4)]
 			st := p.Engine.State()
 			op.offset = st.LogStart + w.Rng.Uint64N(st.HighWatermark-st.LogStart+1)
 			if w.Rng.IntN(5) == 0 && st.LogStart > 0 {

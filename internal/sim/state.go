@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // The state-store simulation (Config.StateStore): the group's members
@@ -52,7 +52,7 @@ type stateWrite struct {
 
 // stateCommit is what a commit of a member's processing carries.
 type stateCommit struct {
-	changes []node.StateChange
+	changes []owner.StateChange
 	counts  map[string]int64
 	covered spans
 }
@@ -71,7 +71,7 @@ func (w *World) pendingCommit(c *simMember, k gpart) (gtoken, uint64, *stateComm
 	}
 	sc := &stateCommit{counts: maps.Clone(pr.counts), covered: slices.Clone(pr.covered)}
 	for _, key := range sortedKeys(pr.dirty) {
-		sc.changes = append(sc.changes, node.StateChange{Key: []byte(key), Value: []byte(strconv.FormatInt(pr.counts[key], 10))})
+		sc.changes = append(sc.changes, owner.StateChange{Key: []byte(key), Value: []byte(strconv.FormatInt(pr.counts[key], 10))})
 	}
 	return pr.tok, pr.pos, sc, true
 }
@@ -80,7 +80,7 @@ func (w *World) pendingCommit(c *simMember, k gpart) (gtoken, uint64, *stateComm
 // changes are committed, and the model registers the state with the
 // bookmark written, checking that it is the exact fold of the records it
 // includes.
-func (w *World) committedState(c *simMember, k gpart, p *Partition, sc *stateCommit, b node.Bookmark) {
+func (w *World) committedState(c *simMember, k gpart, p *Partition, sc *stateCommit, b owner.Bookmark) {
 	if pr := c.procs[k]; pr != nil && maps.Equal(pr.counts, sc.counts) {
 		clear(pr.dirty)
 	}
@@ -112,9 +112,9 @@ func (m *partModel) fold(covered spans) map[string]int64 {
 // registered with it, and it resumes where the bookmark resolves.
 func (w *World) loadState(c *simMember, p *Partition) (*proc, string) {
 	gm, m := w.gm, p.m
-	gc := m.consumer(groupConsumer, node.AutoCommitOff)
+	gc := m.consumer(groupConsumer, owner.AutoCommitOff)
 	requester := fence.CheckMember(w.holderOf(p, c.id).Member, c.epoch)
-	snap, err := p.Owner.LoadState(w.Ctx, node.Consumer{Name: simGroup, Member: c.id, MemberEpoch: c.epoch}, nil)
+	snap, err := p.Owner.LoadState(w.Ctx, owner.Consumer{Name: simGroup, Member: c.id, MemberEpoch: c.epoch}, nil)
 	if err != nil {
 		w.noteErr(err)
 		if requester == nil && !w.Broken() && !w.faultFired() {
@@ -187,12 +187,12 @@ func (o groupPollOp) statePoll(w *World) (string, error) {
 	}
 	requester := fence.CheckMember(w.holderOf(p, c.id).Member, c.epoch)
 	raced := ""
-	req := node.PollRequest{
-		Consumer: node.Consumer{Name: simGroup, Member: c.id, MemberEpoch: c.epoch},
-		From:     node.FromOffset, Offset: pr.pos, MaxBytes: o.maxBytes,
+	req := owner.PollRequest{
+		Consumer: owner.Consumer{Name: simGroup, Member: c.id, MemberEpoch: c.epoch},
+		From:     owner.FromOffset, Offset: pr.pos, MaxBytes: o.maxBytes,
 	}
 	if o.race != "" {
-		req.Transform = func(_ context.Context, _ uint64, res node.ReadResult) (node.ReadResult, error) {
+		req.Transform = func(_ context.Context, _ uint64, res owner.ReadResult) (owner.ReadResult, error) {
 			raced = "; raced: " + w.raceDuringPoll(c, k, o.race)
 			gm.act = groupAct{kind: "poll", member: c.id}
 			return res, nil
@@ -263,7 +263,7 @@ func (s spans) contains(off int64) bool {
 // store holds the state registered with the bookmark stored beside it.
 func (w *World) checkStores() {
 	for _, p := range w.Live() {
-		snap, err := p.Owner.InspectState(w.Ctx, simGroup, node.StateQuery{})
+		snap, err := p.Owner.InspectState(w.Ctx, simGroup, owner.StateQuery{})
 		if err != nil {
 			if !w.Broken() {
 				w.violate("%s: inspect state: %v", p, err)
@@ -276,7 +276,7 @@ func (w *World) checkStores() {
 			got[string(e.Key)] = n
 		}
 		c := p.m.consumers[groupConsumer]
-		var b node.Bookmark
+		var b owner.Bookmark
 		ok := false
 		if c != nil {
 			b, ok = c.bookmark()

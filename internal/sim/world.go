@@ -12,6 +12,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 )
 
 // World is one simulated node: a disk, the engine running on it, the
@@ -28,7 +29,7 @@ type World struct {
 	cfg    Config
 	opts   engine.Options
 	eng    *engine.Engine
-	meta   node.Metadata
+	meta   owner.Metadata
 	topics map[string]*Topic // live topics by name
 	// zombies are partitions of deleted topics, still held: work on them
 	// must fail.
@@ -71,7 +72,7 @@ type Partition struct {
 	Topic  *Topic
 	Index  int
 	Engine *engine.Partition
-	Owner  *node.Owner
+	Owner  *owner.Owner
 	log    *ownerLog
 	m      *partModel
 }
@@ -159,7 +160,7 @@ func (w *World) open() error {
 	if err != nil {
 		return err
 	}
-	w.eng, w.meta, w.metaFailed = e, node.NewEngineMetadata(e), false
+	w.eng, w.meta, w.metaFailed = e, owner.NewEngineMetadata(e), false
 	w.topics = map[string]*Topic{}
 	defer clear(w.creating)
 	if err := w.openRegistries(); err != nil {
@@ -435,7 +436,7 @@ func errClass(err error) string {
 		return "no space"
 	case errors.As(err, &fe):
 		return "fence: " + fe.Code.String()
-	case errors.Is(err, node.ErrOwnerClosed):
+	case errors.Is(err, owner.ErrOwnerClosed):
 		return "owner closed"
 	}
 	return err.Error()

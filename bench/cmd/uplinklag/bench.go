@@ -13,6 +13,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,7 +31,7 @@ const (
 type bench struct {
 	c      config
 	eng    *engine.Engine
-	meta   node.Metadata
+	meta   owner.Metadata
 	kafka  *kfake.Cluster
 	down   atomic.Bool // Kafka refuses every request
 	batch  []byte
@@ -47,7 +48,7 @@ func newBench(c config) (*bench, error) {
 		_ = eng.Close()
 		return nil, err
 	}
-	b := &bench{c: c, eng: eng, meta: node.NewEngineMetadata(eng), kafka: kafka}
+	b := &bench{c: c, eng: eng, meta: owner.NewEngineMetadata(eng), kafka: kafka}
 	kafka.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
 		kafka.KeepControl()
 		if b.down.Load() {
@@ -92,7 +93,7 @@ func (b *bench) durability() (engine.Durability, error) {
 }
 
 // owner creates a fresh topic of one partition and returns its owner.
-func (b *bench) owner() (*node.Owner, fence.TopicID, error) {
+func (b *bench) owner() (*owner.Owner, fence.TopicID, error) {
 	d, err := b.durability()
 	if err != nil {
 		return nil, fence.TopicID{}, err
@@ -108,14 +109,14 @@ func (b *bench) owner() (*node.Owner, fence.TopicID, error) {
 	if err != nil {
 		return nil, fence.TopicID{}, err
 	}
-	o, err := node.NewOwner(node.OwnerConfig{Topic: t.ID(), Log: node.NewEngineLog(p), Meta: b.meta})
+	o, err := owner.NewOwner(owner.OwnerConfig{Topic: t.ID(), Log: owner.NewEngineLog(p), Meta: b.meta})
 	return o, t.ID(), err
 }
 
 // forwarder returns the uplink's forwarder of o to the Kafka topic to.
 // Backoff is capped at 1 s (the default 30 s would hide the recovery in a
 // short run); a step gives up after 2 s.
-func (b *bench) forwarder(o *node.Owner, id fence.TopicID, to string) (*node.Forwarder, error) {
+func (b *bench) forwarder(o *owner.Owner, id fence.TopicID, to string) (*node.Forwarder, error) {
 	return node.NewForwarder(node.UplinkConfig{
 		NodeID: "bench", TopicID: id, Topic: to, Source: o, Seeds: b.kafka.ListenAddrs(), To: to,
 		StepTimeout: 2 * time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
@@ -123,7 +124,7 @@ func (b *bench) forwarder(o *node.Owner, id fence.TopicID, to string) (*node.For
 	})
 }
 
-func (b *bench) produce(ctx context.Context, o *node.Owner) error {
+func (b *bench) produce(ctx context.Context, o *owner.Owner) error {
 	_, err := o.Produce(ctx, append([]byte(nil), b.batch...))
 	return err
 }
@@ -164,7 +165,7 @@ func (b *bench) local(d time.Duration) (throughput, error) {
 
 // produceFor produces batches to o as fast as it goes for d, and returns
 // how many records it produced and how long it took.
-func (b *bench) produceFor(ctx context.Context, o *node.Owner, d time.Duration) (uint64, time.Duration, error) {
+func (b *bench) produceFor(ctx context.Context, o *owner.Owner, d time.Duration) (uint64, time.Duration, error) {
 	start := time.Now()
 	var n uint64
 	for time.Since(start) < d {

@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -103,6 +103,16 @@ func (o *Owner) Assign(group, member string, assignmentEpoch fence.MemberEpoch) 
 	o.mu.Lock()
 	o.assignments[group] = assignment{member: member, assignmentEpoch: assignmentEpoch}
 	o.mu.Unlock()
+}
+
+// Assignment returns the member a group's assignment of this partition
+// names and the assignment epoch it received it at; ok is false when the
+// group holds no assignment of it.
+func (o *Owner) Assignment(group string) (member string, assignmentEpoch fence.MemberEpoch, ok bool) {
+	o.mu.Lock()
+	a, ok := o.assignments[group]
+	o.mu.Unlock()
+	return a.member, a.assignmentEpoch, ok
 }
 
 // Unassign removes a group's assignment of this partition (the revocation

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -25,7 +26,7 @@ func TestOrderedEffectsBecomeDurableLater(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := NewOwner(OwnerConfig{Topic: st.ID, Log: st.Partitions[0], Meta: store.meta})
+		o, err := owner.NewOwner(owner.OwnerConfig{Topic: st.ID, Log: st.Partitions[0], Meta: store.meta})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,8 +60,8 @@ func TestOrderedEffectsBecomeDurableLater(t *testing.T) {
 		}
 
 		// A commit: ordered at once, durable at the sync.
-		c := Consumer{Name: "c"}
-		res, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromNext})
+		c := owner.Consumer{Name: "c"}
+		res, err := o.Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromNext})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestOrderedEffectsBecomeDurableLater(t *testing.T) {
 		store.meta.mu.Lock()
 		store.meta.syncGate = func(ctx context.Context) error { <-gate; return nil }
 		store.meta.mu.Unlock()
-		d, err := o.OrderCommit(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: 2})
+		d, err := o.OrderCommit(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func TestOrderedEffectsBecomeDurableLater(t *testing.T) {
 			t.Fatalf("the owner's next step does not see the ordered commit: %+v %v", p, err)
 		}
 		// Ordered after it: a commit at or past it, not below.
-		if _, err := o.OrderCommit(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: 1}); err == nil {
+		if _, err := o.OrderCommit(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: 1}); err == nil {
 			t.Fatal("a commit below an ordered one was accepted")
 		}
 		committed := make(chan error, 1)
@@ -115,7 +116,7 @@ func TestEngineLogStateFollowsChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewEngineLog(p)
+	l := owner.NewEngineLog(p)
 	if st := l.State(); st.HighWatermark != 0 || st.History != 1 {
 		t.Fatalf("new partition: %+v", st)
 	}

@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -527,7 +527,7 @@ func renderState(p PartitionState) string {
 // newBackend, each file in its own synctest bubble (time is fake; a
 // suspended or parked poll is observed with synctest.Wait, never a sleep).
 func runScenarios(t *testing.T, newBackend func(t testing.TB) scenarioBackend, skip func(path string) bool) {
-	datadriven.Walk(t, "testdata/owner", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if skip != nil && skip(path) {
 			t.Skip("the backend cannot reproduce this scenario")
 		}

@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -204,6 +204,6 @@ func producerKey(id fence.ProducerID) []byte {
 	return k
 }
 
-// errNoProducers is returned when an idempotent batch reaches an owner
+// ErrNoProducers is returned when an idempotent batch reaches an owner
 // that was built without a producer registry.
-var errNoProducers = errors.New("node: idempotent batch, but the owner has no producer registry")
+var ErrNoProducers = errors.New("node: idempotent batch, but the owner has no producer registry")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -29,19 +30,19 @@ type counter struct {
 	group string
 }
 
-func (c *counter) who() Consumer {
+func (c *counter) who() owner.Consumer {
 	g := c.group
 	if g == "" {
 		g = "g"
 	}
-	return Consumer{Name: g, Member: c.member, MemberEpoch: c.epoch}
+	return owner.Consumer{Name: g, Member: c.member, MemberEpoch: c.epoch}
 }
 
-func (c *counter) owner() *Owner { return c.w.topics.topic("t").owners[c.part] }
+func (c *counter) owner() *owner.Owner { return c.w.topics.topic("t").owners[c.part] }
 
 // load takes over the partition: it loads the state and the offset it
 // corresponds to, and resumes there.
-func (c *counter) load() StateSnapshot {
+func (c *counter) load() owner.StateSnapshot {
 	c.t.Helper()
 	snap, err := c.owner().LoadState(context.Background(), c.who(), nil)
 	if err != nil {
@@ -63,8 +64,8 @@ func (c *counter) load() StateSnapshot {
 func (c *counter) process(until uint64) {
 	c.t.Helper()
 	for c.next < until {
-		r, err := c.owner().Poll(context.Background(), PollRequest{
-			Consumer: c.who(), From: FromOffset, Offset: c.next, MaxMessages: int(until - c.next),
+		r, err := c.owner().Poll(context.Background(), owner.PollRequest{
+			Consumer: c.who(), From: owner.FromOffset, Offset: c.next, MaxMessages: int(until - c.next),
 		})
 		if err != nil {
 			c.t.Fatalf("%s polls at %d: %v", c.member, c.next, err)
@@ -79,18 +80,18 @@ func (c *counter) process(until uint64) {
 // commit commits the offset reached with the counts changed since the
 // state loaded (here: every count, as puts).
 func (c *counter) commit() error {
-	changes := make([]StateChange, 0, len(c.counts))
+	changes := make([]owner.StateChange, 0, len(c.counts))
 	for _, k := range sortedKeys(c.counts) {
-		changes = append(changes, StateChange{Key: []byte(k), Value: []byte(strconv.Itoa(c.counts[k]))})
+		changes = append(changes, owner.StateChange{Key: []byte(k), Value: []byte(strconv.Itoa(c.counts[k]))})
 	}
-	return c.owner().CommitState(context.Background(), CommitRequest{Consumer: c.who(), Token: c.tok, Offset: c.next}, changes)
+	return c.owner().CommitState(context.Background(), owner.CommitRequest{Consumer: c.who(), Token: c.tok, Offset: c.next}, changes)
 }
 
 // stored returns the group's stored state and offset, as an administrator
 // sees them.
-func stored(t *testing.T, o *Owner) (map[string]string, uint64) {
+func stored(t *testing.T, o *owner.Owner) (map[string]string, uint64) {
 	t.Helper()
-	snap, err := o.InspectState(context.Background(), "g", StateQuery{})
+	snap, err := o.InspectState(context.Background(), "g", owner.StateQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func fold(keys []string) map[string]string {
 	return out
 }
 
-func entriesOf(s StateSnapshot) map[string]string {
+func entriesOf(s owner.StateSnapshot) map[string]string {
 	m := map[string]string{}
 	for _, e := range s.Entries {
 		m[string(e.Key)] = string(e.Value)

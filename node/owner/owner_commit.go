@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -75,12 +75,10 @@ func (o *Owner) orderCommit(ctx context.Context, req CommitRequest, reset bool, 
 	h := o.holder(req.Consumer)
 	var err error
 	if reset {
-		if !o.skipFence {
-			err = fence.CheckReset(p, h, req.Token, req.Offset)
-		}
+		err = fence.CheckReset(p, h, req.Token, req.Offset)
 	} else {
 		var floor uint64
-		if floor, err = o.committedFloor(p, pr); err == nil && !o.skipFence {
+		if floor, err = o.committedFloor(p, pr); err == nil {
 			err = fence.CheckCommit(p, h, req.Token, req.Offset, floor)
 		}
 	}

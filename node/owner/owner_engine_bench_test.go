@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -64,79 +64,69 @@ func benchEngineOwnerOn(b *testing.B, fs vfs.FS, dir string, d engine.Durability
 
 func BenchmarkOwnerEnginePoll(b *testing.B) {
 	ctx := context.Background()
-	fenceModes(b, func(b *testing.B, skip bool) {
-		o := benchEngineOwner(b, engine.DurabilityNone)
-		o.skipFence = skip
-		if _, err := o.Produce(ctx, benchBatch(b, 100, 1024)); err != nil {
+	o := benchEngineOwner(b, engine.DurabilityNone)
+	if _, err := o.Produce(ctx, benchBatch(b, 100, 1024)); err != nil {
+		b.Fatal(err)
+	}
+	req := PollRequest{Consumer: Consumer{Name: "c"}, From: FromFirst}
+	b.ReportAllocs()
+	cpuLoop(b, func() {
+		if _, err := o.Poll(ctx, req); err != nil {
 			b.Fatal(err)
 		}
-		req := PollRequest{Consumer: Consumer{Name: "c"}, From: FromFirst}
-		b.ReportAllocs()
-		cpuLoop(b, func() {
-			if _, err := o.Poll(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		})
 	})
 }
 
 func BenchmarkOwnerEnginePollDeliveryCommit(b *testing.B) {
 	ctx := context.Background()
-	fenceModes(b, func(b *testing.B, skip bool) {
-		o := benchEngineOwner(b, engine.DurabilityNone)
-		o.skipFence = skip
-		batch := benchBatch(b, 10, 100)
-		c := Consumer{Name: "c"}
-		req := PollRequest{Consumer: c, From: FromNext, AutoCommit: AutoCommitOnDelivery}
-		b.ReportAllocs()
-		for b.Loop() {
-			b.StopTimer()
-			if _, err := o.Produce(ctx, append([]byte(nil), batch...)); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-			if _, err := o.Poll(ctx, req); err != nil {
-				b.Fatal(err)
-			}
+	o := benchEngineOwner(b, engine.DurabilityNone)
+	batch := benchBatch(b, 10, 100)
+	c := Consumer{Name: "c"}
+	req := PollRequest{Consumer: c, From: FromNext, AutoCommit: AutoCommitOnDelivery}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := o.Produce(ctx, append([]byte(nil), batch...)); err != nil {
+			b.Fatal(err)
 		}
-	})
+		b.StartTimer()
+		if _, err := o.Poll(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func BenchmarkOwnerEngineCommit(b *testing.B) {
 	ctx := context.Background()
-	fenceModes(b, func(b *testing.B, skip bool) {
-		o := benchEngineOwner(b, engine.DurabilityNone)
-		o.skipFence = skip
-		if _, err := o.Produce(ctx, benchBatch(b, 100, 16)); err != nil {
+	o := benchEngineOwner(b, engine.DurabilityNone)
+	if _, err := o.Produce(ctx, benchBatch(b, 100, 16)); err != nil {
+		b.Fatal(err)
+	}
+	c := Consumer{Name: "c"}
+	r, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	cpuLoop(b, func() {
+		if err := o.Commit(ctx, CommitRequest{Consumer: c, Token: r.Token, Offset: 100}); err != nil {
 			b.Fatal(err)
 		}
-		c := Consumer{Name: "c"}
-		r, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		cpuLoop(b, func() {
-			if err := o.Commit(ctx, CommitRequest{Consumer: c, Token: r.Token, Offset: 100}); err != nil {
-				b.Fatal(err)
-			}
-		})
 	})
 }
 
 // BenchmarkOwnerEngineProduce appends batches of 100 records of 1 KiB
 // under durability none, to files in a temporary directory (the page
 // cache): idempotence=off sends batches without a producer; on sends them
-// as an idempotent producer (fenced by the owner, tracked by the engine);
-// on-unfenced sends the same batches with the owner's checks off, which
-// isolates what the fence check itself costs. Every variant copies the
-// batch and rewrites its sequence and CRC.
+// as an idempotent producer (fenced by the owner, tracked by the engine).
+// What the fence check itself costs is measured in package fence
+// (BenchmarkCheckProduce). Every variant copies the batch and rewrites its
+// sequence and CRC.
 func BenchmarkOwnerEngineProduce(b *testing.B) {
 	ctx := context.Background()
-	for _, mode := range []string{"on", "off", "on-unfenced"} {
+	for _, mode := range []string{"on", "off"} {
 		b.Run("idempotence="+mode, func(b *testing.B) {
 			o := benchEngineOwnerOn(b, vfs.Default, b.TempDir(), engine.DurabilityNone)
-			o.skipFence = mode == "on-unfenced"
 			var bb wire.BatchBuilder
 			v := make([]byte, 1024)
 			for range 100 {

@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -137,3 +137,10 @@ type assignment struct {
 	member          string
 	assignmentEpoch fence.MemberEpoch
 }
+
+// GroupBookmarkKey is the bookmark under which a partition's owner keeps
+// a group's committed offset (the owner's progress key of a group).
+func GroupBookmarkKey(group string) string { return "g/" + group }
+
+// consumerBookmarkKey is the key of a named consumer's bookmark.
+func consumerBookmarkKey(name string) string { return "c/" + name }

@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -249,44 +249,5 @@ func TestTokenOfRecreatedTopic(t *testing.T) {
 	got, err := renewed.Poll(ctx, PollRequest{Consumer: c, From: FromNext})
 	if err != nil || got.Token.From != 0 || got.Next != 3 {
 		t.Fatalf("the new topic starts empty for the consumer: %+v %v", got, err)
-	}
-}
-
-// Fencing adds no allocation to the poll, commit and produce paths.
-//
-// covers: G17
-func TestOwnerFencingAddsNoAllocations(t *testing.T) {
-	ctx := context.Background()
-	for _, skip := range []bool{false, true} {
-		m := newMemMeta()
-		o := newTestOwner(t, scenarioTopic, m, newMemLog(m, "t/0"))
-		o.skipFence = skip
-		if _, err := o.Produce(ctx, testBatch(t, "a")); err != nil {
-			t.Fatal(err)
-		}
-		c := Consumer{Name: "c"}
-		var tok fence.Token
-		pollAllocs := testing.AllocsPerRun(200, func() {
-			r, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tok = r.Token
-		})
-		commitAllocs := testing.AllocsPerRun(200, func() {
-			if err := o.Commit(ctx, CommitRequest{Consumer: c, Token: tok, Offset: 1}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		t.Logf("skipFence=%v: poll %v allocs, commit %v allocs", skip, pollAllocs, commitAllocs)
-		if skip {
-			continue
-		}
-		o.skipFence = true
-		pollOff := testing.AllocsPerRun(200, func() { _, _ = o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst}) })
-		commitOff := testing.AllocsPerRun(200, func() { _ = o.Commit(ctx, CommitRequest{Consumer: c, Token: tok, Offset: 1}) })
-		if pollAllocs != pollOff || commitAllocs != commitOff {
-			t.Errorf("fencing adds allocations: poll %v vs %v, commit %v vs %v", pollAllocs, pollOff, commitAllocs, commitOff)
-		}
 	}
 }

@@ -1,11 +1,4 @@
-// Package node wires Ledge together: the partition owners, the registries
-// of producers and consumer sessions, and (later) the group coordinator.
-//
-// The partition owner (Owner) is the single place where a partition's
-// history and its consumers' progress change. It hands package fence the
-// facts and applies fence's decisions; it orders effects under its lock and
-// waits for their durability outside it. See docs/FENCING.md.
-package node
+package owner
 
 import (
 	"context"
@@ -55,10 +48,6 @@ type Owner struct {
 	// RetentionHold.
 	retentionFloor func() (uint64, bool)
 	hold           retentionHold
-
-	// skipFence turns every fence check off, for benchmarks that measure
-	// what fencing costs. Never set outside tests.
-	skipFence bool
 
 	// appendMu orders appends: a batch's producer check and its append are
 	// one step, and no other append comes between them. It is not mu, so
@@ -153,13 +142,18 @@ func (o *Owner) holder(c Consumer) fence.Holder {
 	return fence.Holder{Kind: fence.HolderAnonymous}
 }
 
+// CheckToken reports whether the owner would accept tok from c now: nil,
+// or the fence error a step with it would be refused with.
+func (o *Owner) CheckToken(c Consumer, tok fence.Token) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return fence.CheckCurrent(o.facts(), o.holder(c), tok)
+}
+
 // checkRequester checks the identity a request claims before new work is
 // created for it: the session it attached with, or the member epoch it
 // states. Called with o.mu held.
 func (o *Owner) checkRequester(c Consumer, h fence.Holder) error {
-	if o.skipFence {
-		return nil
-	}
 	switch h.Kind {
 	case fence.HolderConsumer:
 		return fence.CheckSession(h.Session, c.Session)
@@ -179,7 +173,7 @@ func (o *Owner) progressOf(c Consumer) *progress {
 	case fence.HolderConsumer:
 		m, key = o.consumers, consumerBookmarkKey
 	case fence.HolderMember:
-		m, key = o.groups, groupBookmarkKey
+		m, key = o.groups, GroupBookmarkKey
 	default:
 		return nil
 	}
@@ -274,6 +268,44 @@ func (d Durable) Wait(ctx context.Context) error {
 	}
 	return nil
 }
+
+// LogDurable is the durability of the records of log up to off: what a
+// reply deferred to the log waits for.
+func LogDurable(log PartitionLog, off uint64) Durable { return Durable{log: log, off: off} }
+
+// LogOnly returns the log and offset d waits for when d has no metadata
+// to sync; ok is false otherwise.
+func (d Durable) LogOnly() (log PartitionLog, off uint64, ok bool) {
+	return d.log, d.off, d.meta == nil
+}
+
+// Now reports whether d is durable already, without waiting. Only a log
+// is asked (a probe must not start a metadata sync): an effect with
+// metadata is reported as not durable yet.
+func (d Durable) Now() bool {
+	if d.meta != nil {
+		return false
+	}
+	if d.log == nil {
+		return true
+	}
+	return d.log.WaitDurable(endedContext, d.off) == nil
+}
+
+// endedContext is a context that has ended: a wait given it only reports
+// what holds already. One for all, as an ended context never changes.
+var endedContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// Lineage returns how each history epoch of the partition began, in
+// epoch order, ending with the current one.
+func (o *Owner) Lineage() []fence.HistoryTransition { return o.log.Lineage() }
+
+// Index returns the partition's index in its topic.
+func (o *Owner) Index() uint32 { return o.index }
 
 func produceRequest(h wire.BatchHeader) fence.ProduceRequest {
 	return fence.ProduceRequest{

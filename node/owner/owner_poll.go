@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -231,10 +231,8 @@ func (o *Owner) plan(req PollRequest, parked *fence.Token) (pendingPoll, error) 
 	h := o.holder(req.Consumer)
 	var tok fence.Token
 	if parked != nil {
-		if !o.skipFence {
-			if err := fence.CheckCurrent(p, h, *parked); err != nil {
-				return pendingPoll{}, err
-			}
+		if err := fence.CheckCurrent(p, h, *parked); err != nil {
+			return pendingPoll{}, err
 		}
 		tok = *parked
 	} else {
@@ -281,12 +279,10 @@ func (o *Owner) applyQueuedCommit(p fence.Partition, h fence.Holder, pr *progres
 	if err != nil {
 		return err
 	}
-	advance := pr.delivered.Next > floor
-	if !o.skipFence {
-		if advance, err = fence.CheckAutoCommit(p, h, pr.delivered, floor); err != nil {
-			pr.delivered = fence.Token{}
-			return nil
-		}
+	advance, err := fence.CheckAutoCommit(p, h, pr.delivered, floor)
+	if err != nil {
+		pr.delivered = fence.Token{}
+		return nil
 	}
 	if advance {
 		// Not waited for: losing it in a crash re-delivers one poll's worth,
@@ -324,7 +320,7 @@ func (o *Owner) position(p fence.Partition, h fence.Holder, pr *progress, req Po
 // the reset policy. Called with o.mu held.
 func (o *Owner) nextPosition(p fence.Partition, h fence.Holder, pr *progress, reset ResetPolicy) (uint64, error) {
 	if !pr.delivered.IsZero() {
-		if o.skipFence || fence.CheckCurrent(p, h, pr.delivered) == nil {
+		if fence.CheckCurrent(p, h, pr.delivered) == nil {
 			if pr.delivered.Next >= p.LogStart {
 				return pr.delivered.Next, nil
 			}
@@ -365,18 +361,16 @@ func (o *Owner) complete(ctx context.Context, req PollRequest, tok fence.Token, 
 	p := o.facts()
 	h := o.holder(req.Consumer)
 	t := tok.Through(res.Next)
-	if !o.skipFence {
-		if err := fence.CheckPollCompletion(p, h, t); err != nil {
-			o.mu.Unlock()
-			return PollResult{}, err
-		}
+	if err := fence.CheckPollCompletion(p, h, t); err != nil {
+		o.mu.Unlock()
+		return PollResult{}, err
 	}
 	pr := o.progressOf(req.Consumer)
 	var commit Durable
 	if pr != nil && req.AutoCommit == AutoCommitOnDelivery {
 		floor, err := o.committedFloor(p, pr)
-		advance := t.Next > floor
-		if err == nil && !o.skipFence {
+		var advance bool
+		if err == nil {
 			advance, err = fence.CheckAutoCommit(p, h, t, floor)
 		}
 		if err == nil && advance {

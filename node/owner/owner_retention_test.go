@@ -1,8 +1,7 @@
-package node
+package owner
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -163,49 +162,5 @@ func TestOwnerRetentionFloorEngine(t *testing.T) {
 	}
 	if h := o.RetentionHold(); h.Held || h.Times != 2 {
 		t.Fatalf("hold: %+v", h)
-	}
-}
-
-// TestNodeRetentionHoldIsLogged: the node says once when a floor starts
-// holding retention back and once when it stops, not at every
-// enforcement.
-func TestNodeRetentionHoldIsLogged(t *testing.T) {
-	l := newMemLog(newMemMeta(), "p0")
-	for i := 0; i < 4; i++ {
-		if _, _, err := l.Append(testBatch(t, "a", "b")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.retentionWant = 8
-	var floor testFloor
-	floor.move(0, true)
-	o, err := NewOwner(OwnerConfig{Log: l, Meta: newMemMeta(), RetentionFloor: floor.get})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	gone, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	n := &Node{
-		cfg:    Config{Now: func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }},
-		log:    slog.New(slog.NewTextHandler(&out, nil)),
-		topics: map[string]*topic{"t": {name: "t", owners: []*Owner{o}, logs: []PartitionLog{l}, gone: gone, delete: cancel}},
-	}
-	n.EnforceRetention()
-	n.EnforceRetention()
-	if got := strings.Count(out.String(), "retention held back"); got != 1 {
-		t.Fatalf("%d lines say retention is held back, want 1:\n%s", got, out.String())
-	}
-	if h := o.RetentionHold(); !h.Held || h.Times != 2 {
-		t.Fatalf("hold %+v", h)
-	}
-	floor.move(8, true)
-	n.EnforceRetention()
-	n.EnforceRetention()
-	if got := strings.Count(out.String(), "no longer held back"); got != 1 {
-		t.Fatalf("%d lines say retention resumed, want 1:\n%s", got, out.String())
-	}
-	if st := o.State(); st.LogStart != 8 {
-		t.Fatalf("log start %d after the floor rose, want 8", st.LogStart)
 	}
 }

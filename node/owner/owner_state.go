@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"bytes"
@@ -204,7 +204,7 @@ func (o *Owner) loadState(ctx context.Context, c Consumer, q StateQuery, checked
 	} else if pr = o.groups[c.Name]; pr == nil {
 		// Not created for an inspection: the owner keeps progress only
 		// for groups that polled or committed here.
-		pr = &progress{key: groupBookmarkKey(c.Name)}
+		pr = &progress{key: GroupBookmarkKey(c.Name)}
 	}
 	snap := StateSnapshot{State: p}
 	res, ok, err := o.resolveCommitted(p, pr)
@@ -286,7 +286,7 @@ func (o *Owner) DeleteConsumer(ctx context.Context, name string) (Durable, error
 	if err := o.refuseClosed(); err != nil {
 		return Durable{}, err
 	}
-	t, err := o.log.DeleteConsumer(groupBookmarkKey(name))
+	t, err := o.log.DeleteConsumer(GroupBookmarkKey(name))
 	if err != nil {
 		return Durable{}, err
 	}

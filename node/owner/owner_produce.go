@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -85,9 +85,9 @@ func (o *Owner) OrderProduceOwned(ctx context.Context, batch []byte, release fun
 	if err := ctx.Err(); err != nil {
 		return ProduceResult{}, Durable{}, err
 	}
-	if r.Producer != 0 && !o.skipFence {
+	if r.Producer != 0 {
 		if o.producers == nil {
-			return ProduceResult{}, Durable{}, errNoProducers
+			return ProduceResult{}, Durable{}, ErrNoProducers
 		}
 		// Checked and appended in one step: no other batch of this
 		// partition comes between the check and the append.

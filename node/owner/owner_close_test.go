@@ -1,4 +1,4 @@
-package node
+package owner
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // Closing an owner wakes its parked polls with a retryable shutting-down
@@ -50,9 +48,6 @@ func TestOwnerCloseFailsParkedPollsAndDropsQueuedCommits(t *testing.T) {
 		}
 		if out := <-many; !errors.Is(out[0].Err, ErrOwnerClosed) {
 			t.Fatalf("parked multi-partition poll at close: %+v", out[0])
-		}
-		if s, _ := StatusOf(ErrOwnerClosed); s != wire.StatusShuttingDown || s.RetryClass() != wire.ClassRetry {
-			t.Fatalf("ErrOwnerClosed is %s (%s), want shutting down (retry)", s, s.RetryClass())
 		}
 
 		// Every later step is refused, and changes nothing.
@@ -152,9 +147,6 @@ func TestOwnerCloseDeletedFailsPendingWorkAsTopicDeleted(t *testing.T) {
 		}
 		if err := o.Commit(ctx, CommitRequest{Consumer: c, Token: first.Token, Offset: 1}); !errors.Is(err, ErrTopicDeleted) {
 			t.Fatalf("late commit on a deleted topic: %v, want ErrTopicDeleted", err)
-		}
-		if s, _ := StatusOf(ErrTopicDeleted); s.RetryClass() == wire.ClassRetry {
-			t.Fatalf("topic deleted maps to %s, a retryable status", s)
 		}
 	})
 }

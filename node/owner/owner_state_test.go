@@ -1,11 +1,10 @@
-package node
+package owner
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -322,26 +321,27 @@ func TestStateAcrossPurge(t *testing.T) {
 // covers: G54
 func TestDeleteConsumerState(t *testing.T) {
 	ctx := context.Background()
-	w := newGroupWorld(t)
-	w.createTopic("t", 1)
-	w.produce("t", 0, "x", "y")
+	m := newMemMeta()
+	l := newMemLog(m, "t/0")
+	o, err := NewOwner(OwnerConfig{Topic: scenarioTopic, Log: l, Meta: m, Members: staticMembers{"g/m": 1, "h/m": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Produce(ctx, testBatch(t, "x", "y")); err != nil {
+		t.Fatal(err)
+	}
 	for _, g := range []string{"g", "h"} {
-		ma, err := w.groups.Join(ctx, JoinRequest{Group: g, Member: "m", Topics: []string{"t"}})
+		o.Assign(g, "m", 1)
+		c := Consumer{Name: g, Member: "m", MemberEpoch: 1}
+		res, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromOffset, Offset: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &counter{t: t, w: w, member: "m", epoch: fence.MemberEpoch(ma.MemberEpoch)}
-		c.group = g
-		c.load()
-		c.process(2)
-		if err := c.commit(); err != nil {
+		if err := o.CommitState(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: res.Next}, []StateChange{sput("x", "1"), sput("y", "1")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	o := w.topics.topic("t").owners[0]
-	if err := w.groups.Leave(ctx, "g", "m", 0); err != nil {
-		t.Fatal(err)
-	}
+	o.Unassign("g")
 	d, err := o.DeleteConsumer(ctx, "g")
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +357,7 @@ func TestDeleteConsumerState(t *testing.T) {
 		t.Fatal("the owner kept the deleted group's progress")
 	}
 	hs, err := o.InspectState(ctx, "h", StateQuery{})
-	if err != nil || !maps.Equal(entriesOf(hs), fold([]string{"x", "y"})) || hs.Committed.Offset != 2 {
+	if err != nil || stateText(hs) != "2@1 x=1 y=1" || hs.Committed.Offset != 2 {
 		t.Fatalf("other group: %s, %v", stateText(hs), err)
 	}
 	if _, ok := o.groups[""]; ok {

@@ -1,0 +1,25 @@
+package owner
+
+import (
+	"errors"
+
+	"github.com/ledgemq/ledge/transport/wire"
+)
+
+// Errors of an owner's steps that package node maps to wire statuses as
+// its own (node.StatusOf); the comment says what a client does next.
+var (
+	// ErrTopicDeleted: the topic was deleted while the request was in
+	// flight (give up; a topic created later under the name is another
+	// topic).
+	ErrTopicDeleted = errors.New("node: topic deleted")
+	// ErrShuttingDown: the node is draining (retry on a new connection).
+	ErrShuttingDown = errors.New("node: shutting down")
+	// ErrInvalidArgument: a request value is out of range (give up).
+	ErrInvalidArgument = errors.New("node: invalid argument")
+)
+
+// invalidArgument is a request value the owner refuses.
+func invalidArgument(msg string) error {
+	return &wire.Error{Status: wire.StatusInvalidArgument, Message: msg}
+}
