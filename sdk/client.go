@@ -158,7 +158,7 @@ func (c *Client) liveSession() (*session, error) {
 func (c *Client) dial(ctx context.Context) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
 	defer cancel()
-	conn, err := quic.Dial(ctx, c.addr, c.tls, quic.ClientConfig{})
+	conn, err := quic.Dial(ctx, c.addr, c.tls, quic.ClientConfig{Transport: c.cfg.transport})
 	if err != nil {
 		return nil, transportError("dial", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"log/slog"
 	"time"
+
+	"github.com/ledgemq/ledge/transport/quic"
 )
 
 // Client defaults.
@@ -39,6 +41,7 @@ type clientConfig struct {
 	dialTimeout    time.Duration
 	requestTimeout time.Duration
 	logger         *slog.Logger
+	transport      *quic.Transport // nil: a socket per connection
 }
 
 func defaultClientConfig() clientConfig {

@@ -111,8 +111,16 @@ const (
 	maxDialAttempts  = 4
 )
 
-// dialOnce is one attempt of Dial, on a socket of its own.
+// dialOnce is one attempt of Dial, on the shared socket of
+// cfg.Transport, or on a socket of its own.
 func dialOnce(ctx context.Context, raddr *net.UDPAddr, tlsConf *tls.Config, cfg ClientConfig) (*ClientConn, error) {
+	if t := cfg.Transport; t != nil {
+		qc, err := t.qt.Dial(ctx, raddr, tlsConf, cfg.quicConfig())
+		if err != nil {
+			return nil, mapError(err)
+		}
+		return &ClientConn{qc: qc, cfg: cfg}, nil
+	}
 	// A socket of the connection's own, as quic.DialAddr would make, read
 	// through yieldingConn.
 	sock, err := listenUDP(&net.UDPAddr{IP: net.IPv4zero})

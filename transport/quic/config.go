@@ -255,6 +255,10 @@ type ClientConfig struct {
 	HandshakeTimeout time.Duration
 	// Framing tells where frames end. Default [WireFraming].
 	Framing Framing
+	// Transport, when set, is the socket the connection shares with
+	// others (see [Transport]). Default nil: a socket of its own, closed
+	// with the connection.
+	Transport *Transport
 }
 
 func (c ClientConfig) withDefaults() (ClientConfig, error) {
