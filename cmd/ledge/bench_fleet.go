@@ -26,6 +26,7 @@ type fleetFlags struct {
 	cmdRate       float64
 	warmup        time.Duration
 	dialers       int
+	perSocket     int
 }
 
 func newBenchFleetCommand(cf *clientFlags, f *benchFlags) *cobra.Command {
@@ -60,6 +61,7 @@ or off (every device dials from this machine's one address). Without
 	fs.Float64Var(&ff.cmdRate, "cmd-rate", 10, "commands a second across the fleet")
 	fs.DurationVar(&ff.warmup, "warmup", 2*time.Second, "producing before the measured phase")
 	fs.IntVar(&ff.dialers, "dialers", 32, "connections set up at once")
+	fs.IntVar(&ff.perSocket, "devices-per-socket", fleetload.DefaultDevicesPerSocket, "devices whose connections share one UDP socket of this process (0: a socket per device)")
 	return cmd
 }
 
@@ -102,6 +104,11 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 		return err
 	}
 	defer cleanup()
+	sys.DevicesPerSocket = ff.perSocket
+	if ff.perSocket <= 0 {
+		sys.DevicesPerSocket = -1
+	}
+	defer sys.Close()
 	tc, err := (&topicCreateFlags{partitions: 1, durability: f.durability, compression: "none", timestamps: "producer", retentionAge: "0", retentionBytes: "0", segmentBytes: "0", segmentAge: "0", maxBatchBytes: "0"}).config()
 	if err != nil {
 		return err

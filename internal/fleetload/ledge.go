@@ -2,6 +2,7 @@ package fleetload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -35,10 +36,19 @@ type Ledge struct {
 	Options []sdk.Option
 	// Durability of the fleet's topics.
 	Durability sdk.Durability
+	// DevicesPerSocket is how many devices' connections share one UDP
+	// socket (sdk.Transport), as a gateway relaying for them would. 0:
+	// DefaultDevicesPerSocket; negative: a socket per device.
+	DevicesPerSocket int
 
-	p      Params
-	tokens []string
+	p       Params
+	tokens  []string
+	sockets []*sdk.Transport
 }
+
+// DefaultDevicesPerSocket: 10,000 devices share 20 sockets, and 20
+// goroutines read them, where a socket per device had 10,000 of each.
+const DefaultDevicesPerSocket = 500
 
 // Prepare creates the topics and one token per device.
 func (l *Ledge) Prepare(ctx context.Context, p Params) error {
@@ -73,6 +83,19 @@ func (l *Ledge) Prepare(ctx context.Context, p Params) error {
 	if err, _ := firstErr.Load().(error); err != nil {
 		return fmt.Errorf("create device tokens: %w", err)
 	}
+	per := l.DevicesPerSocket
+	if per == 0 {
+		per = DefaultDevicesPerSocket
+	}
+	if per > 0 {
+		for range (p.Devices + per - 1) / per {
+			t, err := sdk.NewTransport()
+			if err != nil {
+				return err
+			}
+			l.sockets = append(l.sockets, t)
+		}
+	}
 	return nil
 }
 
@@ -80,6 +103,9 @@ func (l *Ledge) Prepare(ctx context.Context, p Params) error {
 // command consumer.
 func (l *Ledge) Device(ctx context.Context, i int) (Device, error) {
 	opts := append(append([]sdk.Option(nil), l.Options...), sdk.WithToken(l.tokens[i]))
+	if len(l.sockets) > 0 {
+		opts = append(opts, sdk.WithTransport(l.sockets[i%len(l.sockets)]))
+	}
 	c, err := sdk.Dial(ctx, l.Addr, opts...)
 	if err != nil {
 		return nil, err
@@ -118,8 +144,16 @@ func (l *Ledge) Controller(ctx context.Context) (Controller, error) {
 	return &ledgeController{prod: prod, parts: l.p.CmdPartitions}, nil
 }
 
-// Close does nothing: the admin client is the caller's.
-func (l *Ledge) Close() error { return nil }
+// Close closes the devices' shared sockets (call it once the devices are
+// closed); the admin client is the caller's.
+func (l *Ledge) Close() error {
+	var errs []error
+	for _, t := range l.sockets {
+		errs = append(errs, t.Close())
+	}
+	l.sockets = nil
+	return errors.Join(errs...)
+}
 
 type ledgeDevice struct {
 	c    *sdk.Client

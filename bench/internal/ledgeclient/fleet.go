@@ -2,6 +2,7 @@ package ledgeclient
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 
 	"github.com/ledgemq/ledge/bench/internal/loadgen"
@@ -26,4 +27,4 @@ func Fleet(ctx context.Context, t loadgen.Target) (fleetload.System, error) {
 // fleetSystem closes its admin client.
 type fleetSystem struct{ fleetload.Ledge }
 
-func (f *fleetSystem) Close() error { return f.Admin.Close() }
+func (f *fleetSystem) Close() error { return errors.Join(f.Ledge.Close(), f.Admin.Close()) }
