@@ -17,13 +17,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -46,122 +46,96 @@ func main() {
 	}
 }
 
+// run is the whole command: settle the settings, build and place the
+// servers, run the fleets and the cells, and write what they measured.
 func run() error {
-	quick := flag.Bool("quick", false, "smoke run of about a minute: one pair, short runs, small replay (proves the harness; too short to judge speed)")
-	pairs := flag.Int("pairs", 0, "interleaved pairs per cell (default 5, quick 1)")
-	out := flag.String("out", "", "results directory (default results/, quick: results/quick/)")
-	wls := flag.String("workloads", "all", "comma-separated workloads: "+strings.Join(workloadNames(), ",")+" (all of them), or "+FleetWorkload)
-	tiers := flag.String("tiers", "T0,T1", "durability tiers to run: T0 (page cache), T1 (fsync)")
-	systems := flag.String("systems", "ledge,nats-tls,nats", "systems to run; ledge must be one of them for ratios")
-	useWAN := flag.Bool("wan", false, "also run a bounded WAN-like comparison (network namespace, 50 ms RTT, 1% loss); skipped with a message where unavailable")
-	pin := flag.Bool("pin", true, "pin the servers and the load generator to separate CPUs where the machine allows")
-	workDir := flag.String("workdir", "", "where data directories go (default a new directory under $TMPDIR); must be on a real disk for T1 to mean anything")
-	keep := flag.Bool("keep", false, "keep the data directories")
-	duration := flag.Duration("duration", 0, "measured time per run (default 5s, quick 400ms)")
-	warmup := flag.Duration("warmup", 0, "unrecorded warm-up per run (default 1s, quick 150ms)")
-	replayBytes := flag.Int64("replay-bytes", 0, "bytes to replay (default 1 GiB, quick 32 MiB)")
-	ledgeBin := flag.String("ledge-bin", "", "use this ledge binary instead of building ../cmd/ledge")
-	natsdBin := flag.String("natsd-bin", "", "use this natsd binary instead of building ./cmd/natsd")
-	profileDir := flag.String("profile-ledge", "", "write a CPU profile of the Ledge node per run into this directory (ledge serve --cpuprofile)")
-	ledgeprofBin := flag.String("ledgeprof-bin", "", "with --profile-ledge: run the node under this bench/cmd/ledgeprof binary (for a --ledge-bin older than serve --cpuprofile)")
-	loadProfile := flag.String("profile-loadgen", "", "write a CPU profile of the load generator (the SDK or nats.go client side) per run, over its measured phase, into this directory")
-	wanTCPCC := flag.String("wan-tcp-cc", wan.DefaultTCPCongestion, "TCP congestion control over the WAN link, at both ends (quic-go implements only Cubic; \"system\" keeps the kernel's default, which may be BBR)")
-	loopback := flag.Bool("loopback", true, "run the loopback comparison (--loopback=false --wan runs the WAN-like part alone)")
-	render := flag.String("render", "", "only rewrite the markdown and charts of --out from this results.json (no run)")
-	flag.Parse()
-	if *render != "" {
-		return rerender(*render, *out)
+	o := parseFlags()
+	if o.render != "" {
+		return rerender(o.render, o.out)
 	}
-
-	s := defaultSettings(*quick)
-	if *pairs > 0 {
-		s.pairs = *pairs
-	}
-	if *duration > 0 {
-		s.duration = *duration
-	}
-	if *warmup > 0 {
-		s.warmup = *warmup
-	}
-	if *replayBytes > 0 {
-		s.replayBytes = *replayBytes
-	}
-	s.wan = *useWAN
-	s.wanTCPCC = *wanTCPCC
-	if s.wanTCPCC == "system" {
-		s.wanTCPCC = ""
-	}
-	wlList, withFleet := splitFleet(*wls)
-	var ws []workload
-	var err error
-	if wlList != "none" {
-		if ws, err = selectWorkloads(wlList); err != nil {
-			return err
-		}
-	}
-	if s.tiers, err = parseTiers(*tiers); err != nil {
-		return err
-	}
-	if s.systems, err = parseSystems(*systems); err != nil {
-		return err
-	}
-	if *out == "" {
-		*out = "results"
-		if *quick {
-			*out = filepath.Join("results", "quick")
-		}
-	}
-
-	benchRoot, err := findBenchRoot()
+	s, ws, withFleet, err := o.settings()
 	if err != nil {
 		return err
 	}
-	repoRoot := filepath.Dir(benchRoot)
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if *workDir == "" {
-		if *workDir, err = os.MkdirTemp("", "ledge-bench-*"); err != nil {
-			return err
-		}
-		if !*keep {
-			defer os.RemoveAll(*workDir)
-		}
-	} else if err := os.MkdirAll(*workDir, 0o755); err != nil {
-		return err
-	}
-	// Servers run in their data directories: every path must be absolute.
-	if *workDir, err = filepath.Abs(*workDir); err != nil {
-		return err
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	fmt.Printf("building the servers (go build ../cmd/ledge, ./cmd/natsd)...\n")
-	bins, err := server.Build(ctx, repoRoot, benchRoot, filepath.Join(*workDir, "bin"), *ledgeBin, *natsdBin)
+	h, repoRoot, cleanup, err := newHarness(ctx, o, s)
 	if err != nil {
 		return err
 	}
+	defer cleanup()
+	if withFleet {
+		if err := h.runFleets(ctx, o.out); err != nil || len(ws) == 0 {
+			return err
+		}
+	}
 
-	if *loadProfile != "" {
-		if err := os.MkdirAll(*loadProfile, 0o755); err != nil {
-			return err
+	rep := &report.Report{Started: time.Now(), Params: reportParams(s), Env: environment(repoRoot, h.workDir, h.bins, h.layout)}
+	printHeader(rep)
+	if o.loopback {
+		h.runLoopback(ctx, rep, ws, o.out)
+	}
+	if s.wan && ctx.Err() == nil {
+		h.runWAN(ctx, rep, ws)
+	} else if !s.wan {
+		rep.WAN = ""
+	}
+	rep.Env.LoadAvgEnd = sysstat.LoadAverage()
+	if err := finish(rep, o.out, true); err != nil {
+		return err
+	}
+	h.printOutcome(rep, o.out)
+	return runErrors(ctx, rep)
+}
+
+// newHarness makes the directories, builds the servers, places the
+// load generator on its CPUs and returns the harness with the root of
+// the repository and what cleans up after the run.
+func newHarness(ctx context.Context, o options, s settings) (h *harness, repoRoot string, cleanup func(), err error) {
+	cleanups := []func(){}
+	cleanup = func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
 		}
 	}
-	if *profileDir != "" {
-		// ledge serve --cpuprofile profiles the node; ledgeprof only for
-		// a ledge binary older than that flag.
-		if *ledgeprofBin != "" {
-			if bins.LedgeProf, err = filepath.Abs(*ledgeprofBin); err != nil {
-				return err
-			}
+	defer func() {
+		if err != nil {
+			cleanup()
 		}
-		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
-			return err
-		}
+	}()
+	benchRoot, err := findBenchRoot()
+	if err != nil {
+		return nil, "", cleanup, err
 	}
-	layout := sysstat.PlanLayout(*pin)
+	repoRoot = filepath.Dir(benchRoot)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return nil, "", cleanup, err
+	}
+	workDir := o.workDir
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "ledge-bench-*"); err != nil {
+			return nil, "", cleanup, err
+		}
+		if !o.keep {
+			cleanups = append(cleanups, func() { os.RemoveAll(workDir) })
+		}
+	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, "", cleanup, err
+	}
+	// Servers run in their data directories: every path must be absolute.
+	if workDir, err = filepath.Abs(workDir); err != nil {
+		return nil, "", cleanup, err
+	}
+
+	fmt.Printf("building the servers (go build ../cmd/ledge, ./cmd/natsd)...\n")
+	bins, err := server.Build(ctx, repoRoot, benchRoot, filepath.Join(workDir, "bin"), o.ledgeBin, o.natsdBin)
+	if err != nil {
+		return nil, "", cleanup, err
+	}
+	if err := o.profileDirs(&bins); err != nil {
+		return nil, "", cleanup, err
+	}
+	layout := sysstat.PlanLayout(o.pin)
 	if layout.Pinned {
 		if err := sysstat.PinSelf(layout.Load); err != nil {
 			layout = sysstat.Layout{Server: layout.All(), Load: layout.All(), Note: "pinning the load generator failed: " + err.Error()}
@@ -170,24 +144,19 @@ func run() error {
 	// Server logs outlive the data directories, for a look after a failure.
 	logDir, err := os.MkdirTemp("", "ledge-bench-logs-*")
 	if err != nil {
-		return err
+		return nil, "", cleanup, err
 	}
-	h := &harness{s: s, bins: bins, layout: layout, workDir: *workDir, logDir: logDir,
-		keep: *keep, out: os.Stdout, live: map[*server.Proc]bool{}, profileDir: *profileDir, loadProfileDir: *loadProfile}
-	defer h.killAll()
-	if withFleet {
-		if err := h.runFleets(ctx, *out); err != nil || len(ws) == 0 {
-			return err
-		}
-	}
+	h = &harness{s: s, bins: bins, layout: layout, workDir: workDir, logDir: logDir,
+		keep: o.keep, out: os.Stdout, live: map[*server.Proc]bool{}, profileDir: o.profileDir, loadProfileDir: o.loadProfile}
+	cleanups = append(cleanups, h.killAll)
+	return h, repoRoot, cleanup, nil
+}
 
-	rep := &report.Report{Started: time.Now(), Params: reportParams(s), Env: environment(repoRoot, *workDir, bins, layout)}
-	printHeader(rep)
-
-	cells := plan(ws, s.tiers, "loopback", s.rates)
-	if !*loopback {
-		cells = nil
-	}
+// runLoopback runs the loopback cells pair after pair, the ceilings
+// measured again before each pair, and writes partial results after
+// every pair: an interrupted run still leaves what it measured.
+func (h *harness) runLoopback(ctx context.Context, rep *report.Report, ws []workload, out string) {
+	cells := plan(ws, h.s.tiers, "loopback", h.s.rates)
 	byID := map[string]*report.Cell{}
 	for _, cs := range cells {
 		c := newCell(cs)
@@ -195,11 +164,8 @@ func run() error {
 		rep.Cells = append(rep.Cells, c)
 	}
 	lo := netSpec{name: "loopback", host: "127.0.0.1"}
-	for pair := range s.pairs {
-		if ctx.Err() != nil {
-			break
-		}
-		if len(cells) == 0 {
+	for pair := range h.s.pairs {
+		if ctx.Err() != nil || len(cells) == 0 {
 			break
 		}
 		c, err := h.measureCeilings(ctx)
@@ -208,27 +174,19 @@ func run() error {
 		} else {
 			rep.Ceilings = append(rep.Ceilings, c)
 			fmt.Printf("[pair %d/%d] ceilings: quic %s msgs/s (%.0f MB/s; placed: %.0f MB/s in, %.0f out; quic-go's own socket %.0f in, %.0f out), seq write %.0f MB/s, 64 KiB write+fdatasync %s/s (%.1f MB/s)\n",
-				pair+1, s.pairs, fmtNum(c.QUICMsgsPerSec), c.QUICBytesPerSec/1e6, c.PlacedQUICInBytesPerSec/1e6, c.PlacedQUICOutBytesPerSec/1e6,
+				pair+1, h.s.pairs, fmtNum(c.QUICMsgsPerSec), c.QUICBytesPerSec/1e6, c.PlacedQUICInBytesPerSec/1e6, c.PlacedQUICOutBytesPerSec/1e6,
 				c.PlacedQUICOwnInBytesPerSec/1e6, c.PlacedQUICOwnOutBytesPerSec/1e6, c.SeqWriteBPS/1e6, fmtNum(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6)
 		}
 		for ci, cs := range cells {
 			h.runPair(ctx, lo, cs, byID[cs.net+"|"+cs.id()], pair, ci)
 		}
-		// Partial results after every pair: an interrupted run still
-		// leaves what it measured.
-		finish(rep, *out, false)
+		finish(rep, out, false)
 	}
+}
 
-	if s.wan && ctx.Err() == nil {
-		h.runWAN(ctx, rep, ws)
-	} else if !s.wan {
-		rep.WAN = ""
-	}
-	rep.Env.LoadAvgEnd = sysstat.LoadAverage()
-	if err := finish(rep, *out, true); err != nil {
-		return err
-	}
-	fmt.Printf("\nresults: %s\n", filepath.Join(*out, "results.md"))
+// printOutcome prints where the results are and each target's verdict.
+func (h *harness) printOutcome(rep *report.Report, out string) {
+	fmt.Printf("\nresults: %s\n", filepath.Join(out, "results.md"))
 	for _, t := range rep.Targets {
 		v := "MISSED"
 		switch {
@@ -240,6 +198,11 @@ func run() error {
 		fmt.Printf("  %-62s %-12s %6.2f  %s\n", t.Name, v, t.Got, t.Detail)
 	}
 	fmt.Printf("server logs: %s\n", h.logDir)
+}
+
+// runErrors is the command's outcome: interrupted, runs that failed, or
+// none.
+func runErrors(ctx context.Context, rep *report.Report) error {
 	if ctx.Err() != nil {
 		return errors.New("interrupted; partial results written")
 	}
@@ -266,6 +229,9 @@ func (h *harness) runPair(ctx context.Context, ns netSpec, cs cellSpec, cell *re
 			return
 		}
 		sys := h.s.systems[(pos+pair+ci)%k]
+		if !cs.runs(sys, h.s.quick) {
+			continue
+		}
 		r := h.runCell(ctx, ns, cs, sys, pair, pos)
 		if ctx.Err() != nil {
 			// Cut short by an interrupt or a time budget: not a measurement.
@@ -475,35 +441,6 @@ func fmtNum(v float64) string {
 	return string(b)
 }
 
-func parseTiers(list string) ([]server.Tier, error) {
-	var out []server.Tier
-	for _, t := range strings.Split(list, ",") {
-		switch strings.ToUpper(strings.TrimSpace(t)) {
-		case "T0":
-			out = append(out, server.T0)
-		case "T1":
-			out = append(out, server.T1)
-		default:
-			return nil, fmt.Errorf("unknown tier %q (T0 or T1)", t)
-		}
-	}
-	return out, nil
-}
-
-func parseSystems(list string) ([]server.Kind, error) {
-	var out []server.Kind
-	for _, s := range strings.Split(list, ",") {
-		k := server.Kind(strings.TrimSpace(s))
-		switch k {
-		case server.Ledge, server.NATS, server.NATSTLS:
-			out = append(out, k)
-		default:
-			return nil, fmt.Errorf("unknown system %q (ledge, nats-tls, nats)", s)
-		}
-	}
-	return out, nil
-}
-
 // findBenchRoot returns the directory of the bench module: the working
 // directory or one of its parents.
 func findBenchRoot() (string, error) {
@@ -598,6 +535,9 @@ func printHeader(rep *report.Report) {
 	fmt.Printf("params: %d pairs, window %d, warm-up %.2fs, measured %.2fs, replay %d MiB, open loop %.0f/%.0f msgs/s (T0/T1), seed %d\n",
 		p.Pairs, p.Window, p.WarmupSec, p.DurationSec, p.ReplayBytes>>20, p.RateT0, p.RateT1, p.Seed)
 	fmt.Printf("        Ledge: batches ≤ %d records, linger %s, idempotent, %s; JetStream: %s\n", p.LedgeBatch, p.LedgeLinger, p.Compression, p.NATSBatch)
+	if slices.Contains(p.Systems, string(server.Kafka)) {
+		fmt.Printf("        Kafka listener: franz-go over plain TCP, batches ≤ %d records, linger 0, idempotent (5 requests in flight), no compression; producing workloads only\n", p.LedgeBatch)
+	}
 }
 
 // rerender rewrites the markdown and the charts from a JSON report.

@@ -75,6 +75,20 @@ type cellSpec struct {
 
 func (c cellSpec) id() string { return string(c.tier) + "/" + c.name }
 
+// runs reports whether system sys runs in the cell. The Kafka column
+// (franz-go through the node's Kafka listener) runs the producing
+// workloads, not the replays; in a quick run only async-1k, which keeps
+// the smoke run short.
+func (c cellSpec) runs(sys server.Kind, quick bool) bool {
+	if sys != server.Kafka {
+		return true
+	}
+	if quick {
+		return c.name == "async-1k"
+	}
+	return c.shape != replay
+}
+
 // selectWorkloads parses a comma-separated list ("all" for every one).
 func selectWorkloads(list string) ([]workload, error) {
 	if list == "" || list == "all" {
@@ -147,7 +161,7 @@ func defaultSettings(quick bool) settings {
 		replayBytes: 1 << 30,
 		rates:       map[server.Tier]float64{server.T0: 20000, server.T1: 2000},
 		seed:        20240917,
-		systems:     []server.Kind{server.Ledge, server.NATSTLS, server.NATS},
+		systems:     []server.Kind{server.Ledge, server.Kafka, server.NATSTLS, server.NATS},
 		tiers:       []server.Tier{server.T0, server.T1},
 		ceilQUIC:    3 * time.Second,
 		ceilSeq:     1 << 30,

@@ -44,3 +44,20 @@ func TestWANWorkloadsExist(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaRunsProducingWorkloads: the Kafka column runs every producing
+// workload and no replay; a quick run keeps it to async-1k.
+func TestKafkaRunsProducingWorkloads(t *testing.T) {
+	for _, cs := range plan(workloads, []server.Tier{server.T0}, "loopback", nil) {
+		full, quick := cs.runs(server.Kafka, false), cs.runs(server.Kafka, true)
+		if want := cs.shape != replay; full != want {
+			t.Errorf("%s: Kafka runs %v, want %v", cs.id(), full, want)
+		}
+		if want := cs.name == "async-1k"; quick != want {
+			t.Errorf("%s: Kafka runs in a quick run %v, want %v", cs.id(), quick, want)
+		}
+		if !cs.runs(server.Ledge, true) || !cs.runs(server.NATSTLS, false) {
+			t.Errorf("%s: the other systems do not all run", cs.id())
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ledgemq/ledge/bench/internal/kafkaclient"
 	"github.com/ledgemq/ledge/bench/internal/ledgeclient"
 	"github.com/ledgemq/ledge/bench/internal/loadgen"
 	"github.com/ledgemq/ledge/bench/internal/natsclient"
@@ -89,6 +90,10 @@ func (h *harness) dial(ctx context.Context, p *server.Proc) (loadgen.Driver, err
 		t.DataDir = filepath.Join(p.Spec.DataDir, "ledge-data")
 		t.FilterPlugin = h.bins.FilterPlugin
 		return ledgeclient.Dial(ctx, t)
+	case server.Kafka:
+		t.DataDir = filepath.Join(p.Spec.DataDir, "ledge-data")
+		t.KafkaAddr = p.KafkaAddr
+		return kafkaclient.Dial(ctx, t)
 	case server.NATSTLS:
 		t.CAFile = p.CAFile
 	}
@@ -125,8 +130,12 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 	if h.layout.Pinned {
 		spec.CPUs = h.layout.Server
 	}
-	if h.profileDir != "" && sys == server.Ledge {
-		spec.Profile, _ = filepath.Abs(filepath.Join(h.profileDir, fmt.Sprintf("%s-%s-pair%d.pprof", ns.name, strings.ReplaceAll(cs.id(), "/", "-"), pair)))
+	if h.profileDir != "" && (sys == server.Ledge || sys == server.Kafka) {
+		name := fmt.Sprintf("%s-%s-pair%d.pprof", ns.name, strings.ReplaceAll(cs.id(), "/", "-"), pair)
+		if sys == server.Kafka {
+			name = "kafka-" + name
+		}
+		spec.Profile, _ = filepath.Abs(filepath.Join(h.profileDir, name))
 	}
 	proc, err := h.start(ctx, spec)
 	if err != nil {
@@ -141,6 +150,9 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 	dur := loadgen.PageCache
 	if cs.tier == server.T1 {
 		dur = loadgen.Fsync
+	}
+	if kd, ok := drv.(*kafkaclient.Driver); ok {
+		kd.RecordSize = cs.size // its batches hold as many records as the SDK's
 	}
 	if err := drv.Prepare(ctx, cs.partitions, dur); err != nil {
 		return fail(err)

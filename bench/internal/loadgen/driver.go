@@ -9,10 +9,13 @@ import (
 
 // Target is a running server a Driver connects to.
 type Target struct {
-	Kind    string // "ledge", "nats" or "nats-tls"
-	Addr    string // host:port
-	CAFile  string // CA certificate of a TLS server
-	DataDir string // the server's data directory (Ledge: its admin token)
+	Kind string // "ledge", "kafka", "nats" or "nats-tls"
+	Addr string // host:port
+	// KafkaAddr is a Ledge node's Kafka listener (kind "kafka"; Addr is
+	// its QUIC listener).
+	KafkaAddr string
+	CAFile    string // CA certificate of a TLS server
+	DataDir   string // the server's data directory (Ledge: its admin token)
 	// TCPCongestion, when set, is the congestion control of the client's
 	// TCP sockets (the WAN run matches quic-go's Cubic).
 	TCPCongestion string

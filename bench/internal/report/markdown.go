@@ -20,6 +20,8 @@ func systemTitle(s string) string {
 		return "JetStream TLS"
 	case "nats":
 		return "JetStream plain"
+	case "kafka":
+		return "Kafka listener (plain TCP)"
 	}
 	return s
 }

@@ -149,3 +149,23 @@ func TestCeilingTargetsUsePlacedStream(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaTarget: the Kafka listener's target is its share of the SDK's
+// msgs/s, the inverse of the Ledge ÷ Kafka ratio.
+func TestKafkaTarget(t *testing.T) {
+	c := &Cell{ID: "T0/async-1k", Net: "loopback", Tier: "T0", Workload: "async-1k", Runs: []Run{
+		{System: "ledge", Msgs: 1, MsgsPerSec: 100000}, {System: "kafka", Msgs: 1, MsgsPerSec: 85000},
+	}}
+	r := &Report{Params: Params{Systems: []string{"ledge", "kafka"}}, Cells: []*Cell{c}}
+	c.Summarize()
+	r.EvaluateTargets()
+	for _, tg := range r.Targets {
+		if tg.Name == "T0 async produce 1 KiB, Kafka listener vs SDK" {
+			if !tg.Known || !tg.Met || math.Abs(tg.Got-0.85) > 1e-9 {
+				t.Fatalf("target %+v, want met at 0.85", tg)
+			}
+			return
+		}
+	}
+	t.Fatal("no Kafka target")
+}

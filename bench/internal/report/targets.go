@@ -13,6 +13,7 @@ const (
 	idSync1kT0  = "T0/sync-1k"
 	idSync1kT1  = "T1/sync-1k"
 	vsTLS       = "nats-tls"
+	vsKafka     = "kafka"
 )
 
 // EvaluateTargets fills Targets from the loopback cells and the median
@@ -108,6 +109,24 @@ func (r *Report) EvaluateTargets() {
 	} {
 		x, ok := ratio(t.id)
 		atLeast(t.name, fmt.Sprintf("≥ %g× msgs/s (median of pair ratios)", t.need), x.MsgsPerSec, t.need, ok, pairsNote(x, ok))
+	}
+	// The Kafka listener against the SDK over QUIC on the same node: the
+	// ratios are the SDK's over Kafka's, so Kafka's share is their inverse.
+	for _, t := range []struct{ name, id string }{
+		{"T0 async produce 1 KiB, Kafka listener vs SDK", idAsync1kT0},
+		{"T1 async produce 1 KiB, Kafka listener vs SDK", idAsync1kT1},
+	} {
+		var x Ratios
+		c := r.Find("loopback", t.id)
+		if c != nil {
+			x = c.Ratios[vsKafka]
+		}
+		ok := x.N > 0 && x.MsgsPerSec > 0
+		share := math.NaN()
+		if ok {
+			share = 1 / x.MsgsPerSec
+		}
+		atLeast(t.name, "≥ 0.80 of the SDK's msgs/s (median of pair ratios)", share, 0.80, ok, pairsNote(x, ok))
 	}
 	for _, t := range []struct{ name, id string }{
 		{"T0 one-at-a-time 1 KiB", idSync1kT0},

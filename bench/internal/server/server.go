@@ -28,6 +28,9 @@ const (
 	Ledge   Kind = "ledge"    // Ledge node over QUIC (always TLS 1.3)
 	NATS    Kind = "nats"     // NATS JetStream, plain TCP
 	NATSTLS Kind = "nats-tls" // NATS JetStream, TLS 1.3
+	// Kafka is a Ledge node with its Kafka listener on, written to by a
+	// Kafka client (franz-go) over plain TCP.
+	Kafka Kind = "kafka"
 )
 
 // Tier is a durability tier; the comparison never crosses tiers.
@@ -125,6 +128,9 @@ type Spec struct {
 type Proc struct {
 	Spec Spec
 	Addr string // host:port the clients dial
+	// KafkaAddr is the Kafka listener of a Kafka node (Addr is its QUIC
+	// listener, for the topic's creation).
+	KafkaAddr string
 	// HTTPAddr is a Ledge node's HTTP listener (status, metrics, pprof
 	// when enabled), once it has printed it.
 	HTTPAddr atomic.Pointer[string]
@@ -138,6 +144,7 @@ type Proc struct {
 var (
 	listenRE = regexp.MustCompile(`listening on (\S+)`)
 	httpRE   = regexp.MustCompile(`Status page: http://(\S+)/`)
+	kafkaRE  = regexp.MustCompile(`Kafka listener: (\S+)`)
 )
 
 // Start starts a server and waits until it prints its address.
@@ -148,7 +155,7 @@ func Start(ctx context.Context, bins Binaries, spec Spec) (*Proc, error) {
 	var args []string
 	p := &Proc{Spec: spec, done: make(chan struct{})}
 	switch spec.Kind {
-	case Ledge:
+	case Ledge, Kafka:
 		dd := filepath.Join(spec.DataDir, "ledge-data")
 		// Both listeners on free ports: a node already running on this
 		// machine (on the default 7420 and 7421) must not fail the run.
@@ -161,6 +168,9 @@ func Start(ctx context.Context, bins Binaries, spec Spec) (*Proc, error) {
 		}
 		if spec.Host != "127.0.0.1" {
 			args = append(args, "--cert-addrs", spec.Host)
+		}
+		if spec.Kind == Kafka {
+			args = append(args, "--kafka-listen", spec.Host+":0")
 		}
 		p.CAFile = filepath.Join(dd, "tls", "ca.pem")
 	case NATS, NATSTLS:
@@ -209,8 +219,10 @@ func Start(ctx context.Context, bins Binaries, spec Spec) (*Proc, error) {
 		return nil, fmt.Errorf("server: start %s: %w", spec.Kind, err)
 	}
 	p.cmd = cmd
+	// The node prints its QUIC address, then its Kafka listener's.
 	addr := make(chan string, 1)
 	var once sync.Once
+	var quicAddr string
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -220,7 +232,14 @@ func Start(ctx context.Context, bins Binaries, spec Spec) (*Proc, error) {
 				p.HTTPAddr.Store(&m[1])
 			}
 			if m := listenRE.FindStringSubmatch(line); m != nil {
-				once.Do(func() { addr <- m[1] })
+				if spec.Kind != Kafka {
+					once.Do(func() { addr <- m[1] })
+				}
+				quicAddr = m[1]
+			}
+			if m := kafkaRE.FindStringSubmatch(line); m != nil && spec.Kind == Kafka && quicAddr != "" {
+				p.KafkaAddr = m[1]
+				once.Do(func() { addr <- quicAddr })
 			}
 		}
 		_, _ = io.Copy(logf, stdout)
