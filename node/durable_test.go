@@ -9,6 +9,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -32,11 +33,11 @@ func TestOrderedEffectsBecomeDurableLater(t *testing.T) {
 		}
 
 		release := store.holdDurability()
-		r1, d1, err := o.OrderProduce(ctx, testBatch(t, "a", "b"))
+		r1, d1, err := o.OrderProduce(ctx, ownertest.Batch(t, "a", "b"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r2, d2, err := o.OrderProduce(ctx, testBatch(t, "c"))
+		r2, d2, err := o.OrderProduce(ctx, ownertest.Batch(t, "c"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,9 +67,7 @@ func TestOrderedEffectsBecomeDurableLater(t *testing.T) {
 			t.Fatal(err)
 		}
 		gate := make(chan struct{})
-		store.meta.mu.Lock()
-		store.meta.syncGate = func(ctx context.Context) error { <-gate; return nil }
-		store.meta.mu.Unlock()
+		store.meta.SetSyncGate(func(ctx context.Context) error { <-gate; return nil })
 		d, err := o.OrderCommit(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +91,7 @@ func TestOrderedEffectsBecomeDurableLater(t *testing.T) {
 		if err := <-committed; err != nil {
 			t.Fatal(err)
 		}
-		if v, ok, _ := store.meta.restart().Get([]byte("bm/" + st.ID.String() + "/0/c/c")); !ok || string(v) != "2@1" {
+		if v, ok, _ := store.meta.Restart().Get([]byte("bm/" + st.ID.String() + "/0/c/c")); !ok || string(v) != "2@1" {
 			t.Fatalf("bookmark after a restart: %q %v", v, ok)
 		}
 	})
@@ -123,7 +122,7 @@ func TestEngineLogStateFollowsChanges(t *testing.T) {
 	if a := testing.AllocsPerRun(100, func() { _ = l.State(); _ = l.Lineage() }); a != 0 {
 		t.Errorf("reading an unchanged state allocates %v times", a)
 	}
-	_, last, err := l.Append(testBatch(t, "a", "b"))
+	_, last, err := l.Append(ownertest.Batch(t, "a", "b"))
 	if err != nil {
 		t.Fatal(err)
 	}

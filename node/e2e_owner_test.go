@@ -33,8 +33,7 @@ func TestE2EPipelinedCommit(t *testing.T) {
 
 	entered := make(chan struct{}, 4)
 	release := make(chan struct{})
-	store.meta.mu.Lock()
-	store.meta.syncGate = func(ctx context.Context) error {
+	store.meta.SetSyncGate(func(ctx context.Context) error {
 		entered <- struct{}{}
 		select {
 		case <-release:
@@ -42,8 +41,7 @@ func TestE2EPipelinedCommit(t *testing.T) {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}
-	store.meta.mu.Unlock()
+	})
 
 	s := c.stream()
 	commit := func(off uint64) <-chan reply {
@@ -78,9 +76,7 @@ func TestE2EPipelinedCommit(t *testing.T) {
 			t.Fatalf("commit %d: %+v, want offset %d", i, r, want)
 		}
 	}
-	store.meta.mu.Lock()
-	store.meta.syncGate = nil
-	store.meta.mu.Unlock()
+	store.meta.SetSyncGate(nil)
 	var committed wire.GetCommittedReply
 	c.mustCall(&wire.GetCommittedRequest{Consumer: me, Partitions: []wire.TopicPartition{{Topic: "t"}}}, &committed)
 	if p := committed.Partitions[0]; !p.HasOffset || p.Offset != 4 {

@@ -8,14 +8,15 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// memStorage is an in-memory Storage over the owner tests' memLog and
-// memMeta. Its logs verify batches as the engine does, and their
+// memStorage is an in-memory Storage over the owner tests' ownertest.Log and
+// ownertest.Meta. Its logs verify batches as the engine does, and their
 // durability can be held back (holdDurability) to observe pipelining.
 type memStorage struct {
-	meta *memMeta
+	meta *ownertest.Meta
 
 	mu     sync.Mutex
 	topics map[string]StoredTopic
@@ -26,7 +27,7 @@ type memStorage struct {
 }
 
 func newMemStorage() *memStorage {
-	return &memStorage{meta: newMemMeta(), topics: map[string]StoredTopic{}}
+	return &memStorage{meta: ownertest.NewMeta(), topics: map[string]StoredTopic{}}
 }
 
 func (s *memStorage) Metadata() owner.Metadata { return s.meta }
@@ -63,7 +64,7 @@ func (s *memStorage) CreateTopic(name string, cfg wire.TopicConfig) (StoredTopic
 	_, _ = rand.Read(st.ID[:])
 	for i := range cfg.Partitions {
 		st.Partitions = append(st.Partitions, &memPartition{
-			memLog: newMemLog(s.meta, fmt.Sprintf("%s/%d", st.ID, i)), s: s,
+			Log: ownertest.NewLog(s.meta, fmt.Sprintf("%s/%d", st.ID, i)), s: s,
 		})
 	}
 	s.topics[name] = st
@@ -110,10 +111,10 @@ func (s *memStorage) holdDurability() (release func()) {
 	}
 }
 
-// memPartition is a memLog that verifies batches and whose durability can
+// memPartition is a ownertest.Log that verifies batches and whose durability can
 // be held back.
 type memPartition struct {
-	*memLog
+	*ownertest.Log
 	s *memStorage
 }
 
@@ -121,7 +122,7 @@ func (p *memPartition) Append(batch []byte) (uint64, uint64, error) {
 	if _, err := wire.VerifyBatch(batch, wire.BatchMaxSize); err != nil {
 		return 0, 0, err
 	}
-	return p.memLog.Append(batch)
+	return p.Log.Append(batch)
 }
 
 func (p *memPartition) WaitDurable(ctx context.Context, off uint64) error {
@@ -135,5 +136,5 @@ func (p *memPartition) WaitDurable(ctx context.Context, off uint64) error {
 			return ctx.Err()
 		}
 	}
-	return p.memLog.WaitDurable(ctx, off)
+	return p.Log.WaitDurable(ctx, off)
 }

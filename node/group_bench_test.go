@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
 
 // A group member's commit and poll on the owner's hot paths, the
@@ -17,7 +18,7 @@ func benchGroupOwner(b *testing.B) (*owner.Owner, owner.Consumer) {
 	w := newGroupWorld(b)
 	tt := w.createTopic("t", 1)
 	o := tt.owners[0]
-	if _, err := o.Produce(ctx, benchBatch(b, 100, 16)); err != nil {
+	if _, err := o.Produce(ctx, ownertest.BenchBatch(b, 100, 16)); err != nil {
 		b.Fatal(err)
 	}
 	a, err := w.groups.Join(ctx, JoinRequest{Group: "g", Member: "m", Topics: []string{"t"}})

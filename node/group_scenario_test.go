@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -54,7 +55,7 @@ type simMember struct {
 }
 
 type groupPoll struct {
-	gate  *readGate
+	gate  *ownertest.ReadGate
 	done  chan struct{}
 	topic string
 	part  int
@@ -88,7 +89,7 @@ func (s *groupScenario) run(d *datadriven.TestData) string {
 		req.RebalanceTimeout = s.duration(d, "rebalance")
 		res, err := s.w.groups.Join(s.ctx, req)
 		if err != nil {
-			return renderErr(err)
+			return ownertest.RenderErr(err)
 		}
 		sm := &simMember{group: req.Group}
 		s.members[id] = sm
@@ -103,13 +104,13 @@ func (s *groupScenario) run(d *datadriven.TestData) string {
 		}
 		res, err := s.w.groups.Heartbeat(s.ctx, HeartbeatRequest{Group: sm.group, Member: id, Epoch: epoch, Owned: sm.owns})
 		if err != nil {
-			return renderErr(err)
+			return ownertest.RenderErr(err)
 		}
 		return s.took(id, sm, res, d.HasArg("slow"))
 	case "leave":
 		id, sm := s.member(d)
 		if err := s.w.groups.Leave(s.ctx, sm.group, id, sm.epoch); err != nil {
-			return renderErr(err)
+			return ownertest.RenderErr(err)
 		}
 		delete(s.members, id)
 		return "ok"
@@ -119,7 +120,7 @@ func (s *groupScenario) run(d *datadriven.TestData) string {
 		return "advanced " + dur.String()
 	case "expire":
 		if err := s.w.groups.Expire(s.ctx); err != nil {
-			return renderErr(err)
+			return ownertest.RenderErr(err)
 		}
 		return s.describe("g")
 	case "describe":
@@ -142,7 +143,7 @@ func (s *groupScenario) run(d *datadriven.TestData) string {
 		if p.gate == nil {
 			t.Fatalf("%s: poll was not suspended", d.Pos)
 		}
-		close(p.gate.release)
+		close(p.gate.Release)
 		return s.await(d)
 	case "await":
 		return s.await(d)
@@ -159,7 +160,7 @@ func (s *groupScenario) run(d *datadriven.TestData) string {
 		c := owner.Consumer{Name: sm.group, Member: id, MemberEpoch: s.epoch(d, sm)}
 		o := s.ownerOfToken(tok)
 		if err := o.Commit(s.ctx, owner.CommitRequest{Consumer: c, Token: tok, Offset: off}); err != nil {
-			return renderErr(err)
+			return ownertest.RenderErr(err)
 		}
 		return "ok"
 	case "committed":
@@ -362,22 +363,13 @@ func (s *groupScenario) poll(d *datadriven.TestData) string {
 	if p.gate == nil {
 		t.Fatalf("%s: poll blocked", d.Pos)
 	}
-	<-p.gate.arrived
+	<-p.gate.Arrived
 	return "suspended at the file read"
 }
 
 // suspendRead makes the log's next read block at its file read.
-func suspendRead(l *memLog) *readGate {
-	g := newReadGate()
-	l.mu.Lock()
-	l.readGate = func(ctx context.Context) error {
-		l.mu.Lock()
-		l.readGate = nil
-		l.mu.Unlock()
-		return g.wait(ctx)
-	}
-	l.mu.Unlock()
-	return g
+func suspendRead(l *ownertest.Log) *ownertest.ReadGate {
+	return l.SuspendNextRead()
 }
 
 func (s *groupScenario) poll1(d *datadriven.TestData) *groupPoll {
@@ -408,7 +400,7 @@ func (s *groupScenario) await(d *datadriven.TestData) string {
 }
 
 func renderGroupPoll(r owner.PollResult, err error) string {
-	out := renderPoll(r, err)
+	out := ownertest.RenderPoll(r, err)
 	if err != nil {
 		return out
 	}
@@ -426,7 +418,7 @@ func TestGroupScenarios(t *testing.T) {
 			t.Cleanup(func() {
 				for name, p := range s.polls {
 					if p.gate != nil {
-						close(p.gate.release)
+						close(p.gate.Release)
 					}
 					t.Errorf("poll %s still in flight at the end of the scenario", name)
 				}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -19,7 +20,7 @@ func TestGroupMinimumSessionMemberIsNeverExpelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newGroupWorld(t)
 		w.createTopic("t", 3)
-		gs, err := OpenGroups(GroupsConfig{Meta: newMemMeta(), Topics: w.topics, Now: time.Now})
+		gs, err := OpenGroups(GroupsConfig{Meta: ownertest.NewMeta(), Topics: w.topics, Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -114,7 +114,7 @@ func TestGroupEpochsAreReservedBeforeUse(t *testing.T) {
 		w := newGroupWorld(t)
 		w.createTopic("t", 1)
 		boom := errors.New("sync failed")
-		w.meta.syncGate = func(context.Context) error { return boom }
+		w.meta.SetSyncGate(func(context.Context) error { return boom })
 		if _, err := w.groups.Join(ctx, JoinRequest{Group: "g", Member: "a", Topics: []string{"t"}}); !errors.Is(err, boom) {
 			t.Fatalf("join with a failing sync: %v", err)
 		}
@@ -127,14 +127,14 @@ func TestGroupEpochsAreReservedBeforeUse(t *testing.T) {
 
 		// A sync that blocks does not block other groups.
 		release := make(chan struct{})
-		w.meta.syncGate = func(ctx context.Context) error {
+		w.meta.SetSyncGate(func(ctx context.Context) error {
 			select {
 			case <-release:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		}
+		})
 		joined := make(chan error, 1)
 		go func() {
 			_, err := w.groups.Join(ctx, JoinRequest{Group: "g", Member: "a", Topics: []string{"t"}})
@@ -151,7 +151,7 @@ func TestGroupEpochsAreReservedBeforeUse(t *testing.T) {
 		if err := <-joined; err != nil {
 			t.Fatal(err)
 		}
-		w.meta.syncGate = nil
+		w.meta.SetSyncGate(nil)
 
 		var highest uint64
 		for range 40 { // beyond one reservation block

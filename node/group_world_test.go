@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // what the group tests drive synchronously.
 type groupWorld struct {
 	t      testing.TB
-	meta   *memMeta
+	meta   *ownertest.Meta
 	clock  *manualClock
 	groups *Groups
 	topics *testTopics
@@ -51,7 +52,7 @@ type testTopics struct {
 
 type testTopic struct {
 	id     fence.TopicID
-	logs   []*memLog
+	logs   []*ownertest.Log
 	owners []*owner.Owner
 }
 
@@ -98,7 +99,7 @@ func (tt *testTopics) topic(name string) *testTopic {
 
 func newGroupWorld(t testing.TB) *groupWorld {
 	w := &groupWorld{
-		t: t, meta: newMemMeta(),
+		t: t, meta: ownertest.NewMeta(),
 		clock:  &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 		topics: &testTopics{topics: map[string]*testTopic{}},
 	}
@@ -130,7 +131,7 @@ func (w *groupWorld) createTopic(name string, partitions int) *testTopic {
 	id[15] ^= byte(len(w.topics.topics) + 1)
 	t := &testTopic{id: id}
 	for i := range partitions {
-		l := newMemLog(w.meta, fmt.Sprintf("%s/%d", name, i))
+		l := ownertest.NewLog(w.meta, fmt.Sprintf("%s/%d", name, i))
 		t.logs = append(t.logs, l)
 		t.owners = append(t.owners, w.newOwner(id, uint32(i), l))
 	}
@@ -140,7 +141,7 @@ func (w *groupWorld) createTopic(name string, partitions int) *testTopic {
 	return t
 }
 
-func (w *groupWorld) newOwner(id fence.TopicID, partition uint32, l *memLog) *owner.Owner {
+func (w *groupWorld) newOwner(id fence.TopicID, partition uint32, l *ownertest.Log) *owner.Owner {
 	o, err := owner.NewOwner(owner.OwnerConfig{Topic: id, Partition: partition, Log: l, Meta: w.meta, Members: groupsMembers{w}})
 	if err != nil {
 		w.t.Fatal(err)
@@ -159,10 +160,10 @@ func (m groupsMembers) Member(group, member string) (bool, fence.MemberEpoch) {
 // restart models a node restart: metadata keeps what was synced, logs
 // keep their records, owners and the coordinator start afresh.
 func (w *groupWorld) restart() {
-	w.meta = w.meta.restart()
+	w.meta = w.meta.Restart()
 	for _, t := range w.topics.topics {
 		for i, l := range t.logs {
-			l.meta = w.meta
+			l.SetMeta(w.meta)
 			t.owners[i] = w.newOwner(t.id, uint32(i), l)
 		}
 	}
@@ -174,7 +175,7 @@ func (w *groupWorld) restart() {
 func (w *groupWorld) produce(topic string, partition int, values ...string) {
 	o := w.topics.topic(topic).owners[partition]
 	for _, v := range values {
-		if _, err := o.Produce(context.Background(), testBatch(w.t, v)); err != nil {
+		if _, err := o.Produce(context.Background(), ownertest.Batch(w.t, v)); err != nil {
 			w.t.Fatal(err)
 		}
 	}

@@ -100,9 +100,7 @@ func TestReadinessFollowsTheNodesLife(t *testing.T) {
 
 	// A failed partition makes the node not ready, and says which.
 	p := store.topic("orders").Partitions[1].(*memPartition)
-	p.mu.Lock()
-	p.state.Failed = errors.New("fsync segment: input/output error")
-	p.mu.Unlock()
+	p.SetFailed(errors.New("fsync segment: input/output error"))
 	code, body = s.get(t, "/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "orders/1 failed: fsync segment: input/output error") {
 		t.Errorf("/readyz with a failed partition: %d %q", code, body)
@@ -117,9 +115,7 @@ func TestReadinessFollowsTheNodesLife(t *testing.T) {
 	if v := mustMetric(t, s.Metrics(), "ledge_ready"); v != 0 {
 		t.Errorf("ledge_ready = %v", v)
 	}
-	p.mu.Lock()
-	p.state.Failed = nil
-	p.mu.Unlock()
+	p.SetFailed(nil)
 
 	// A shutdown makes it not ready at once; the process stays live.
 	s.Stopping()

@@ -20,9 +20,7 @@ func TestLogRecoveredOneLinePerPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := store.topic("orders").Partitions[0].(*memPartition)
-	p.mu.Lock()
-	p.state.Failed = errors.New("corrupt segment")
-	p.mu.Unlock()
+	p.SetFailed(errors.New("corrupt segment"))
 
 	buf.reset()
 	tn.logRecovered()

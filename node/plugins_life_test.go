@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -128,7 +129,7 @@ func TestPluginCompileCacheSkipsCompilingAfterARestart(t *testing.T) {
 		t.Fatalf("adding a cached module compiled %d modules, want 0", n)
 	}
 	c.createTopic("t", wire.TopicConfig{Partitions: 1})
-	if _, err := c.produce(c.main, "t", 0, testBatch(t, "temp 21", "rain")); err != nil {
+	if _, err := c.produce(c.main, "t", 0, ownertest.Batch(t, "temp 21", "rain")); err != nil {
 		t.Fatal(err)
 	}
 	got := pollFiltered(t, c, prefixFilter(), "t", 0)[0]
@@ -158,7 +159,7 @@ func TestPollNamingAPluginStillLoading(t *testing.T) {
 	t.Cleanup(release) // before the node's Close, which waits for the loader
 
 	c = second.mustDial(t, second.admin)
-	if _, err := c.produce(c.main, "t", 0, testBatch(t, "temp 21", "rain")); err != nil {
+	if _, err := c.produce(c.main, "t", 0, ownertest.Batch(t, "temp 21", "rain")); err != nil {
 		t.Fatalf("produce while plugins load: %v", err)
 	}
 	if p := pluginListed(t, c, "prefix"); p.State != wire.PluginLoading || !p.Added.Equal(added) {
@@ -197,7 +198,7 @@ func TestFilterFailureIsOneStrikePerPoll(t *testing.T) {
 	c := tn.mustDial(t, tn.admin)
 	c.createTopic("t", wire.TopicConfig{Partitions: 3})
 	for p := range uint32(3) {
-		if _, err := c.produce(c.main, "t", p, testBatch(t, "bait")); err != nil {
+		if _, err := c.produce(c.main, "t", p, ownertest.Batch(t, "bait")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -230,7 +231,7 @@ func TestQuarantineSurvivesRestartsUntilReset(t *testing.T) {
 	first := hostileNode(t, dir, strict)
 	c := first.mustDial(t, first.admin)
 	c.createTopic("t", wire.TopicConfig{Partitions: 1})
-	if _, err := c.produce(c.main, "t", 0, testBatch(t, "bait")); err != nil {
+	if _, err := c.produce(c.main, "t", 0, ownertest.Batch(t, "bait")); err != nil {
 		t.Fatal(err)
 	}
 	c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter,
@@ -321,7 +322,7 @@ func TestFilterRefusedByTheMemoryBudgetFailsThePoll(t *testing.T) {
 	tn := hostileNode(t, t.TempDir(), func(cfg *Config) { cfg.Plugins.MemoryBudget = 16 << 20 })
 	c := tn.mustDial(t, tn.admin)
 	c.createTopic("t", wire.TopicConfig{Partitions: 1})
-	if _, err := c.produce(c.main, "t", 0, testBatch(t, "bait")); err != nil {
+	if _, err := c.produce(c.main, "t", 0, ownertest.Batch(t, "bait")); err != nil {
 		t.Fatal(err)
 	}
 	c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -42,12 +43,12 @@ func dropValues(t *testing.T, drop string) func(context.Context, uint64, owner.R
 func TestFilteredLongPollParksAgainUntilItsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := newMemMeta()
-		l := newMemLog(m, "t/0")
-		o := newTestOwner(t, scenarioTopic, m, l)
+		m := ownertest.NewMeta()
+		l := ownertest.NewLog(m, "t/0")
+		o := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, l)
 		produce := func(vs ...string) {
 			for _, v := range vs {
-				if _, err := o.Produce(ctx, testBatch(t, v)); err != nil {
+				if _, err := o.Produce(ctx, ownertest.Batch(t, v)); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -8,22 +8,23 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
 
 // TestNodeRetentionHoldIsLogged: the node says once when a floor starts
 // holding retention back and once when it stops, not at every
 // enforcement.
 func TestNodeRetentionHoldIsLogged(t *testing.T) {
-	l := newMemLog(newMemMeta(), "p0")
+	l := ownertest.NewLog(ownertest.NewMeta(), "p0")
 	for i := 0; i < 4; i++ {
-		if _, _, err := l.Append(testBatch(t, "a", "b")); err != nil {
+		if _, _, err := l.Append(ownertest.Batch(t, "a", "b")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l.retentionWant = 8
-	var floor testFloor
-	floor.move(0, true)
-	o, err := owner.NewOwner(owner.OwnerConfig{Log: l, Meta: newMemMeta(), RetentionFloor: floor.get})
+	l.SetRetentionWant(8)
+	var floor ownertest.Floor
+	floor.Move(0, true)
+	o, err := owner.NewOwner(owner.OwnerConfig{Log: l, Meta: ownertest.NewMeta(), RetentionFloor: floor.Get})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestNodeRetentionHoldIsLogged(t *testing.T) {
 	if h := o.RetentionHold(); !h.Held || h.Times != 2 {
 		t.Fatalf("hold %+v", h)
 	}
-	floor.move(8, true)
+	floor.Move(8, true)
 	n.EnforceRetention()
 	n.EnforceRetention()
 	if got := strings.Count(out.String(), "no longer held back"); got != 1 {

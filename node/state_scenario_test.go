@@ -10,6 +10,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -70,7 +71,7 @@ func (c *counter) process(until uint64) {
 		if err != nil {
 			c.t.Fatalf("%s polls at %d: %v", c.member, c.next, err)
 		}
-		for _, key := range recordsOf(c.t, r) {
+		for _, key := range ownertest.RecordsOf(c.t, r) {
 			c.counts[key]++
 		}
 		c.next, c.tok = r.Next, r.Token

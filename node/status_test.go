@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// listedLog is a memLog whose bookmarks can be listed, as the engine's.
+// listedLog is a ownertest.Log whose bookmarks can be listed, as the engine's.
 type listedLog struct {
-	*memLog
+	*ownertest.Log
 	marks map[string]owner.Bookmark
 }
 
@@ -26,7 +27,7 @@ func (l listedLog) Bookmarks(fn func(string, owner.Bookmark) error) error {
 }
 
 func TestConsumersOfResolveBookmarksInTheCurrentHistory(t *testing.T) {
-	l := listedLog{memLog: newMemLog(newMemMeta(), "t/0"), marks: map[string]owner.Bookmark{}}
+	l := listedLog{Log: ownertest.NewLog(ownertest.NewMeta(), "t/0"), marks: map[string]owner.Bookmark{}}
 	if _, _, err := l.Append(batch(t, 0, 0, 0, "a", "b", "c", "d", "e", "f")); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestConsumersOfResolveBookmarksInTheCurrentHistory(t *testing.T) {
 
 	// Retention raised the start past a bookmark of the current history:
 	// the consumer resumes at the start.
-	l.retainFrom(7)
+	l.RetainFrom(7)
 	l.marks["c/audit"] = owner.Bookmark{Offset: 6, History: 2}
 	for _, c := range consumersOf(l, l.State()) {
 		if c.name == "audit" && (c.position != 7 || c.lag != 1) {

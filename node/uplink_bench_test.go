@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -23,7 +25,7 @@ func BenchmarkUplink(b *testing.B) {
 	ctx := context.Background()
 
 	b.Run("local-produce", func(b *testing.B) {
-		o := benchEngineOwner(b, engine.DurabilityNone)
+		o := ownertest.EngineOwner(b, vfs.NewMem(), "data", engine.DurabilityNone)
 		b.SetBytes(perBatch * size)
 		for b.Loop() {
 			if _, err := o.Produce(ctx, append([]byte(nil), batch...)); err != nil {
@@ -34,7 +36,7 @@ func BenchmarkUplink(b *testing.B) {
 	})
 
 	b.Run("forward-kafka", func(b *testing.B) {
-		o := benchEngineOwner(b, engine.DurabilityNone)
+		o := ownertest.EngineOwner(b, vfs.NewMem(), "data", engine.DurabilityNone)
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, uplinkKafkaTopic))
 		if err != nil {
 			b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
 
 // keep returns w.values[p] restricted to the offset ranges [from, to).
@@ -69,7 +70,7 @@ func TestUplinkDropOldestCountsDropped(t *testing.T) {
 	w.produce(0, 30)
 	w.drain(f, 0, 0)
 	w.produce(0, 20)         // 30..49
-	w.logs[0].retainFrom(40) // retention overtakes the uplink
+	w.logs[0].RetainFrom(40) // retention overtakes the uplink
 	w.produce(0, 5)          // 50..54
 	w.drain(f, 0, 0)
 	if s := f.Status(); s.Dropped != 10 {
@@ -111,8 +112,8 @@ func TestUplinkRecreatedTopicStartsAfresh(t *testing.T) {
 	old.Close()
 
 	w.topic[0] ^= 0xff // the re-created topic: same name, new id, empty log
-	m := newMemMeta()
-	w.logs[0] = newMemLog(m, "p0")
+	m := ownertest.NewMeta()
+	w.logs[0] = ownertest.NewLog(m, "p0")
 	o, err := owner.NewOwner(owner.OwnerConfig{Topic: w.topic, Log: w.logs[0], Meta: m})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
 
 // TestUplinksAddRunRemove: an uplink added through the manager is
@@ -20,7 +21,7 @@ func TestUplinksAddRunRemove(t *testing.T) {
 	w := newUplinkWorld(t, 2)
 	w.produce(0, 40)
 	w.produce(1, 25)
-	meta := newMemMeta()
+	meta := ownertest.NewMeta()
 
 	var caughtUp sync.WaitGroup
 	caughtUp.Add(2)
@@ -117,12 +118,12 @@ func TestUplinkSpecValidate(t *testing.T) {
 // TestNodeIDIsStable: the node id is created once and read back after a
 // restart, so transactional ids survive restarts (and backups).
 func TestNodeIDIsStable(t *testing.T) {
-	m := newMemMeta()
+	m := ownertest.NewMeta()
 	id, err := LoadOrCreateNodeID(context.Background(), m)
 	if err != nil || id == "" {
 		t.Fatalf("id %q: %v", id, err)
 	}
-	again, err := LoadOrCreateNodeID(context.Background(), m.restart())
+	again, err := LoadOrCreateNodeID(context.Background(), m.Restart())
 	if err != nil || again != id {
 		t.Fatalf("after a restart: %q (%v), want %q", again, err, id)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
 
 // TestUplinkLagVisibleWhileKafkaIsAway: a forwarder that cannot reach
@@ -87,7 +88,7 @@ func TestUplinkShowsRetentionHeldBack(t *testing.T) {
 		now = time.UnixMilli(1_700_000_000_000)
 		c.Now = func() time.Time { return now }
 	})
-	o, err := owner.NewOwner(owner.OwnerConfig{Topic: w.topic, Log: w.logs[0], Meta: newMemMeta(), RetentionFloor: f.RetentionFloor})
+	o, err := owner.NewOwner(owner.OwnerConfig{Topic: w.topic, Log: w.logs[0], Meta: ownertest.NewMeta(), RetentionFloor: f.RetentionFloor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +97,8 @@ func TestUplinkShowsRetentionHeldBack(t *testing.T) {
 
 	w.produce(0, 30) // 3 batches of 10
 	w.drain(f, 0, 0)
-	w.produce(0, 40)             // 30..69, not forwarded
-	w.logs[0].retentionWant = 60 // retention wants to drop 0..59
+	w.produce(0, 40)               // 30..69, not forwarded
+	w.logs[0].SetRetentionWant(60) // retention wants to drop 0..59
 	if _, err := o.EnforceRetention(now); err != nil {
 		t.Fatal(err)
 	}

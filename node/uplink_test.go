@@ -14,6 +14,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,7 +29,7 @@ type uplinkWorld struct {
 	t      testing.TB
 	kafka  *kfake.Cluster
 	topic  fence.TopicID
-	logs   []*memLog
+	logs   []*ownertest.Log
 	owners []*owner.Owner
 	values [][]string // what was produced, per partition
 	// compression of the batches produce appends
@@ -43,9 +44,9 @@ func newUplinkWorld(t testing.TB, partitions int) *uplinkWorld {
 	}
 	t.Cleanup(c.Close)
 	w := &uplinkWorld{t: t, kafka: c, topic: fence.TopicID{0xab, 1}, values: make([][]string, partitions)}
-	m := newMemMeta()
+	m := ownertest.NewMeta()
 	for i := range partitions {
-		l := newMemLog(m, "p"+strconv.Itoa(i))
+		l := ownertest.NewLog(m, "p"+strconv.Itoa(i))
 		o, err := owner.NewOwner(owner.OwnerConfig{Topic: w.topic, Partition: uint32(i), Log: l, Meta: m})
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package owner
+package owner_test
 
 import "time"
 

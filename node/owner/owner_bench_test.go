@@ -1,4 +1,4 @@
-package owner
+package owner_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -18,27 +20,14 @@ import (
 //	go test ./node/owner -run '^$' -bench 'Owner' -count 10 > out.txt
 //	benchstat out.txt
 
-func benchBatch(b *testing.B, records, size int) []byte {
-	var bb wire.BatchBuilder
-	v := make([]byte, size)
-	for range records {
-		bb.Append(wire.Record{Timestamp: 1, Value: v})
-	}
-	batch, err := bb.Build(wire.CompressionNone)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return batch
-}
-
 func BenchmarkOwnerPoll(b *testing.B) {
 	ctx := context.Background()
-	m := newMemMeta()
-	o := newTestOwner(b, scenarioTopic, m, newMemLog(m, "t/0"))
-	if _, err := o.Produce(ctx, benchBatch(b, 100, 1024)); err != nil {
+	m := ownertest.NewMeta()
+	o := ownertest.NewOwner(b, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
+	if _, err := o.Produce(ctx, ownertest.BenchBatch(b, 100, 1024)); err != nil {
 		b.Fatal(err)
 	}
-	req := PollRequest{Consumer: Consumer{Name: "c"}, From: FromFirst}
+	req := owner.PollRequest{Consumer: owner.Consumer{Name: "c"}, From: owner.FromFirst}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := o.Poll(ctx, req); err != nil {
@@ -49,11 +38,11 @@ func BenchmarkOwnerPoll(b *testing.B) {
 
 func BenchmarkOwnerPollNext(b *testing.B) {
 	ctx := context.Background()
-	m := newMemMeta()
-	o := newTestOwner(b, scenarioTopic, m, newMemLog(m, "t/0"))
-	batch := benchBatch(b, 1, 16)
-	c := Consumer{Name: "c"}
-	req := PollRequest{Consumer: c, From: FromNext}
+	m := ownertest.NewMeta()
+	o := ownertest.NewOwner(b, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
+	batch := ownertest.BenchBatch(b, 1, 16)
+	c := owner.Consumer{Name: "c"}
+	req := owner.PollRequest{Consumer: c, From: owner.FromNext}
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
@@ -69,19 +58,19 @@ func BenchmarkOwnerPollNext(b *testing.B) {
 
 func BenchmarkOwnerCommit(b *testing.B) {
 	ctx := context.Background()
-	m := newMemMeta()
-	o := newTestOwner(b, scenarioTopic, m, newMemLog(m, "t/0"))
-	if _, err := o.Produce(ctx, benchBatch(b, 100, 16)); err != nil {
+	m := ownertest.NewMeta()
+	o := ownertest.NewOwner(b, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
+	if _, err := o.Produce(ctx, ownertest.BenchBatch(b, 100, 16)); err != nil {
 		b.Fatal(err)
 	}
-	c := Consumer{Name: "c"}
-	r, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
+	c := owner.Consumer{Name: "c"}
+	r, err := o.Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromFirst})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := o.Commit(ctx, CommitRequest{Consumer: c, Token: r.Token, Offset: 100}); err != nil {
+		if err := o.Commit(ctx, owner.CommitRequest{Consumer: c, Token: r.Token, Offset: 100}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -94,15 +83,15 @@ func BenchmarkOwnerProduce(b *testing.B) {
 	ctx := context.Background()
 	for _, idem := range []bool{true, false} {
 		b.Run(fmt.Sprintf("idempotent=%v", idem), func(b *testing.B) {
-			m := newMemMeta()
-			o := newTestOwner(b, scenarioTopic, m, newMemLog(m, "t/0"))
+			m := ownertest.NewMeta()
+			o := ownertest.NewOwner(b, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
 			var bb wire.BatchBuilder
 			v := make([]byte, 1024)
 			for range 100 {
 				bb.Append(wire.Record{Timestamp: 1, Value: v})
 			}
 			if idem {
-				id, err := o.producers.Init(ctx, "bench")
+				id, err := o.ProducerRegistry().Init(ctx, "bench")
 				if err != nil {
 					b.Fatal(err)
 				}

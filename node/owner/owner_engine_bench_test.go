@@ -1,13 +1,14 @@
-package owner
+package owner_test
 
 import (
 	"context"
 	"encoding/binary"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -27,48 +28,13 @@ func cpuLoop(b *testing.B, op func()) {
 	b.ReportMetric(float64(cpuClock()-start)/float64(b.N), "cpu-ns/op")
 }
 
-func benchEngineOwner(b *testing.B, d engine.Durability) *Owner {
-	return benchEngineOwnerOn(b, vfs.NewMem(), "data", d)
-}
-
-func benchEngineOwnerOn(b *testing.B, fs vfs.FS, dir string, d engine.Durability) *Owner {
-	e, err := engine.Open(engine.Options{FS: fs, Dir: dir, ReservedBytes: -1,
-		Now: func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = e.Close() })
-	t, err := e.CreateTopic("bench", engine.TopicConfig{Partitions: 1, Durability: d})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := t.Partition(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	meta := engineMeta{e: e, space: engine.NodeSpace(nodeSpace)}
-	prods, err := OpenProducers(meta)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sess, err := OpenSessions(meta)
-	if err != nil {
-		b.Fatal(err)
-	}
-	o, err := NewOwner(OwnerConfig{Topic: t.ID(), Log: NewEngineLog(p), Meta: meta, Producers: prods, Sessions: sess})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return o
-}
-
 func BenchmarkOwnerEnginePoll(b *testing.B) {
 	ctx := context.Background()
-	o := benchEngineOwner(b, engine.DurabilityNone)
-	if _, err := o.Produce(ctx, benchBatch(b, 100, 1024)); err != nil {
+	o := ownertest.EngineOwner(b, vfs.NewMem(), "data", engine.DurabilityNone)
+	if _, err := o.Produce(ctx, ownertest.BenchBatch(b, 100, 1024)); err != nil {
 		b.Fatal(err)
 	}
-	req := PollRequest{Consumer: Consumer{Name: "c"}, From: FromFirst}
+	req := owner.PollRequest{Consumer: owner.Consumer{Name: "c"}, From: owner.FromFirst}
 	b.ReportAllocs()
 	cpuLoop(b, func() {
 		if _, err := o.Poll(ctx, req); err != nil {
@@ -79,10 +45,10 @@ func BenchmarkOwnerEnginePoll(b *testing.B) {
 
 func BenchmarkOwnerEnginePollDeliveryCommit(b *testing.B) {
 	ctx := context.Background()
-	o := benchEngineOwner(b, engine.DurabilityNone)
-	batch := benchBatch(b, 10, 100)
-	c := Consumer{Name: "c"}
-	req := PollRequest{Consumer: c, From: FromNext, AutoCommit: AutoCommitOnDelivery}
+	o := ownertest.EngineOwner(b, vfs.NewMem(), "data", engine.DurabilityNone)
+	batch := ownertest.BenchBatch(b, 10, 100)
+	c := owner.Consumer{Name: "c"}
+	req := owner.PollRequest{Consumer: c, From: owner.FromNext, AutoCommit: owner.AutoCommitOnDelivery}
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
@@ -98,18 +64,18 @@ func BenchmarkOwnerEnginePollDeliveryCommit(b *testing.B) {
 
 func BenchmarkOwnerEngineCommit(b *testing.B) {
 	ctx := context.Background()
-	o := benchEngineOwner(b, engine.DurabilityNone)
-	if _, err := o.Produce(ctx, benchBatch(b, 100, 16)); err != nil {
+	o := ownertest.EngineOwner(b, vfs.NewMem(), "data", engine.DurabilityNone)
+	if _, err := o.Produce(ctx, ownertest.BenchBatch(b, 100, 16)); err != nil {
 		b.Fatal(err)
 	}
-	c := Consumer{Name: "c"}
-	r, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
+	c := owner.Consumer{Name: "c"}
+	r, err := o.Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromFirst})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	cpuLoop(b, func() {
-		if err := o.Commit(ctx, CommitRequest{Consumer: c, Token: r.Token, Offset: 100}); err != nil {
+		if err := o.Commit(ctx, owner.CommitRequest{Consumer: c, Token: r.Token, Offset: 100}); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -126,14 +92,14 @@ func BenchmarkOwnerEngineProduce(b *testing.B) {
 	ctx := context.Background()
 	for _, mode := range []string{"on", "off"} {
 		b.Run("idempotence="+mode, func(b *testing.B) {
-			o := benchEngineOwnerOn(b, vfs.Default, b.TempDir(), engine.DurabilityNone)
+			o := ownertest.EngineOwner(b, vfs.Default, b.TempDir(), engine.DurabilityNone)
 			var bb wire.BatchBuilder
 			v := make([]byte, 1024)
 			for range 100 {
 				bb.Append(wire.Record{Timestamp: 1, Value: v})
 			}
 			if mode != "off" {
-				id, err := o.producers.Init(ctx, "bench")
+				id, err := o.ProducerRegistry().Init(ctx, "bench")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package owner
+package owner_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
 
 // engineBackend runs the owner scenarios on the real storage engine, on an
@@ -23,7 +25,7 @@ type engineBackend struct {
 	p  *engine.Partition
 
 	mu   sync.Mutex
-	gate *readGate
+	gate *ownertest.ReadGate
 }
 
 const engineTopic = "events"
@@ -72,17 +74,17 @@ func (b *engineBackend) beforeRead(ctx context.Context, r engine.ReadInfo) error
 	if !strings.HasSuffix(r.File, ".log") {
 		b.t.Errorf("suspended a read of %s, want a segment file", r.File)
 	}
-	return g.wait(ctx)
+	return g.Wait(ctx)
 }
 
-func (b *engineBackend) topic() fence.TopicID { return b.p.Topic().ID() }
-func (b *engineBackend) log() PartitionLog    { return NewEngineLog(b.p) }
-func (b *engineBackend) meta() Metadata {
-	return engineMeta{e: b.e, space: engine.NodeSpace(nodeSpace)}
+func (b *engineBackend) topic() fence.TopicID    { return b.p.Topic().ID() }
+func (b *engineBackend) log() owner.PartitionLog { return owner.NewEngineLog(b.p) }
+func (b *engineBackend) meta() owner.Metadata {
+	return owner.NewEngineMetadata(b.e)
 }
 
-func (b *engineBackend) suspendNextRead() *readGate {
-	g := newReadGate()
+func (b *engineBackend) suspendNextRead() *ownertest.ReadGate {
+	g := ownertest.NewReadGate()
 	b.mu.Lock()
 	b.gate = g
 	b.mu.Unlock()

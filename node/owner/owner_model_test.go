@@ -1,4 +1,4 @@
-package owner
+package owner_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 	"pgregory.net/rapid"
 )
@@ -15,11 +17,11 @@ import (
 // modelConsumer is what the model expects of one consumer polling "next".
 type modelConsumer struct {
 	name   string
-	auto   AutoCommit
+	auto   owner.AutoCommit
 	next   uint64             // where its next poll must start
 	epoch  fence.HistoryEpoch // history of next
-	inPoll *pendingPoll       // its poll in flight, planned but not completed
-	req    PollRequest
+	inPoll *owner.PendingPoll // its poll in flight, planned but not completed
+	req    owner.PollRequest
 	last   fence.Token // token of its last delivery
 }
 
@@ -35,17 +37,17 @@ type modelConsumer struct {
 func TestOwnerModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
-		m := newMemMeta()
-		l := newMemLog(m, "t/0")
-		o := newTestOwner(t, scenarioTopic, m, l)
+		m := ownertest.NewMeta()
+		l := ownertest.NewLog(m, "t/0")
+		o := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, l)
 		consumers := []*modelConsumer{
-			{name: "delivery", auto: AutoCommitOnDelivery},
-			{name: "nextpoll", auto: AutoCommitOnNextPoll},
-			{name: "manual", auto: AutoCommitOff},
+			{name: "delivery", auto: owner.AutoCommitOnDelivery},
+			{name: "nextpoll", auto: owner.AutoCommitOnNextPoll},
+			{name: "manual", auto: owner.AutoCommitOff},
 		}
 		for _, c := range consumers {
 			c.epoch = 1
-			c.req = PollRequest{Consumer: Consumer{Name: c.name}, From: FromNext, AutoCommit: c.auto, MaxBytes: 1}
+			c.req = owner.PollRequest{Consumer: owner.Consumer{Name: c.name}, From: owner.FromNext, AutoCommit: c.auto, MaxBytes: 1}
 		}
 		values := map[uint64]string{} // offset -> value of every record appended
 		n := 0
@@ -80,12 +82,12 @@ func TestOwnerModel(t *testing.T) {
 				if c.inPoll != nil {
 					continue
 				}
-				p, err := o.plan(c.req, nil)
+				p, err := o.PlanPoll(c.req)
 				if err != nil {
 					rt.Fatalf("%s: plan: %v", c.name, err)
 				}
-				if st := o.State(); p.tok.From != c.next || st.History != c.epoch {
-					rt.Fatalf("%s: planned from %d@h%d, model says %d@h%d", c.name, p.tok.From, st.History, c.next, c.epoch)
+				if st := o.State(); p.Token().From != c.next || st.History != c.epoch {
+					rt.Fatalf("%s: planned from %d@h%d, model says %d@h%d", c.name, p.Token().From, st.History, c.next, c.epoch)
 				}
 				c.inPoll = &p
 			case 3: // complete the pending read
@@ -95,9 +97,9 @@ func TestOwnerModel(t *testing.T) {
 				p := *c.inPoll
 				c.inPoll = nil
 				before := o.State()
-				res, err := o.readAndComplete(ctx, c.req, p)
+				res, err := o.CompletePoll(ctx, c.req, p)
 				if errors.Is(err, fence.ErrStaleHistory) {
-					if p.tok.History == before.History {
+					if p.Token().History == before.History {
 						rt.Fatalf("%s: refused as stale in its own history", c.name)
 					}
 					continue
@@ -105,10 +107,10 @@ func TestOwnerModel(t *testing.T) {
 				if err != nil {
 					rt.Fatalf("%s: complete: %v", c.name, err)
 				}
-				if p.tok.History != before.History {
-					rt.Fatalf("%s: a poll planned in history %d completed in %d", c.name, p.tok.History, before.History)
+				if p.Token().History != before.History {
+					rt.Fatalf("%s: a poll planned in history %d completed in %d", c.name, p.Token().History, before.History)
 				}
-				got := recordsOf(rt, res)
+				got := ownertest.RecordsOf(rt, res)
 				var want []string
 				for off := res.Token.From; off < res.Token.Next; off++ {
 					want = append(want, values[off])
@@ -118,10 +120,10 @@ func TestOwnerModel(t *testing.T) {
 				}
 				c.next, c.last = res.Token.Next, res.Token
 			case 4: // manual commit of the last delivery
-				if c.auto != AutoCommitOff || c.last.IsZero() {
+				if c.auto != owner.AutoCommitOff || c.last.IsZero() {
 					continue
 				}
-				err := o.Commit(ctx, CommitRequest{Consumer: c.req.Consumer, Token: c.last, Offset: c.last.Next})
+				err := o.Commit(ctx, owner.CommitRequest{Consumer: c.req.Consumer, Token: c.last, Offset: c.last.Next})
 				if c.last.History != o.State().History {
 					if !errors.Is(err, fence.ErrStaleHistory) {
 						rt.Fatalf("%s: commit of an old history: %v", c.name, err)
@@ -146,20 +148,4 @@ func TestOwnerModel(t *testing.T) {
 			}
 		}
 	})
-}
-
-func recordsOf(t interface{ Fatal(...any) }, r PollResult) []string {
-	var out []string
-	for _, b := range r.Batches {
-		it, err := wire.NewRecordIterator(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rec, ok := it.Next(); ok; rec, ok = it.Next() {
-			if rec.Offset >= r.Token.From && rec.Offset < r.Token.Next {
-				out = append(out, string(rec.Value))
-			}
-		}
-	}
-	return out
 }

@@ -1,34 +1,16 @@
-package owner
+package owner_test
 
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
-
-// testFloor is a retention floor a test moves (an uplink's position).
-type testFloor struct {
-	mu  sync.Mutex
-	off uint64
-	set bool
-}
-
-func (f *testFloor) move(off uint64, set bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.off, f.set = off, set
-}
-
-func (f *testFloor) get() (uint64, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.off, f.set
-}
 
 // covers: issue 11 (retention never deletes records that have not been
 // forwarded; the choice is visible when it bites)
@@ -38,21 +20,19 @@ func (f *testFloor) get() (uint64, bool) {
 // follows the floor as it rises, and runs as configured once there is no
 // floor. RetentionHold says what was held back and counts it.
 func TestOwnerRetentionFloor(t *testing.T) {
-	l := newMemLog(newMemMeta(), "p0")
+	l := ownertest.NewLog(ownertest.NewMeta(), "p0")
 	for i := 0; i < 10; i++ {
-		if _, _, err := l.Append(testBatch(t, "a", "b")); err != nil {
+		if _, _, err := l.Append(ownertest.Batch(t, "a", "b")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var floor testFloor
-	floor.move(0, true) // an uplink that has not forwarded anything
-	o, err := NewOwner(OwnerConfig{Log: l, Meta: newMemMeta(), RetentionFloor: floor.get})
+	var floor ownertest.Floor
+	floor.Move(0, true) // an uplink that has not forwarded anything
+	o, err := owner.NewOwner(owner.OwnerConfig{Log: l, Meta: ownertest.NewMeta(), RetentionFloor: floor.Get})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.mu.Lock()
-	l.retentionWant = 16 // retention wants 8 of the 10 batches gone
-	l.mu.Unlock()
+	l.SetRetentionWant(16) // retention wants 8 of the 10 batches gone
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 	res, err := o.EnforceRetention(now)
@@ -66,7 +46,7 @@ func TestOwnerRetentionFloor(t *testing.T) {
 		t.Fatalf("hold at floor 0: %+v", h)
 	}
 
-	floor.move(7, true) // forwarded up to offset 6: batches ending below 7 may go
+	floor.Move(7, true) // forwarded up to offset 6: batches ending below 7 may go
 	res, err = o.EnforceRetention(now)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +61,7 @@ func TestOwnerRetentionFloor(t *testing.T) {
 		t.Fatalf("hold at floor 7: %+v", h)
 	}
 
-	floor.move(20, true) // everything forwarded
+	floor.Move(20, true) // everything forwarded
 	res, err = o.EnforceRetention(now)
 	if err != nil {
 		t.Fatal(err)
@@ -94,11 +74,9 @@ func TestOwnerRetentionFloor(t *testing.T) {
 	}
 
 	// No floor (overflow drop-oldest, or the uplink removed).
-	l.mu.Lock()
-	l.retentionWant = 20
-	l.mu.Unlock()
-	floor.move(0, false)
-	if res, err = o.EnforceRetention(now); err != nil || res.LogStart != 20 || res.HeldBack() || res.Floor != NoRetentionFloor {
+	l.SetRetentionWant(20)
+	floor.Move(0, false)
+	if res, err = o.EnforceRetention(now); err != nil || res.LogStart != 20 || res.HeldBack() || res.Floor != owner.NoRetentionFloor {
 		t.Fatalf("no floor: %+v, %v", res, err)
 	}
 }
@@ -117,10 +95,10 @@ func TestOwnerRetentionFloorEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := top.Partition(0)
-	log := NewEngineLog(p)
+	log := owner.NewEngineLog(p)
 	value := strings.Repeat("v", 100)
 	for i := 0; i < 100; i++ {
-		_, last, err := log.Append(testBatch(t, value, value))
+		_, last, err := log.Append(ownertest.Batch(t, value, value))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,9 +107,9 @@ func TestOwnerRetentionFloorEngine(t *testing.T) {
 		}
 	}
 	hw := log.State().HighWatermark
-	var floor testFloor
-	floor.move(0, true)
-	o, err := NewOwner(OwnerConfig{Topic: top.ID(), Log: log, Meta: newMemMeta(), RetentionFloor: floor.get})
+	var floor ownertest.Floor
+	floor.Move(0, true)
+	o, err := owner.NewOwner(owner.OwnerConfig{Topic: top.ID(), Log: log, Meta: ownertest.NewMeta(), RetentionFloor: floor.Get})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +123,7 @@ func TestOwnerRetentionFloorEngine(t *testing.T) {
 	}
 	wanted := res.Wanted
 
-	floor.move(wanted/2, true)
+	floor.Move(wanted/2, true)
 	if res, err = o.EnforceRetention(now); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +131,7 @@ func TestOwnerRetentionFloorEngine(t *testing.T) {
 		t.Fatalf("floor %d: %+v (retention alone: %d)", wanted/2, res, wanted)
 	}
 
-	floor.move(hw, true)
+	floor.Move(hw, true)
 	if res, err = o.EnforceRetention(now); err != nil {
 		t.Fatal(err)
 	}

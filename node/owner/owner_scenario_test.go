@@ -1,16 +1,16 @@
-package owner
+package owner_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -18,11 +18,11 @@ import (
 // the real engine.
 type scenarioBackend interface {
 	topic() fence.TopicID
-	log() PartitionLog
-	meta() Metadata
+	log() owner.PartitionLog
+	meta() owner.Metadata
 	// suspendNextRead makes the next read block at its file read; the
 	// returned gate reports arrival and releases it.
-	suspendNextRead() *readGate
+	suspendNextRead() *ownertest.ReadGate
 	// persist makes everything appended so far durable and evicts it from
 	// memory, so polls read it from disk.
 	persist(t testing.TB)
@@ -35,63 +35,32 @@ type scenarioBackend interface {
 	close()
 }
 
-// readGate suspends one read at its file read.
-type readGate struct {
-	arrived chan struct{}
-	release chan struct{}
-}
-
-func newReadGate() *readGate {
-	return &readGate{arrived: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (g *readGate) wait(ctx context.Context) error {
-	close(g.arrived)
-	select {
-	case <-g.release:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// fakeBackend runs scenarios on memLog and memMeta.
+// fakeBackend runs scenarios on ownertest.Log and ownertest.Meta.
 type fakeBackend struct {
-	m *memMeta
-	l *memLog
+	m *ownertest.Meta
+	l *ownertest.Log
 }
 
 func newFakeBackend() *fakeBackend {
-	m := newMemMeta()
-	return &fakeBackend{m: m, l: newMemLog(m, "t/0")}
+	m := ownertest.NewMeta()
+	return &fakeBackend{m: m, l: ownertest.NewLog(m, "t/0")}
 }
 
-func (b *fakeBackend) topic() fence.TopicID { return scenarioTopic }
-func (b *fakeBackend) log() PartitionLog    { return b.l }
-func (b *fakeBackend) meta() Metadata       { return b.m }
-func (b *fakeBackend) persist(testing.TB)   {}
-func (b *fakeBackend) close()               {}
+func (b *fakeBackend) topic() fence.TopicID    { return ownertest.ScenarioTopic }
+func (b *fakeBackend) log() owner.PartitionLog { return b.l }
+func (b *fakeBackend) meta() owner.Metadata    { return b.m }
+func (b *fakeBackend) persist(testing.TB)      {}
+func (b *fakeBackend) close()                  {}
 
-func (b *fakeBackend) suspendNextRead() *readGate {
-	g := newReadGate()
-	b.l.mu.Lock()
-	b.l.readGate = func(ctx context.Context) error {
-		b.l.mu.Lock()
-		b.l.readGate = nil
-		b.l.mu.Unlock()
-		return g.wait(ctx)
-	}
-	b.l.mu.Unlock()
-	return g
-}
+func (b *fakeBackend) suspendNextRead() *ownertest.ReadGate { return b.l.SuspendNextRead() }
 
 func (b *fakeBackend) restart(testing.TB) {
-	b.m = b.m.restart()
-	b.l.meta = b.m
+	b.m = b.m.Restart()
+	b.l.SetMeta(b.m)
 }
 
-func (b *fakeBackend) lose(_ testing.TB, keptEnd, start uint64) { b.l.lose(keptEnd, start) }
-func (b *fakeBackend) retain(_ testing.TB, start uint64)        { b.l.retainFrom(start) }
+func (b *fakeBackend) lose(_ testing.TB, keptEnd, start uint64) { b.l.Lose(keptEnd, start) }
+func (b *fakeBackend) retain(_ testing.TB, start uint64)        { b.l.RetainFrom(start) }
 
 // testMembers is a Members the scenarios set directly.
 type testMembers map[string]fence.MemberEpoch
@@ -101,38 +70,36 @@ func (m testMembers) Member(group, member string) (bool, fence.MemberEpoch) {
 	return ok, e
 }
 
-var scenarioTopic = fence.TopicID{0x1e, 0xd9, 0xe0}
-
 // scenario is the state of one data-driven scenario.
 type scenario struct {
 	t       testing.TB
 	ctx     context.Context
 	b       scenarioBackend
-	owner   *Owner
-	prods   *Producers
-	sess    *Sessions
+	owner   *owner.Owner
+	prods   *owner.Producers
+	sess    *owner.Sessions
 	members testMembers
 
-	procs     map[string]Consumer         // attached processes by handle
-	tokens    map[string]fence.Token      // tokens of finished polls by handle
-	polls     map[string]*asyncPoll       // polls in flight by handle
-	producers map[string]ProducerIdentity // producer incarnations by handle
-	seqs      map[string]int32            // next sequence per producer handle
-	lastBatch map[string][]byte           // last batch per producer handle
+	procs     map[string]owner.Consumer         // attached processes by handle
+	tokens    map[string]fence.Token            // tokens of finished polls by handle
+	polls     map[string]*asyncPoll             // polls in flight by handle
+	producers map[string]owner.ProducerIdentity // producer incarnations by handle
+	seqs      map[string]int32                  // next sequence per producer handle
+	lastBatch map[string][]byte                 // last batch per producer handle
 }
 
 type asyncPoll struct {
-	gate *readGate
+	gate *ownertest.ReadGate
 	done chan struct{}
-	res  PollResult
+	res  owner.PollResult
 	err  error
 }
 
 func newScenario(t testing.TB, ctx context.Context, b scenarioBackend) *scenario {
 	s := &scenario{
 		t: t, ctx: ctx, b: b, members: testMembers{},
-		procs: map[string]Consumer{}, tokens: map[string]fence.Token{}, polls: map[string]*asyncPoll{},
-		producers: map[string]ProducerIdentity{}, seqs: map[string]int32{}, lastBatch: map[string][]byte{},
+		procs: map[string]owner.Consumer{}, tokens: map[string]fence.Token{}, polls: map[string]*asyncPoll{},
+		producers: map[string]owner.ProducerIdentity{}, seqs: map[string]int32{}, lastBatch: map[string][]byte{},
 	}
 	s.open()
 	return s
@@ -140,13 +107,13 @@ func newScenario(t testing.TB, ctx context.Context, b scenarioBackend) *scenario
 
 func (s *scenario) open() {
 	var err error
-	if s.prods, err = OpenProducers(s.b.meta()); err != nil {
+	if s.prods, err = owner.OpenProducers(s.b.meta()); err != nil {
 		s.t.Fatal(err)
 	}
-	if s.sess, err = OpenSessions(s.b.meta()); err != nil {
+	if s.sess, err = owner.OpenSessions(s.b.meta()); err != nil {
 		s.t.Fatal(err)
 	}
-	s.owner, err = NewOwner(OwnerConfig{
+	s.owner, err = owner.NewOwner(owner.OwnerConfig{
 		Topic: s.b.topic(), Log: s.b.log(), Meta: s.b.meta(),
 		Producers: s.prods, Sessions: s.sess, Members: s.members,
 	})
@@ -179,7 +146,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		s.procs[as] = Consumer{Name: name, Session: e}
+		s.procs[as] = owner.Consumer{Name: name, Session: e}
 		return fmt.Sprintf("%s: consumer %s session %d", as, name, e)
 	case "persist":
 		s.b.persist(t)
@@ -191,7 +158,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		if p.gate == nil {
 			t.Fatalf("%s: poll was not suspended", d.Pos)
 		}
-		close(p.gate.release)
+		close(p.gate.Release)
 		return s.await(d)
 	case "await":
 		return s.await(d)
@@ -218,7 +185,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 	case "committed":
 		pr, err := s.owner.Committed(s.ctx, s.consumer(d))
 		if err != nil {
-			return renderErr(err)
+			return ownertest.RenderErr(err)
 		}
 		out := "no bookmark"
 		if pr.HasCommitted {
@@ -237,7 +204,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		if !ok && tokName != "none" {
 			t.Fatalf("%s: no token %q", d.Pos, tokName)
 		}
-		req := CommitRequest{Consumer: s.consumer(d), Token: tok, Offset: off}
+		req := owner.CommitRequest{Consumer: s.consumer(d), Token: tok, Offset: off}
 		var err error
 		if d.Cmd == "commit" {
 			err = s.owner.Commit(s.ctx, req)
@@ -245,7 +212,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 			err = s.owner.Reset(s.ctx, req)
 		}
 		if err != nil {
-			return renderErr(err)
+			return ownertest.RenderErr(err)
 		}
 		return "ok"
 	case "restart":
@@ -301,8 +268,8 @@ func (s *scenario) run(d *datadriven.TestData) string {
 // consumer parses who a command acts for: proc=HANDLE (an attached
 // process), consumer=NAME [session=N], group=G member=M [epoch=N], or
 // nobody (anonymous).
-func (s *scenario) consumer(d *datadriven.TestData) Consumer {
-	var c Consumer
+func (s *scenario) consumer(d *datadriven.TestData) owner.Consumer {
+	var c owner.Consumer
 	var proc string
 	if d.MaybeScanArgs(s.t, "proc", &proc) {
 		var ok bool
@@ -361,9 +328,9 @@ func (s *scenario) produce(d *datadriven.TestData) string {
 	return renderProduce(s.owner.Produce(s.ctx, batch))
 }
 
-func renderProduce(r ProduceResult, err error) string {
+func renderProduce(r owner.ProduceResult, err error) string {
 	if err != nil {
-		return renderErr(err)
+		return ownertest.RenderErr(err)
 	}
 	if r.Duplicate {
 		return fmt.Sprintf("duplicate: already at %d-%d", r.Base, r.Last)
@@ -383,20 +350,20 @@ func (s *scenario) poll1(d *datadriven.TestData) *asyncPoll {
 
 func (s *scenario) poll(d *datadriven.TestData) string {
 	t := s.t
-	req := PollRequest{Consumer: s.consumer(d)}
+	req := owner.PollRequest{Consumer: s.consumer(d)}
 	var from, auto, reset, wait, as string
 	d.ScanArgs(t, "from", &from)
 	switch from {
 	case "next":
-		req.From = FromNext
+		req.From = owner.FromNext
 	case "first":
-		req.From = FromFirst
+		req.From = owner.FromFirst
 	case "last":
-		req.From = FromLast
+		req.From = owner.FromLast
 	case "end":
-		req.From = FromEnd
+		req.From = owner.FromEnd
 	default:
-		req.From = FromOffset
+		req.From = owner.FromOffset
 		if _, err := fmt.Sscan(from, &req.Offset); err != nil {
 			t.Fatalf("%s: from=%q", d.Pos, from)
 		}
@@ -404,16 +371,16 @@ func (s *scenario) poll(d *datadriven.TestData) string {
 	if d.MaybeScanArgs(t, "auto", &auto) {
 		switch auto {
 		case "delivery":
-			req.AutoCommit = AutoCommitOnDelivery
+			req.AutoCommit = owner.AutoCommitOnDelivery
 		case "next-poll":
-			req.AutoCommit = AutoCommitOnNextPoll
+			req.AutoCommit = owner.AutoCommitOnNextPoll
 		case "off":
 		default:
 			t.Fatalf("%s: auto=%q", d.Pos, auto)
 		}
 	}
 	if d.MaybeScanArgs(t, "reset", &reset) {
-		req.Reset = map[string]ResetPolicy{"earliest": ResetEarliest, "latest": ResetLatest, "none": ResetNone}[reset]
+		req.Reset = map[string]owner.ResetPolicy{"earliest": owner.ResetEarliest, "latest": owner.ResetLatest, "none": owner.ResetNone}[reset]
 	}
 	if d.MaybeScanArgs(t, "wait", &wait) {
 		var err error
@@ -440,7 +407,7 @@ func (s *scenario) poll(d *datadriven.TestData) string {
 		if as != "" && p.err == nil {
 			s.tokens[as] = p.res.Token
 		}
-		return renderPoll(p.res, p.err)
+		return ownertest.RenderPoll(p.res, p.err)
 	default:
 	}
 	if as == "" {
@@ -449,7 +416,7 @@ func (s *scenario) poll(d *datadriven.TestData) string {
 	s.polls[as] = p
 	if p.gate != nil {
 		select {
-		case <-p.gate.arrived:
+		case <-p.gate.Arrived:
 			return "suspended at the file read"
 		default:
 			t.Fatalf("%s: poll blocked before its read", d.Pos)
@@ -472,54 +439,10 @@ func (s *scenario) await(d *datadriven.TestData) string {
 	if p.err == nil {
 		s.tokens[as] = p.res.Token
 	}
-	return renderPoll(p.res, p.err)
+	return ownertest.RenderPoll(p.res, p.err)
 }
 
-func renderPoll(r PollResult, err error) string {
-	if err != nil {
-		return renderErr(err)
-	}
-	var sb strings.Builder
-	n := 0
-	for _, b := range r.Batches {
-		it, err := wire.NewRecordIterator(b, 0)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		for rec, ok := it.Next(); ok; rec, ok = it.Next() {
-			if rec.Offset < r.Token.From || rec.Offset >= r.Token.Next {
-				continue
-			}
-			if n == 0 {
-				sb.WriteString("records:")
-			}
-			fmt.Fprintf(&sb, " %d:%s", rec.Offset, rec.Value)
-			n++
-		}
-		if it.Err() != nil {
-			return "error: " + it.Err().Error()
-		}
-	}
-	if n == 0 {
-		sb.WriteString("no records")
-	}
-	fmt.Fprintf(&sb, "\nnext %d; token h%d [%d,%d)", r.Next, r.Token.History, r.Token.From, r.Token.Next)
-	return sb.String()
-}
-
-func renderErr(err error) string {
-	var fe *fence.Error
-	if errors.As(err, &fe) {
-		retry := ""
-		if fence.Retryable(err) {
-			retry = ", retryable"
-		}
-		return fmt.Sprintf("rejected: %s (%s%s)", fe.Code, fe.Action, retry)
-	}
-	return "error: " + err.Error()
-}
-
-func renderState(p PartitionState) string {
+func renderState(p owner.PartitionState) string {
 	return fmt.Sprintf("history %d, offsets [%d,%d)", p.History, p.LogStart, p.HighWatermark)
 }
 
@@ -538,7 +461,7 @@ func runScenarios(t *testing.T, newBackend func(t testing.TB) scenarioBackend, s
 			t.Cleanup(func() {
 				for name, p := range s.polls {
 					if p.gate != nil {
-						close(p.gate.release)
+						close(p.gate.Release)
 					}
 					t.Errorf("poll %s still in flight at the end of the scenario", name)
 				}

@@ -1,4 +1,4 @@
-package owner
+package owner_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
 
 // BenchmarkOwnerEngineCommitState commits an offset with 0, 10 and 100
@@ -29,20 +31,20 @@ func BenchmarkOwnerEngineCommitState(b *testing.B) {
 				name = fmt.Sprintf("durability=%s/changes=offset-only", d)
 			}
 			b.Run(name, func(b *testing.B) {
-				o := benchEngineOwnerOn(b, vfs.Default, b.TempDir(), d)
-				if _, err := o.Produce(ctx, benchBatch(b, 100, 16)); err != nil {
+				o := ownertest.EngineOwner(b, vfs.Default, b.TempDir(), d)
+				if _, err := o.Produce(ctx, ownertest.BenchBatch(b, 100, 16)); err != nil {
 					b.Fatal(err)
 				}
-				c := Consumer{Name: "c"}
-				r, err := o.Poll(ctx, PollRequest{Consumer: c, From: FromFirst})
+				c := owner.Consumer{Name: "c"}
+				r, err := o.Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromFirst})
 				if err != nil {
 					b.Fatal(err)
 				}
-				req := CommitRequest{Consumer: c, Token: r.Token, Offset: 100}
-				changes := make([]StateChange, max(n, 0))
+				req := owner.CommitRequest{Consumer: c, Token: r.Token, Offset: 100}
+				changes := make([]owner.StateChange, max(n, 0))
 				value := make([]byte, 100)
 				for i := range changes {
-					changes[i] = StateChange{Key: fmt.Appendf(nil, "key-%04d", i), Value: value}
+					changes[i] = owner.StateChange{Key: fmt.Appendf(nil, "key-%04d", i), Value: value}
 				}
 				commit := func() error { return o.CommitState(ctx, req, changes) }
 				if n < 0 {

@@ -1,4 +1,4 @@
-package owner
+package owner_test
 
 import (
 	"context"
@@ -8,22 +8,24 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
 
 // engineStateOwner builds an owner of the engine backend's partition, with
 // sessions and producers of its metadata.
-func engineStateOwner(t *testing.T, b *engineBackend) *Owner {
+func engineStateOwner(t *testing.T, b *engineBackend) *owner.Owner {
 	t.Helper()
 	m := b.meta()
-	sess, err := OpenSessions(m)
+	sess, err := owner.OpenSessions(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prods, err := OpenProducers(m)
+	prods, err := owner.OpenProducers(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := NewOwner(OwnerConfig{Topic: b.topic(), Log: b.log(), Meta: m, Sessions: sess, Producers: prods})
+	o, err := owner.NewOwner(owner.OwnerConfig{Topic: b.topic(), Log: b.log(), Meta: m, Sessions: sess, Producers: prods})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,15 +42,15 @@ func TestStateSurvivesRestartOnEngine(t *testing.T) {
 	b := newEngineBackend(t).(*engineBackend)
 	defer func() { b.close() }()
 	o := engineStateOwner(t, b)
-	if _, err := o.Produce(ctx, testBatch(t, "x", "y", "x")); err != nil {
+	if _, err := o.Produce(ctx, ownertest.Batch(t, "x", "y", "x")); err != nil {
 		t.Fatal(err)
 	}
-	a := Consumer{Name: "a"}
-	res, err := o.Poll(ctx, PollRequest{Consumer: a, From: FromNext})
+	a := owner.Consumer{Name: "a"}
+	res, err := o.Poll(ctx, owner.PollRequest{Consumer: a, From: owner.FromNext})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.CommitState(ctx, CommitRequest{Consumer: a, Token: res.Token, Offset: 3}, []StateChange{sput("x", "2"), sput("y", "1")}); err != nil {
+	if err := o.CommitState(ctx, owner.CommitRequest{Consumer: a, Token: res.Token, Offset: 3}, []owner.StateChange{sput("x", "2"), sput("y", "1")}); err != nil {
 		t.Fatal(err)
 	}
 	b.restart(t)
@@ -61,19 +63,19 @@ func TestStateSurvivesRestartOnEngine(t *testing.T) {
 		t.Fatalf("resumes at %d, want 3", s.Next)
 	}
 	// In pages: the engine seeks past the previous page's last key.
-	if pages := statePages(t, o, a, StateQuery{MaxBytes: 2}); fmt.Sprint(pages) != "[3@1 x=2 3@1 y=1]" {
+	if pages := statePages(t, o, a, owner.StateQuery{MaxBytes: 2}); fmt.Sprint(pages) != "[3@1 x=2 3@1 y=1]" {
 		t.Fatalf("pages %q", pages)
 	}
 
 	// A group's state, then its deletion: gone after a power loss too.
 	o.Assign("g", "m", 1)
-	g := Consumer{Name: "g", Member: "m", MemberEpoch: 1}
-	o.members = staticMembers{"g/m": 1}
-	gr, err := o.Poll(ctx, PollRequest{Consumer: g, From: FromFirst})
+	g := owner.Consumer{Name: "g", Member: "m", MemberEpoch: 1}
+	o.SetMembers(staticMembers{"g/m": 1})
+	gr, err := o.Poll(ctx, owner.PollRequest{Consumer: g, From: owner.FromFirst})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.CommitState(ctx, CommitRequest{Consumer: g, Token: gr.Token, Offset: 3}, []StateChange{sput("k", "v")}); err != nil {
+	if err := o.CommitState(ctx, owner.CommitRequest{Consumer: g, Token: gr.Token, Offset: 3}, []owner.StateChange{sput("k", "v")}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := o.DeleteConsumer(ctx, "g")
@@ -85,7 +87,7 @@ func TestStateSurvivesRestartOnEngine(t *testing.T) {
 	}
 	b.restart(t)
 	o = engineStateOwner(t, b)
-	if s, err := o.InspectState(ctx, "g", StateQuery{}); err != nil || stateText(s) != "none" {
+	if s, err := o.InspectState(ctx, "g", owner.StateQuery{}); err != nil || stateText(s) != "none" {
 		t.Fatalf("deleted group after a power loss: %s, %v", stateText(s), err)
 	}
 	if got := loadText(t, o, a); got != "3@1 x=2 y=1" {
@@ -110,21 +112,21 @@ func TestStateOfDeletedTopicOnEngine(t *testing.T) {
 	b := newEngineBackend(t).(*engineBackend)
 	defer func() { b.close() }()
 	o := engineStateOwner(t, b)
-	if _, err := o.Produce(ctx, testBatch(t, "x")); err != nil {
+	if _, err := o.Produce(ctx, ownertest.Batch(t, "x")); err != nil {
 		t.Fatal(err)
 	}
-	a := Consumer{Name: "a"}
-	res, err := o.Poll(ctx, PollRequest{Consumer: a, From: FromNext})
+	a := owner.Consumer{Name: "a"}
+	res, err := o.Poll(ctx, owner.PollRequest{Consumer: a, From: owner.FromNext})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.CommitState(ctx, CommitRequest{Consumer: a, Token: res.Token, Offset: 1}, []StateChange{sput("x", "1")}); err != nil {
+	if err := o.CommitState(ctx, owner.CommitRequest{Consumer: a, Token: res.Token, Offset: 1}, []owner.StateChange{sput("x", "1")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.e.DeleteTopic(engineTopic); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.CommitState(ctx, CommitRequest{Consumer: a, Token: res.Token, Offset: 1}, []StateChange{sput("x", "2")}); !errors.Is(err, engine.ErrTopicDeleted) {
+	if err := o.CommitState(ctx, owner.CommitRequest{Consumer: a, Token: res.Token, Offset: 1}, []owner.StateChange{sput("x", "2")}); !errors.Is(err, engine.ErrTopicDeleted) {
 		t.Fatalf("state commit after the deletion: %v", err)
 	}
 	if _, err := o.LoadState(ctx, a, nil); !errors.Is(err, engine.ErrTopicDeleted) {

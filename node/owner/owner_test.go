@@ -1,4 +1,4 @@
-package owner
+package owner_test
 
 import (
 	"context"
@@ -8,38 +8,9 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/owner/ownertest"
 )
-
-func newTestOwner(t testing.TB, topic fence.TopicID, m *memMeta, l *memLog) *Owner {
-	t.Helper()
-	prods, err := OpenProducers(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := OpenSessions(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := NewOwner(OwnerConfig{Topic: topic, Log: l, Meta: m, Producers: prods, Sessions: sess})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
-
-func testBatch(t testing.TB, values ...string) []byte {
-	t.Helper()
-	var b wire.BatchBuilder
-	for _, v := range values {
-		b.Append(wire.Record{Timestamp: 1, Value: []byte(v)})
-	}
-	batch, err := b.Build(wire.CompressionNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return batch
-}
 
 // A commit is acknowledged only once durable, and the owner does not hold
 // its lock while it waits: other consumers poll and commit, producers
@@ -49,21 +20,21 @@ func testBatch(t testing.TB, values ...string) []byte {
 func TestCommitWaitsForSyncOutsideTheLock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := newMemMeta()
-		o := newTestOwner(t, scenarioTopic, m, newMemLog(m, "t/0"))
-		if _, err := o.Produce(ctx, testBatch(t, "a", "b")); err != nil {
+		m := ownertest.NewMeta()
+		o := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
+		if _, err := o.Produce(ctx, ownertest.Batch(t, "a", "b")); err != nil {
 			t.Fatal(err)
 		}
-		a := Consumer{Name: "a"}
-		res, err := o.Poll(ctx, PollRequest{Consumer: a, From: FromNext})
+		a := owner.Consumer{Name: "a"}
+		res, err := o.Poll(ctx, owner.PollRequest{Consumer: a, From: owner.FromNext})
 		if err != nil {
 			t.Fatal(err)
 		}
 
 		release := make(chan struct{})
-		m.syncGate = func(ctx context.Context) error { <-release; return nil }
+		m.SetSyncGate(func(ctx context.Context) error { <-release; return nil })
 		done := make(chan error, 1)
-		go func() { done <- o.Commit(ctx, CommitRequest{Consumer: a, Token: res.Token, Offset: 2}) }()
+		go func() { done <- o.Commit(ctx, owner.CommitRequest{Consumer: a, Token: res.Token, Offset: 2}) }()
 		synctest.Wait()
 		select {
 		case err := <-done:
@@ -72,27 +43,27 @@ func TestCommitWaitsForSyncOutsideTheLock(t *testing.T) {
 		}
 
 		// While the sync is pending, the partition keeps serving.
-		if _, err := o.Produce(ctx, testBatch(t, "c")); err != nil {
+		if _, err := o.Produce(ctx, ownertest.Batch(t, "c")); err != nil {
 			t.Fatal(err)
 		}
-		got, err := o.Poll(ctx, PollRequest{Consumer: Consumer{Name: "b"}, From: FromNext})
+		got, err := o.Poll(ctx, owner.PollRequest{Consumer: owner.Consumer{Name: "b"}, From: owner.FromNext})
 		if err != nil || got.Next != 3 {
 			t.Fatalf("poll during a pending sync: next %d, %v", got.Next, err)
 		}
-		if m.syncs != 0 {
-			t.Fatalf("%d syncs completed, want 0", m.syncs)
+		if m.Syncs() != 0 {
+			t.Fatalf("%d syncs completed, want 0", m.Syncs())
 		}
 
 		close(release)
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if b, ok, _ := o.log.Bookmark("c/a"); !ok || b.Offset != 2 {
+		if b, ok, _ := o.LogOf().Bookmark("c/a"); !ok || b.Offset != 2 {
 			t.Fatalf("bookmark after commit: %+v %v", b, ok)
 		}
 		// Durable means it survives a restart.
-		m.syncGate = nil
-		m2 := m.restart()
+		m.SetSyncGate(nil)
+		m2 := m.Restart()
 		if v, ok, _ := m2.Get([]byte("bm/t/0/c/a")); !ok || string(v) != "2@1" {
 			t.Fatalf("bookmark after restart: %q %v", v, ok)
 		}
@@ -107,14 +78,14 @@ func TestCommitWaitsForSyncOutsideTheLock(t *testing.T) {
 func TestDeliveryCommitIsDurableBeforeTheReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := newMemMeta()
-		o := newTestOwner(t, scenarioTopic, m, newMemLog(m, "t/0"))
-		if _, err := o.Produce(ctx, testBatch(t, "a")); err != nil {
+		m := ownertest.NewMeta()
+		o := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
+		if _, err := o.Produce(ctx, ownertest.Batch(t, "a")); err != nil {
 			t.Fatal(err)
 		}
 		fail := errors.New("injected sync failure")
-		m.syncGate = func(ctx context.Context) error { return fail }
-		_, err := o.Poll(ctx, PollRequest{Consumer: Consumer{Name: "a"}, From: FromNext, AutoCommit: AutoCommitOnDelivery})
+		m.SetSyncGate(func(ctx context.Context) error { return fail })
+		_, err := o.Poll(ctx, owner.PollRequest{Consumer: owner.Consumer{Name: "a"}, From: owner.FromNext, AutoCommit: owner.AutoCommitOnDelivery})
 		if !errors.Is(err, fail) {
 			t.Fatalf("poll with a failing commit sync: %v, want the sync error and no records", err)
 		}
@@ -128,21 +99,21 @@ func TestDeliveryCommitIsDurableBeforeTheReply(t *testing.T) {
 func TestPollManyRevalidatesEachPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := newMemMeta()
-		l0, l1 := newMemLog(m, "t/0"), newMemLog(m, "t/1")
-		o0 := newTestOwner(t, scenarioTopic, m, l0)
-		o1, err := NewOwner(OwnerConfig{Topic: scenarioTopic, Partition: 1, Log: l1, Meta: m, Producers: o0.producers, Sessions: o0.sessions})
+		m := ownertest.NewMeta()
+		l0, l1 := ownertest.NewLog(m, "t/0"), ownertest.NewLog(m, "t/1")
+		o0 := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, l0)
+		o1, err := owner.NewOwner(owner.OwnerConfig{Topic: ownertest.ScenarioTopic, Partition: 1, Log: l1, Meta: m, Producers: o0.ProducerRegistry(), Sessions: o0.SessionRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := Consumer{Name: "c"}
-		polls := []PartitionPoll{
-			{Owner: o0, Request: PollRequest{Consumer: c, From: FromNext}},
-			{Owner: o1, Request: PollRequest{Consumer: c, From: FromNext}},
+		c := owner.Consumer{Name: "c"}
+		polls := []owner.PartitionPoll{
+			{Owner: o0, Request: owner.PollRequest{Consumer: c, From: owner.FromNext}},
+			{Owner: o1, Request: owner.PollRequest{Consumer: c, From: owner.FromNext}},
 		}
-		var out []PartitionResult
+		var out []owner.PartitionResult
 		done := make(chan struct{})
-		go func() { out = PollMany(ctx, polls, time.Minute); close(done) }()
+		go func() { out = owner.PollMany(ctx, polls, time.Minute); close(done) }()
 		synctest.Wait()
 
 		// A purge of partition 0 wakes the poll; partition 0 is refused,
@@ -160,9 +131,9 @@ func TestPollManyRevalidatesEachPartition(t *testing.T) {
 
 		// Data on partition 1 answers a new multi-partition poll.
 		done = make(chan struct{})
-		go func() { out = PollMany(ctx, polls, time.Minute); close(done) }()
+		go func() { out = owner.PollMany(ctx, polls, time.Minute); close(done) }()
 		synctest.Wait()
-		if _, err := o1.Produce(ctx, testBatch(t, "x")); err != nil {
+		if _, err := o1.Produce(ctx, ownertest.Batch(t, "x")); err != nil {
 			t.Fatal(err)
 		}
 		<-done
@@ -173,7 +144,7 @@ func TestPollManyRevalidatesEachPartition(t *testing.T) {
 		// Nothing arrives: the poll answers empty at the deadline.
 		done = make(chan struct{})
 		start := time.Now()
-		go func() { out = PollMany(ctx, polls, time.Minute); close(done) }()
+		go func() { out = owner.PollMany(ctx, polls, time.Minute); close(done) }()
 		<-done
 		if d := time.Since(start); d != time.Minute || out[0].Err != nil || out[1].Err != nil {
 			t.Fatalf("timeout after %v: %+v", d, out)
@@ -186,18 +157,18 @@ func TestPollManyRevalidatesEachPartition(t *testing.T) {
 // deadline, and ends with its context.
 func TestPollManyOnePartitionWakesTimesOutAndCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMemMeta()
-		o := newTestOwner(t, scenarioTopic, m, newMemLog(m, "t/0"))
-		polls := []PartitionPoll{{Owner: o, Request: PollRequest{Consumer: Consumer{Name: "c"}, From: FromNext}}}
-		poll := func(ctx context.Context) <-chan []PartitionResult {
-			out := make(chan []PartitionResult, 1)
-			go func() { out <- PollMany(ctx, polls, time.Minute) }()
+		m := ownertest.NewMeta()
+		o := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
+		polls := []owner.PartitionPoll{{Owner: o, Request: owner.PollRequest{Consumer: owner.Consumer{Name: "c"}, From: owner.FromNext}}}
+		poll := func(ctx context.Context) <-chan []owner.PartitionResult {
+			out := make(chan []owner.PartitionResult, 1)
+			go func() { out <- owner.PollMany(ctx, polls, time.Minute) }()
 			synctest.Wait()
 			return out
 		}
 
 		got := poll(context.Background())
-		if _, err := o.Produce(context.Background(), testBatch(t, "command")); err != nil {
+		if _, err := o.Produce(context.Background(), ownertest.Batch(t, "command")); err != nil {
 			t.Fatal(err)
 		}
 		if out := <-got; out[0].Err != nil || len(out[0].Result.Batches) != 1 {
@@ -224,29 +195,29 @@ func TestPollManyOnePartitionWakesTimesOutAndCancels(t *testing.T) {
 // covers: G14
 func TestTokenOfRecreatedTopic(t *testing.T) {
 	ctx := context.Background()
-	m := newMemMeta()
-	old := newTestOwner(t, fence.TopicID{1}, m, newMemLog(m, "old/0"))
-	if _, err := old.Produce(ctx, testBatch(t, "a", "b")); err != nil {
+	m := ownertest.NewMeta()
+	old := ownertest.NewOwner(t, fence.TopicID{1}, m, ownertest.NewLog(m, "old/0"))
+	if _, err := old.Produce(ctx, ownertest.Batch(t, "a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	c := Consumer{Name: "c"}
-	res, err := old.Poll(ctx, PollRequest{Consumer: c, From: FromNext})
+	c := owner.Consumer{Name: "c"}
+	res, err := old.Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromNext})
 	if err != nil {
 		t.Fatal(err)
 	}
-	renewed := newTestOwner(t, fence.TopicID{2}, m, newMemLog(m, "new/0"))
-	if _, err := renewed.Produce(ctx, testBatch(t, "x", "y", "z")); err != nil {
+	renewed := ownertest.NewOwner(t, fence.TopicID{2}, m, ownertest.NewLog(m, "new/0"))
+	if _, err := renewed.Produce(ctx, ownertest.Batch(t, "x", "y", "z")); err != nil {
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
-		"commit": renewed.Commit(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: 2}),
-		"reset":  renewed.Reset(ctx, CommitRequest{Consumer: c, Token: res.Token, Offset: 0}),
+		"commit": renewed.Commit(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: 2}),
+		"reset":  renewed.Reset(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: 0}),
 	} {
 		if !errors.Is(err, fence.ErrTopicRecreated) {
 			t.Errorf("%s with the old topic's token: %v", name, err)
 		}
 	}
-	got, err := renewed.Poll(ctx, PollRequest{Consumer: c, From: FromNext})
+	got, err := renewed.Poll(ctx, owner.PollRequest{Consumer: c, From: owner.FromNext})
 	if err != nil || got.Token.From != 0 || got.Next != 3 {
 		t.Fatalf("the new topic starts empty for the consumer: %+v %v", got, err)
 	}

@@ -1,9 +1,4 @@
-package node
-
-// In-memory stand-ins for an owner's storage (memMeta, memLog) and the
-// helpers of the owner's own tests that the node's tests use as well:
-// node/owner's tests keep the originals, as a test file of one package
-// cannot be imported by another's.
+package ownertest
 
 import (
 	"bytes"
@@ -14,19 +9,16 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// memMeta is an in-memory Metadata with a durable copy: only what a Sync
+// Meta is an in-memory Metadata with a durable copy: only what a Sync
 // covered survives restart().
-type memMeta struct {
+type Meta struct {
 	mu      sync.Mutex
 	seq     owner.Ticket
 	synced  owner.Ticket
@@ -45,18 +37,18 @@ type metaWrite struct {
 	del        bool
 }
 
-func newMemMeta() *memMeta {
-	return &memMeta{data: map[string][]byte{}, durable: map[string][]byte{}}
+func NewMeta() *Meta {
+	return &Meta{data: map[string][]byte{}, durable: map[string][]byte{}}
 }
 
-func (m *memMeta) Get(key []byte) ([]byte, bool, error) {
+func (m *Meta) Get(key []byte) ([]byte, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.data[string(key)]
 	return bytes.Clone(v), ok, nil
 }
 
-func (m *memMeta) Put(key, value []byte) (owner.Ticket, error) {
+func (m *Meta) Put(key, value []byte) (owner.Ticket, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq++
@@ -65,7 +57,7 @@ func (m *memMeta) Put(key, value []byte) (owner.Ticket, error) {
 	return m.seq, nil
 }
 
-func (m *memMeta) Sync(ctx context.Context, t owner.Ticket) error {
+func (m *Meta) Sync(ctx context.Context, t owner.Ticket) error {
 	m.mu.Lock()
 	gate := m.syncGate
 	m.mu.Unlock()
@@ -90,7 +82,7 @@ func (m *memMeta) Sync(ctx context.Context, t owner.Ticket) error {
 	return nil
 }
 
-func (m *memMeta) Scan(prefix []byte, fn func(k, v []byte) error) error {
+func (m *Meta) Scan(prefix []byte, fn func(k, v []byte) error) error {
 	m.mu.Lock()
 	keys := make([]string, 0, len(m.data))
 	for k := range m.data {
@@ -112,11 +104,11 @@ func (m *memMeta) Scan(prefix []byte, fn func(k, v []byte) error) error {
 	return nil
 }
 
-// restart returns the metadata a restarted node finds: what was synced.
-func (m *memMeta) restart() *memMeta {
+// Restart returns the metadata a restarted node finds: what was synced.
+func (m *Meta) Restart() *Meta {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := newMemMeta()
+	r := NewMeta()
 	for k, v := range m.durable {
 		r.data[k] = bytes.Clone(v)
 		r.durable[k] = bytes.Clone(v)
@@ -124,10 +116,10 @@ func (m *memMeta) restart() *memMeta {
 	return r
 }
 
-// memLog is an in-memory PartitionLog. Every record is durable at once.
+// Log is an in-memory PartitionLog. Every record is durable at once.
 // Reads can be suspended at their "file read" through readGate.
-type memLog struct {
-	meta *memMeta
+type Log struct {
+	meta *Meta
 	key  string // bookmark key prefix
 
 	mu      sync.Mutex
@@ -138,7 +130,7 @@ type memLog struct {
 	// producers is updated by Append, kept by purge, forgotten past a
 	// lossy recovery's kept end — as the engine does.
 	producers map[fence.ProducerID]*fence.ProducerState
-	// readGate, when set, is called by every ReadPlan.Execute before it
+	// readGate, when set, is called by every owner.ReadPlan.Execute before it
 	// returns: the point where a real read touches the file.
 	readGate func(ctx context.Context) error
 	// retentionWant is the start retention would set (tests set it):
@@ -152,8 +144,8 @@ type storedBatch struct {
 	b          []byte
 }
 
-func newMemLog(meta *memMeta, name string) *memLog {
-	return &memLog{
+func NewLog(meta *Meta, name string) *Log {
+	return &Log{
 		meta:      meta,
 		key:       "bm/" + name + "/",
 		state:     owner.LogState{History: 1},
@@ -163,7 +155,7 @@ func newMemLog(meta *memMeta, name string) *memLog {
 	}
 }
 
-func (l *memLog) ProducerState(id fence.ProducerID) (fence.ProducerState, bool) {
+func (l *Log) ProducerState(id fence.ProducerID) (fence.ProducerState, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s := l.producers[id]; s != nil {
@@ -172,24 +164,24 @@ func (l *memLog) ProducerState(id fence.ProducerID) (fence.ProducerState, bool) 
 	return fence.ProducerState{}, false
 }
 
-func (l *memLog) State() owner.LogState {
+func (l *Log) State() owner.LogState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.state
 }
 
-func (l *memLog) Lineage() []fence.HistoryTransition {
+func (l *Log) Lineage() []fence.HistoryTransition {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]fence.HistoryTransition(nil), l.lineage...)
 }
 
-func (l *memLog) notify() {
+func (l *Log) notify() {
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
 
-func (l *memLog) Append(batch []byte) (uint64, uint64, error) {
+func (l *Log) Append(batch []byte) (uint64, uint64, error) {
 	h, err := wire.ParseBatchHeader(batch)
 	if err != nil {
 		return 0, 0, err
@@ -212,9 +204,9 @@ func (l *memLog) Append(batch []byte) (uint64, uint64, error) {
 	return base, last, nil
 }
 
-func (l *memLog) WaitDurable(ctx context.Context, off uint64) error { return ctx.Err() }
+func (l *Log) WaitDurable(ctx context.Context, off uint64) error { return ctx.Err() }
 
-func (l *memLog) Changed() <-chan struct{} {
+func (l *Log) Changed() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.changed
@@ -237,7 +229,7 @@ func (p memPlan) Execute(ctx context.Context) (owner.ReadResult, error) {
 
 func (p memPlan) Release() {}
 
-func (l *memLog) PlanRead(from uint64, maxBytes int) (owner.ReadPlan, error) {
+func (l *Log) PlanRead(from uint64, maxBytes int) (owner.ReadPlan, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if from < l.state.LogStart || from >= l.state.HighWatermark {
@@ -262,7 +254,7 @@ func (l *memLog) PlanRead(from uint64, maxBytes int) (owner.ReadPlan, error) {
 	return p, nil
 }
 
-func (l *memLog) Purge() (owner.LogState, error) {
+func (l *Log) Purge() (owner.LogState, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.state.History++
@@ -273,9 +265,9 @@ func (l *memLog) Purge() (owner.LogState, error) {
 	return l.state, nil
 }
 
-// lose models a lossy recovery: records from keptEnd on are gone, and
+// Lose models a lossy recovery: records from keptEnd on are gone, and
 // numbering resumes at start.
-func (l *memLog) lose(keptEnd, start uint64) {
+func (l *Log) Lose(keptEnd, start uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	kept := l.batches[:0]
@@ -294,15 +286,15 @@ func (l *memLog) lose(keptEnd, start uint64) {
 	l.notify()
 }
 
-// retainFrom models retention raising the log start.
-func (l *memLog) retainFrom(start uint64) {
+// RetainFrom models retention raising the log start.
+func (l *Log) RetainFrom(start uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.state.LogStart = start
 	l.notify()
 }
 
-func (l *memLog) EnforceRetention(_ time.Time, floor uint64) (owner.RetentionResult, error) {
+func (l *Log) EnforceRetention(_ time.Time, floor uint64) (owner.RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := l.state.LogStart
@@ -325,7 +317,7 @@ func (l *memLog) EnforceRetention(_ time.Time, floor uint64) (owner.RetentionRes
 	return res, nil
 }
 
-func (l *memLog) Bookmark(consumer string) (owner.Bookmark, bool, error) {
+func (l *Log) Bookmark(consumer string) (owner.Bookmark, bool, error) {
 	v, ok, err := l.meta.Get([]byte(l.key + consumer))
 	if err != nil || !ok {
 		return owner.Bookmark{}, false, err
@@ -337,159 +329,8 @@ func (l *memLog) Bookmark(consumer string) (owner.Bookmark, bool, error) {
 	return b, true, nil
 }
 
-func (l *memLog) SetBookmark(consumer string, b owner.Bookmark) (owner.Ticket, error) {
+func (l *Log) SetBookmark(consumer string, b owner.Bookmark) (owner.Ticket, error) {
 	return l.meta.Put([]byte(l.key+consumer), fmt.Appendf(nil, "%d@%d", b.Offset, b.History))
-}
-
-func testBatch(t testing.TB, values ...string) []byte {
-	t.Helper()
-	var b wire.BatchBuilder
-	for _, v := range values {
-		b.Append(wire.Record{Timestamp: 1, Value: []byte(v)})
-	}
-	batch, err := b.Build(wire.CompressionNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return batch
-}
-
-func newTestOwner(t testing.TB, topic fence.TopicID, m *memMeta, l *memLog) *owner.Owner {
-	t.Helper()
-	prods, err := owner.OpenProducers(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := owner.OpenSessions(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := owner.NewOwner(owner.OwnerConfig{Topic: topic, Log: l, Meta: m, Producers: prods, Sessions: sess})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
-
-func benchBatch(b *testing.B, records, size int) []byte {
-	var bb wire.BatchBuilder
-	v := make([]byte, size)
-	for range records {
-		bb.Append(wire.Record{Timestamp: 1, Value: v})
-	}
-	batch, err := bb.Build(wire.CompressionNone)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return batch
-}
-
-func recordsOf(t interface{ Fatal(...any) }, r owner.PollResult) []string {
-	var out []string
-	for _, b := range r.Batches {
-		it, err := wire.NewRecordIterator(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rec, ok := it.Next(); ok; rec, ok = it.Next() {
-			if rec.Offset >= r.Token.From && rec.Offset < r.Token.Next {
-				out = append(out, string(rec.Value))
-			}
-		}
-	}
-	return out
-}
-
-// testFloor is a retention floor a test moves (an uplink's position).
-type testFloor struct {
-	mu  sync.Mutex
-	off uint64
-	set bool
-}
-
-func (f *testFloor) move(off uint64, set bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.off, f.set = off, set
-}
-
-func (f *testFloor) get() (uint64, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.off, f.set
-}
-
-// covers: issue 11 (retention never deletes records that have not been
-// forwarded; the choice is visible when it bites)
-//
-// TestOwnerRetentionFloor: the owner asks its floor at every enforcement;
-// retention holds back while the floor is below what it would delete,
-// follows the floor as it rises, and runs as configured once there is no
-// floor. RetentionHold says what was held back and counts it.
-
-type readGate struct {
-	arrived chan struct{}
-	release chan struct{}
-}
-
-func newReadGate() *readGate {
-	return &readGate{arrived: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (g *readGate) wait(ctx context.Context) error {
-	close(g.arrived)
-	select {
-	case <-g.release:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-var scenarioTopic = fence.TopicID{0x1e, 0xd9, 0xe0}
-
-func renderPoll(r owner.PollResult, err error) string {
-	if err != nil {
-		return renderErr(err)
-	}
-	var sb strings.Builder
-	n := 0
-	for _, b := range r.Batches {
-		it, err := wire.NewRecordIterator(b, 0)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		for rec, ok := it.Next(); ok; rec, ok = it.Next() {
-			if rec.Offset < r.Token.From || rec.Offset >= r.Token.Next {
-				continue
-			}
-			if n == 0 {
-				sb.WriteString("records:")
-			}
-			fmt.Fprintf(&sb, " %d:%s", rec.Offset, rec.Value)
-			n++
-		}
-		if it.Err() != nil {
-			return "error: " + it.Err().Error()
-		}
-	}
-	if n == 0 {
-		sb.WriteString("no records")
-	}
-	fmt.Fprintf(&sb, "\nnext %d; token h%d [%d,%d)", r.Next, r.Token.History, r.Token.From, r.Token.Next)
-	return sb.String()
-}
-
-func renderErr(err error) string {
-	var fe *fence.Error
-	if errors.As(err, &fe) {
-		retry := ""
-		if fence.Retryable(err) {
-			retry = ", retryable"
-		}
-		return fmt.Sprintf("rejected: %s (%s%s)", fe.Code, fe.Action, retry)
-	}
-	return "error: " + err.Error()
 }
 
 // The in-memory log's state stores: keys "st/<partition>/" + the
@@ -498,7 +339,7 @@ func renderErr(err error) string {
 
 // apply writes puts and deletes (a nil value deletes) as one step of the
 // metadata: one ticket, all visible at once, all durable with one Sync.
-func (m *memMeta) apply(writes []metaWrite) owner.Ticket {
+func (m *Meta) apply(writes []metaWrite) owner.Ticket {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq++
@@ -515,12 +356,12 @@ func (m *memMeta) apply(writes []metaWrite) owner.Ticket {
 }
 
 // statePrefix is the key prefix of consumer's state store on l.
-func (l *memLog) statePrefix(consumer string) string {
+func (l *Log) statePrefix(consumer string) string {
 	k := binary.AppendUvarint([]byte("st/"+strings.TrimPrefix(l.key, "bm/")), uint64(len(consumer)))
 	return string(append(k, consumer...))
 }
 
-func (l *memLog) SetBookmarkState(consumer string, b owner.Bookmark, changes []owner.StateChange) (owner.Ticket, error) {
+func (l *Log) SetBookmarkState(consumer string, b owner.Bookmark, changes []owner.StateChange) (owner.Ticket, error) {
 	ws := make([]metaWrite, 0, 1+len(changes))
 	ws = append(ws, metaWrite{key: l.key + consumer, value: bookmarkText(b)})
 	pre := l.statePrefix(consumer)
@@ -530,14 +371,14 @@ func (l *memLog) SetBookmarkState(consumer string, b owner.Bookmark, changes []o
 	return l.meta.apply(ws), nil
 }
 
-func (l *memLog) ScanState(consumer string, prefix []byte, fn func(k, v []byte) error) error {
+func (l *Log) ScanState(consumer string, prefix []byte, fn func(k, v []byte) error) error {
 	pre := l.statePrefix(consumer)
 	return l.meta.Scan([]byte(pre+string(prefix)), func(k, v []byte) error {
 		return fn(k[len(pre):], v)
 	})
 }
 
-func (l *memLog) DeleteConsumer(consumer string) (owner.Ticket, error) {
+func (l *Log) DeleteConsumer(consumer string) (owner.Ticket, error) {
 	pre := l.statePrefix(consumer)
 	ws := []metaWrite{{key: l.key + consumer, del: true}}
 	l.meta.mu.Lock()
@@ -557,36 +398,3 @@ func (l *memLog) DeleteConsumer(consumer string) (owner.Ticket, error) {
 
 // bookmarkText is the in-memory log's bookmark encoding.
 func bookmarkText(b owner.Bookmark) string { return fmt.Sprintf("%d@%d", b.Offset, b.History) }
-
-// benchEngineOwner is the owner of a partition of an engine on an
-// in-memory file system.
-func benchEngineOwner(b *testing.B, d engine.Durability) *owner.Owner {
-	e, err := engine.Open(engine.Options{FS: vfs.NewMem(), Dir: "data", ReservedBytes: -1,
-		Now: func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = e.Close() })
-	t, err := e.CreateTopic("bench", engine.TopicConfig{Partitions: 1, Durability: d})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := t.Partition(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	meta := owner.NewEngineMetadata(e)
-	prods, err := owner.OpenProducers(meta)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sess, err := owner.OpenSessions(meta)
-	if err != nil {
-		b.Fatal(err)
-	}
-	o, err := owner.NewOwner(owner.OwnerConfig{Topic: t.ID(), Log: owner.NewEngineLog(p), Meta: meta, Producers: prods, Sessions: sess})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return o
-}
