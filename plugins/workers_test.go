@@ -143,3 +143,23 @@ func queued(t *testing.T, h *Host, name string, n int) {
 		runtime.Gosched()
 	}
 }
+
+// A program running a host gives the workers Go processors of their own,
+// on top of those its own code has.
+func TestProcessorsAddTheWorkers(t *testing.T) {
+	for _, c := range []struct {
+		workers, procs         int
+		wantWorkers, wantProcs int
+	}{
+		{0, 2, 1, 3}, // default: one less than the processors
+		{0, 1, 1, 2}, // and at least one
+		{0, 8, 7, 15},
+		{3, 8, 3, 11}, // configured
+	} {
+		cfg, procs := Processors(Config{MaxConcurrentCalls: c.workers}, c.procs)
+		if cfg.MaxConcurrentCalls != c.wantWorkers || procs != c.wantProcs {
+			t.Errorf("%d workers on %d processors: %d workers, GOMAXPROCS %d; want %d and %d",
+				c.workers, c.procs, cfg.MaxConcurrentCalls, procs, c.wantWorkers, c.wantProcs)
+		}
+	}
+}

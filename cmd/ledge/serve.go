@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/internal/config"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/plugins"
 	"github.com/spf13/cobra"
 )
 
@@ -87,6 +89,14 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 	}
 	ncfg := cfg.Node()
 	ncfg.Logger, ncfg.Version = logger, ver
+	// Plugin code holds a Go processor while it runs: the plugin workers
+	// get processors of their own, the node's code keeps one per CPU
+	// (docs/PLUGINS.md, Memory and CPU).
+	procs := runtime.GOMAXPROCS(0)
+	var withWorkers int
+	ncfg.Plugins, withWorkers = plugins.Processors(ncfg.Plugins, procs)
+	runtime.GOMAXPROCS(withWorkers)
+	defer runtime.GOMAXPROCS(procs)
 	// The HTTP listener starts first: /healthz answers and /readyz says
 	// "recovery pending" while a large data directory is recovered.
 	var ops *node.HTTPServer
