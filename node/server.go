@@ -127,7 +127,7 @@ type served struct {
 // Replies leave in request order: from writeReplies, or from this
 // goroutine when nothing is owed (replyNow).
 func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream) {
-	w := &replyWriter{queue: make(chan *request, n.cfg.MaxStreamRequests)}
+	w := &replyWriter{depth: n.cfg.MaxStreamRequests}
 	host := hostOf(s.Conn().RemoteAddr())
 	for {
 		req, err := s.ReadFrame()
@@ -141,7 +141,9 @@ func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream
 			w.queue <- r
 		}
 	}
-	close(w.queue)
+	if w.queue != nil {
+		close(w.queue)
+	}
 	w.writers.Wait()
 	_ = s.Close()
 }
@@ -153,7 +155,8 @@ func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream
 // two records, or its poll parked) has none. At 5,000 idle devices, two
 // streams each, the writers were 10,000 of the node's 35,000 goroutines.
 type replyWriter struct {
-	queue chan *request
+	queue chan *request // made for the first reply owed (2 KiB at 256 requests a stream)
+	depth int
 	// mu guards owed: replies queued and not yet written and flushed by
 	// writeReplies. The reading goroutine writes a reply itself only when
 	// nothing is owed, so replies keep the request order.
@@ -168,6 +171,9 @@ type replyWriter struct {
 // goroutine if none runs. w.mu is held.
 func (n *Node) oweLocked(ctx context.Context, s *quic.Stream, w *replyWriter) {
 	w.owed++
+	if w.queue == nil {
+		w.queue = make(chan *request, w.depth)
+	}
 	if !w.running {
 		w.running = true
 		w.writers.Go(func() { n.writeReplies(ctx, s, w) })
