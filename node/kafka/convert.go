@@ -6,8 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"runtime"
+	"sync"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,11 +31,17 @@ const (
 )
 
 var (
-	castagnoli   = crc32.MakeTable(crc32.Castagnoli)
-	decompressor = kgo.DefaultDecompressor()
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 	// xerialPrefix starts a snappy section framed as the Java client
-	// frames it (kgo's decompressor reads those).
+	// frames it: a 16-byte header, then blocks, each a big-endian length
+	// and a raw snappy block.
 	xerialPrefix = []byte{130, 83, 78, 65, 80, 80, 89, 0}
+	// zstdDecoder is created once and shared (DecodeAll is safe for
+	// concurrent use); it refuses to decode more than a batch may hold.
+	zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxMemory(wire.BatchMaxSize))
+	})
 )
 
 // converter turns produced Kafka batches into Ledge batches. A connection
@@ -40,13 +52,16 @@ type converter struct {
 	bb    wire.BatchBuilder
 	plain []byte // a compressed batch's records, decompressed
 	hdrs  []wire.Header
+	gzip  *gzip.Reader
+	lz4   *lz4.Reader
 }
 
 // toLedgeBatch converts the first Kafka v2 batch of b into a Ledge batch
-// (uncompressed, the producer's id, epoch and sequence kept), and returns
-// how many bytes of b it took. The Ledge batch is a new slice, built in
-// one piece: records are copied once, from the Kafka batch (or its
-// decompressed records) into it.
+// (the producer's id, epoch and sequence kept), and returns how many
+// bytes of b it took. The Ledge batch is a new slice, built in one piece:
+// records are copied once, from the Kafka batch (or its decompressed
+// records) into it. A compressed Kafka batch stays compressed, with
+// Ledge's codec nearest the producer's (ledgeCodec).
 func (cv *converter) toLedgeBatch(b []byte) ([]byte, int, error) {
 	if len(b) < kafkaBatchHeader {
 		return nil, 0, errors.New("kafka: truncated record batch")
@@ -72,7 +87,8 @@ func (cv *converter) toLedgeBatch(b []byte) ([]byte, int, error) {
 	if kb.NumRecords <= 0 {
 		return nil, 0, errors.New("kafka: empty record batch")
 	}
-	records, err := cv.decompress(kb.Records, kgo.CompressionCodecType(kb.Attributes&kafkaCompressionMask))
+	codec := kgo.CompressionCodecType(kb.Attributes & kafkaCompressionMask)
+	records, err := cv.decompress(kb.Records, codec)
 	if err != nil {
 		return nil, 0, fmt.Errorf("kafka: decompressing a record batch: %w", err)
 	}
@@ -92,34 +108,138 @@ func (cv *converter) toLedgeBatch(b []byte) ([]byte, int, error) {
 		}
 		cv.bb.Append(r)
 	}
-	out, err := cv.bb.FinishInPlace(wire.CompressionNone)
+	out, err := cv.bb.FinishInPlace(ledgeCodec(codec))
+	if len(records) > maxReusedBody {
+		// Scratch that large is not kept for the connection's next batch.
+		cv.plain, cv.bb = nil, wire.BatchBuilder{}
+	}
 	if err != nil {
 		return nil, 0, err
+	}
+	if cap(out) > 2*len(out) {
+		// Compressed: the batch may be kept (cached, parked polls), so it
+		// does not hold on to the room its records took uncompressed.
+		out = bytes.Clone(out)
 	}
 	return out, n, nil
 }
 
-// decompress returns the records section uncompressed. A raw snappy
-// block (franz-go's and librdkafka's default) is decoded into the
-// converter's scratch; other codecs into a new slice.
+// ledgeCodec is the codec a Kafka batch compressed with codec is stored
+// with: zstd as zstd, gzip, snappy and lz4 as S2 (Ledge's fast codec,
+// snappy's successor), none as none. The producer asked for its records
+// to be compressed; the node keeps them so, on disk and to SDK consumers.
+func ledgeCodec(codec kgo.CompressionCodecType) wire.Compression {
+	switch codec {
+	case kgo.CodecNone:
+		return wire.CompressionNone
+	case kgo.CodecZstd:
+		return wire.CompressionZstd
+	}
+	return wire.CompressionS2
+}
+
+// decompress returns the records section uncompressed, in the
+// converter's scratch, refusing more than a Ledge batch may hold
+// (wire.BatchMaxSize) whatever the compressed section claims.
 func (cv *converter) decompress(records []byte, codec kgo.CompressionCodecType) ([]byte, error) {
-	switch {
-	case codec == kgo.CodecNone:
+	switch codec {
+	case kgo.CodecNone:
 		return records, nil
-	case codec == kgo.CodecSnappy && !bytes.HasPrefix(records, xerialPrefix):
-		l, err := s2.DecodedLen(records)
+	case kgo.CodecSnappy:
+		if bytes.HasPrefix(records, xerialPrefix) {
+			return cv.xerial(records)
+		}
+		return cv.snappy(cv.plain[:0], records)
+	case kgo.CodecZstd:
+		d, err := zstdDecoder()
 		if err != nil {
 			return nil, err
 		}
-		if l > wire.BatchMaxSize {
-			return nil, fmt.Errorf("%w: %d bytes of records", wire.ErrBatchTooLarge, l)
+		out, err := d.DecodeAll(records, cv.plain[:0])
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, fmt.Errorf("%w: %w", wire.ErrBatchTooLarge, err)
 		}
-		if cap(cv.plain) < l {
-			cv.plain = make([]byte, l)
+		if err != nil {
+			return nil, err
 		}
-		return s2.Decode(cv.plain[:cap(cv.plain)], records)
+		cv.plain = out
+		return out, nil
+	case kgo.CodecGzip:
+		var err error
+		if cv.gzip == nil {
+			cv.gzip, err = gzip.NewReader(bytes.NewReader(records))
+		} else {
+			err = cv.gzip.Reset(bytes.NewReader(records))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return cv.readAll(cv.gzip)
+	case kgo.CodecLz4:
+		if cv.lz4 == nil {
+			cv.lz4 = lz4.NewReader(nil)
+		}
+		cv.lz4.Reset(bytes.NewReader(records))
+		return cv.readAll(cv.lz4)
 	}
-	return decompressor.Decompress(records, codec)
+	return nil, fmt.Errorf("unknown compression codec %d", codec)
+}
+
+// snappy appends the raw snappy block src, decoded, to dst.
+func (cv *converter) snappy(dst, src []byte) ([]byte, error) {
+	l, err := s2.DecodedLen(src)
+	if err != nil {
+		return nil, err
+	}
+	if len(dst)+l > wire.BatchMaxSize {
+		return nil, fmt.Errorf("%w: over %d bytes of records", wire.ErrBatchTooLarge, wire.BatchMaxSize)
+	}
+	if cap(dst)-len(dst) < l {
+		dst = append(dst, make([]byte, l)...)[:len(dst)]
+	}
+	if _, err := s2.Decode(dst[len(dst):len(dst)+l], src); err != nil {
+		return nil, err
+	}
+	cv.plain = dst[:len(dst)+l]
+	return cv.plain, nil
+}
+
+// xerial decodes a snappy section in the Java client's framing.
+func (cv *converter) xerial(src []byte) ([]byte, error) {
+	if len(src) < 16 {
+		return nil, errors.New("truncated xerial header")
+	}
+	src = src[16:]
+	out := cv.plain[:0]
+	for len(src) > 0 {
+		if len(src) < 4 {
+			return nil, errors.New("truncated xerial block")
+		}
+		n := int(binary.BigEndian.Uint32(src))
+		if n > len(src)-4 {
+			return nil, errors.New("xerial block length out of range")
+		}
+		var err error
+		if out, err = cv.snappy(out, src[4:4+n]); err != nil {
+			return nil, err
+		}
+		src = src[4+n:]
+	}
+	return out, nil
+}
+
+// readAll reads r into the converter's scratch.
+func (cv *converter) readAll(r io.Reader) ([]byte, error) {
+	buf := bytes.NewBuffer(cv.plain[:0])
+	n, err := buf.ReadFrom(io.LimitReader(r, wire.BatchMaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > wire.BatchMaxSize {
+		return nil, fmt.Errorf("%w: over %d bytes of records", wire.ErrBatchTooLarge, wire.BatchMaxSize)
+	}
+	cv.plain = buf.Bytes()
+	return cv.plain, nil
 }
 
 // nextRecord parses the first Kafka record of b: a varint length, an

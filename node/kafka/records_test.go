@@ -3,10 +3,12 @@ package kafka
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"slices"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,9 +33,11 @@ func sealBatch(b kmsg.RecordBatch) []byte {
 	return out
 }
 
-// TestBatchRoundTrip: a compressed Kafka batch becomes a Ledge batch the
-// engine would accept, and back a Kafka batch with the same records, the
-// producer's identity, and the history epoch as its leader epoch.
+// TestBatchRoundTrip: a Kafka batch, uncompressed or compressed with any
+// of Kafka's codecs, becomes a Ledge batch the engine would accept,
+// compressed if it was (zstd as zstd, the others as S2), and back a Kafka
+// batch with the same records, the producer's identity, and the history
+// epoch as its leader epoch.
 func TestBatchRoundTrip(t *testing.T) {
 	codecs := map[string]kgo.CompressionCodec{
 		"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
@@ -81,6 +85,9 @@ func testBatchRoundTrip(t *testing.T, c kgo.CompressionCodec) {
 	}
 	if h.ProducerID != 42 || h.ProducerEpoch != 3 || h.BaseSequence != 5 || h.RecordCount != 3 {
 		t.Fatalf("Ledge batch header %+v lost the producer's identity", h)
+	}
+	if want := ledgeCodec(codec); h.Compression() != want {
+		t.Fatalf("a %v batch stored as %v, want %v", codec, h.Compression(), want)
 	}
 	wire.StampBaseOffset(ledge, 100)
 
@@ -135,6 +142,54 @@ func TestCorruptBatchRefused(t *testing.T) {
 		short := sealBatch(kmsg.RecordBatch{Magic: 2, NumRecords: 1, ProducerID: -1, Records: recs[:len(recs)-cut]})
 		if _, _, err := new(converter).toLedgeBatch(short); err == nil {
 			t.Fatalf("a batch whose record lacks its last %d bytes (the CRC right) was accepted", cut)
+		}
+	}
+}
+
+// TestXerialSnappy: a snappy section framed as the Java client frames it
+// (a header, then blocks each with its length) is read like a raw one.
+func TestXerialSnappy(t *testing.T) {
+	recs := []kmsg.Record{{Value: bytes.Repeat([]byte("x"), 300)}, {OffsetDelta: 1, Value: []byte("y")}}
+	plain := kafkaRecords(recs)
+	framed := append([]byte{}, xerialPrefix...)
+	framed = append(framed, 0, 0, 0, 1, 0, 0, 0, 1)
+	for _, chunk := range [][]byte{plain[:100], plain[100:]} {
+		block := s2.EncodeSnappy(nil, chunk)
+		framed = binary.BigEndian.AppendUint32(framed, uint32(len(block)))
+		framed = append(framed, block...)
+	}
+	in := sealBatch(kmsg.RecordBatch{Magic: 2, Attributes: int16(kgo.CodecSnappy), LastOffsetDelta: 1, NumRecords: 2, ProducerID: -1, Records: framed})
+	ledge, _, err := new(converter).toLedgeBatch(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := wire.NewRecordIterator(ledge, wire.BatchMaxSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range recs {
+		r, ok := it.Next()
+		if !ok || !bytes.Equal(r.Value, want.Value) {
+			t.Fatalf("record %d: %q, want %q (%v)", i, r.Value, want.Value, it.Err())
+		}
+	}
+}
+
+// TestDecompressionBounded: a compressed section that decompresses to more
+// than a Ledge batch may hold is refused, whatever the codec, without
+// decompressing it all.
+func TestDecompressionBounded(t *testing.T) {
+	huge := make([]byte, wire.BatchMaxSize+1)
+	for _, c := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
+		comp, err := kgo.DefaultCompressor(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		packed, codec := comp.Compress(&buf, huge)
+		in := sealBatch(kmsg.RecordBatch{Magic: 2, Attributes: int16(codec), NumRecords: 1, ProducerID: -1, Records: packed})
+		if _, _, err := new(converter).toLedgeBatch(in); !errors.Is(err, wire.ErrBatchTooLarge) {
+			t.Errorf("%v: %d compressed bytes of %d: %v, want refused as too large", codec, len(packed), len(huge), err)
 		}
 	}
 }
