@@ -152,6 +152,10 @@ func meter(wasm []byte, allow func(module, name string, typ funcType) error) ([]
 	if err != nil {
 		return nil, nil, err
 	}
+	data := sections[secData]
+	if data != nil && sections[secDataCount] == nil {
+		data = mergeData(data) // meter_data.go
+	}
 	for _, s := range []struct {
 		id      byte
 		content []byte
@@ -159,7 +163,7 @@ func meter(wasm []byte, allow func(module, name string, typ funcType) error) ([]
 		{secType, types}, {secImport, imports}, {secFunction, funcs}, {secTable, tables},
 		{secMemory, mems}, {secGlobal, globals}, {secExport, exports}, {secStart, start},
 		{secElement, elems}, {secDataCount, sections[secDataCount]}, {secCode, code},
-		{secData, sections[secData]},
+		{secData, data},
 	} {
 		if s.content != nil {
 			out = appendSection(out, s.id, s.content)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -221,4 +222,65 @@ func FuzzMeter(f *testing.F) {
 			t.Fatalf("the metered module does not parse again: %v", err)
 		}
 	})
+}
+
+// Adjacent data segments are merged (a Go module has tens of thousands),
+// and memory starts with the same bytes as without merging: gaps read as
+// zeros, a segment over an earlier one still overwrites it, and a gap
+// that holds an earlier segment's bytes is not filled.
+func TestMeterMergesDataSegments(t *testing.T) {
+	raw := &tModule{memPages: 1, exportMem: true, startIndex: -1}
+	raw.data = []tData{
+		{0, []byte("abc")}, {3, []byte("def")}, {70, []byte("64 bytes on")}, // one run
+		{500, []byte("far")},
+		{2, []byte("XY")}, // over the first run: applied after it
+		{300, []byte("AAAA")},
+		{250, []byte("bb")}, {290, []byte("cc")}, // one run
+		{320, []byte("dd")}, {322, []byte("ee")}, // one run: AAAA is in the gap before
+		{65000, []byte("last")},
+	}
+	wasm := raw.encode()
+	metered, _, err := meter(wasm, allowAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dataSegments(t, metered), 7; got != want {
+		t.Errorf("%d data segments after metering, want %d (from %d)", got, want, len(raw.data))
+	}
+	mr := newMeterRuntime(t)
+	plain, _ := mr.instantiate(t, wasm).Memory().Read(0, 65536)
+	merged, _ := mr.instantiate(t, metered).Memory().Read(0, 65536)
+	if !bytes.Equal(plain, merged) {
+		for i := range plain {
+			if plain[i] != merged[i] {
+				t.Fatalf("memory differs from byte %d: %q merged, %q as built", i, merged[i:i+16], plain[i:i+16])
+			}
+		}
+	}
+	if !bytes.Equal(plain[:8], []byte("abXYef\x00\x00")) {
+		t.Fatalf("memory starts with %q", plain[:8])
+	}
+
+	for _, v := range []int32{0, 1, 63, 64, -1, -64, -65, 1 << 30, math.MaxInt32, math.MinInt32} {
+		if got := decodeS32(appendS64(nil, int64(v))); got != v {
+			t.Errorf("decodeS32(appendS64(%d)) = %d", v, got)
+		}
+	}
+}
+
+// dataSegments counts the segments of wasm's data section.
+func dataSegments(t *testing.T, wasm []byte) int {
+	t.Helper()
+	r := &wasmReader{b: wasm, pos: 8, what: "module"}
+	for !r.done() {
+		id, size := r.byte(), r.u32()
+		content := r.bytes(uint64(size))
+		if id == secData {
+			return int((&wasmReader{b: content, what: "data"}).u32())
+		}
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return 0
 }
