@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/internal/allocs"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // An append of a producer sending one message at a time allocates next to
@@ -58,10 +58,10 @@ func producerBatches(t *testing.T, n int) [][]byte {
 	v := make([]byte, 1024)
 	out := make([][]byte, n)
 	for i := range out {
-		var bb wire.BatchBuilder
+		var bb record.BatchBuilder
 		bb.SetProducer(7, 0, int32(i))
-		bb.Append(wire.Record{Timestamp: int64(i), Value: v})
-		b, err := bb.Build(wire.CompressionNone)
+		bb.Append(record.Record{Timestamp: int64(i), Value: v})
+		b, err := bb.Build(record.CompressionNone)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // The benchmarks run on a real directory (vfs.Default) and measure their
@@ -20,15 +20,15 @@ import (
 
 func benchBatch(b *testing.B, records, size int) []byte {
 	b.Helper()
-	var bb wire.BatchBuilder
+	var bb record.BatchBuilder
 	v := make([]byte, size)
 	for i := range v {
 		v[i] = byte('a' + i%26)
 	}
 	for i := 0; i < records; i++ {
-		bb.Append(wire.Record{Timestamp: int64(i), Value: v})
+		bb.Append(record.Record{Timestamp: int64(i), Value: v})
 	}
-	batch, err := bb.Build(wire.CompressionNone)
+	batch, err := bb.Build(record.CompressionNone)
 	if err != nil {
 		b.Fatal(err)
 	}

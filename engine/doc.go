@@ -1,5 +1,5 @@
 // Package engine is Ledge's durable log: topics of partitions, each an
-// append-only log of record batches (transport/wire's format) in segment
+// append-only log of record batches (package record's format) in segment
 // files, with sparse indexes, durability policies with group commit,
 // retention, purge, recovery, and the node's metadata in pebble. Every
 // file operation goes through a pebble vfs.FS, so tests can crash the

@@ -19,7 +19,7 @@ var (
 	// ErrInvalidConfig: a TopicConfig or Options value is out of range.
 	ErrInvalidConfig = errors.New("engine: invalid configuration")
 	// ErrInvalidBatch: an appended batch is malformed (it also matches the
-	// wire error that says how). Retrying the same bytes fails again.
+	// record package's error that says how). Retrying the same bytes fails again.
 	ErrInvalidBatch = errors.New("engine: invalid batch")
 	// ErrNoSpace: the disk is full. The append was refused; earlier data
 	// stays readable and retention and purge keep running. Retry once space

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 func Example() {
@@ -18,10 +18,10 @@ func Example() {
 	topic, _ := e.CreateTopic("sensors", engine.TopicConfig{Partitions: 1, Durability: engine.DurabilityAlways})
 	p, _ := topic.Partition(0)
 
-	var b wire.BatchBuilder
-	b.Append(wire.Record{Key: []byte("t1"), Value: []byte("21.5")})
-	b.Append(wire.Record{Key: []byte("t2"), Value: []byte("19.0")})
-	batch, _ := b.Build(wire.CompressionZstd)
+	var b record.BatchBuilder
+	b.Append(record.Record{Key: []byte("t1"), Value: []byte("21.5")})
+	b.Append(record.Record{Key: []byte("t2"), Value: []byte("19.0")})
+	batch, _ := b.Build(record.CompressionZstd)
 
 	ctx := context.Background()
 	res, _ := p.Append(batch) // the batch now belongs to the engine
@@ -33,7 +33,7 @@ func Example() {
 	read, _ := plan.Execute(ctx)    // anywhere
 	plan.Release()
 	for _, stored := range read.Batches {
-		it, _ := wire.NewRecordIterator(stored, 0)
+		it, _ := record.NewRecordIterator(stored, 0)
 		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			fmt.Printf("%d %s=%s\n", r.Offset, r.Key, r.Value)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // fakeClock is a settable wall clock.
@@ -62,11 +62,11 @@ func mustOpen(t testing.TB, opts Options) *Engine {
 // carry tag, with timestamps ts, ts+1, ....
 func makeBatch(t testing.TB, tag string, n int, ts int64) []byte {
 	t.Helper()
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	for i := 0; i < n; i++ {
-		b.Append(wire.Record{Timestamp: ts + int64(i), Value: []byte(fmt.Sprintf("%s-%d", tag, i))})
+		b.Append(record.Record{Timestamp: ts + int64(i), Value: []byte(fmt.Sprintf("%s-%d", tag, i))})
 	}
-	batch, err := b.Build(wire.CompressionNone)
+	batch, err := b.Build(record.CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func readAll(t testing.TB, p *Partition, from uint64) ([]readRec, uint64) {
 	for {
 		res := execRead(t, p, from, 64<<10)
 		for _, b := range res.Batches {
-			it, err := wire.NewRecordIterator(b, 0)
+			it, err := record.NewRecordIterator(b, 0)
 			if err != nil {
 				t.Fatalf("batch at %d: %v", from, err)
 			}
@@ -139,7 +139,7 @@ func setProducer(b []byte, id uint64, epoch uint32, seq int32) {
 	binary.LittleEndian.PutUint64(b[48:], id)
 	binary.LittleEndian.PutUint32(b[56:], epoch)
 	binary.LittleEndian.PutUint32(b[60:], uint32(seq))
-	binary.LittleEndian.PutUint32(b[12:], wire.BatchChecksum(b))
+	binary.LittleEndian.PutUint32(b[12:], record.BatchChecksum(b))
 }
 
 // isSegment reports whether path is a segment file of a topic (pebble's

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine/internal/codec"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Metadata schema. Every key starts with a one-byte table tag; every value
@@ -140,7 +140,7 @@ func decodeTopicRecord(p []byte) (topicRecord, error) {
 	t.cfg.Partitions = int(r.Uvarint())
 	t.cfg.Durability = Durability(r.Uvarint())
 	t.cfg.SyncInterval = time.Duration(r.Uvarint())
-	t.cfg.Compression = wire.Compression(r.Uvarint())
+	t.cfg.Compression = record.Compression(r.Uvarint())
 	t.cfg.RetentionAge = time.Duration(r.Uvarint())
 	t.cfg.RetentionBytes = int64(r.Uvarint())
 	t.cfg.SegmentBytes = int64(r.Uvarint())

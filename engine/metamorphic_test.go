@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // model is a tiny in-memory partition: what the engine must answer.
@@ -79,15 +79,15 @@ func runMetamorphic(t *testing.T, seed uint64, d Durability, segBytes int64, idx
 		switch k := rng.IntN(100); {
 		case k < 55: // append
 			n := 1 + rng.IntN(8)
-			var b wire.BatchBuilder
+			var b record.BatchBuilder
 			vals := make([]readRec, n)
 			for i := range vals {
 				v := fmt.Sprintf("%d-%d-%s", op, i, string(make([]byte, rng.IntN(200))))
 				ts := int64(rng.IntN(1000))
-				b.Append(wire.Record{Timestamp: ts, Value: []byte(v)})
+				b.Append(record.Record{Timestamp: ts, Value: []byte(v)})
 				vals[i] = readRec{off: m.next + uint64(i), ts: ts, value: v}
 			}
-			batch, err := b.Build(wire.Compression(rng.IntN(3)))
+			batch, err := b.Build(record.Compression(rng.IntN(3)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Durability is a topic's policy for acknowledging appends.
@@ -100,7 +100,7 @@ type TopicConfig struct {
 	SyncInterval time.Duration
 	// Compression is what producers should use; the engine stores batches
 	// as they arrive whatever their compression.
-	Compression wire.Compression
+	Compression record.Compression
 	// RetentionAge: sealed segments whose newest record was appended longer
 	// ago than this are deleted (0 = keep forever); an idle active segment
 	// that old is sealed first (see EnforceRetention). Age is measured with
@@ -119,7 +119,7 @@ type TopicConfig struct {
 	// Timestamps: producer time (default) or append time.
 	Timestamps TimestampType
 	// MaxBatchBytes bounds one appended batch (default 4 MiB, at most
-	// wire.BatchMaxSize).
+	// record.BatchMaxSize).
 	MaxBatchBytes int
 }
 
@@ -153,8 +153,8 @@ func (c TopicConfig) withDefaults() (TopicConfig, error) {
 		return c, fmt.Errorf("%w: compression %d", ErrInvalidConfig, c.Compression)
 	case c.Timestamps > TimestampAppend:
 		return c, fmt.Errorf("%w: timestamp type %d", ErrInvalidConfig, c.Timestamps)
-	case c.MaxBatchBytes <= wire.BatchHeaderSize || c.MaxBatchBytes > wire.BatchMaxSize:
-		return c, fmt.Errorf("%w: max batch bytes %d (%d..%d)", ErrInvalidConfig, c.MaxBatchBytes, wire.BatchHeaderSize+1, wire.BatchMaxSize)
+	case c.MaxBatchBytes <= record.BatchHeaderSize || c.MaxBatchBytes > record.BatchMaxSize:
+		return c, fmt.Errorf("%w: max batch bytes %d (%d..%d)", ErrInvalidConfig, c.MaxBatchBytes, record.BatchHeaderSize+1, record.BatchMaxSize)
 	case c.SegmentBytes < minSegmentBytes || c.SegmentBytes < int64(c.MaxBatchBytes) || c.SegmentBytes > 1<<31:
 		return c, fmt.Errorf("%w: segment bytes %d (at least %d and the max batch bytes %d, at most 2 GiB)", ErrInvalidConfig, c.SegmentBytes, minSegmentBytes, c.MaxBatchBytes)
 	}

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // maxQueuedBytes bounds the appended bytes waiting for the flusher of one
@@ -216,7 +216,7 @@ func (p *Partition) notifyLocked() {
 //
 // Append waits only when the offset reservation is exhausted (a metadata
 // fsync, normally done in the background) or when too many bytes await the
-// flusher. Errors: ErrInvalidBatch (with the wire error), ErrNoSpace is
+// flusher. Errors: ErrInvalidBatch (with the record package's error), ErrNoSpace is
 // reported by WaitDurable, ErrPartitionFailed, ErrClosed, ErrTopicDeleted.
 func (p *Partition) Append(batch []byte) (AppendResult, error) {
 	return p.AppendOwned(batch, nil)
@@ -230,7 +230,7 @@ func (p *Partition) Append(batch []byte) (AppendResult, error) {
 // released: it is left to the garbage collector. When AppendOwned returns
 // an error the batch was not taken, and release is not called.
 func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, error) {
-	h, err := wire.VerifyBatch(batch, p.cfg.MaxBatchBytes)
+	h, err := record.VerifyBatch(batch, p.cfg.MaxBatchBytes)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
@@ -271,10 +271,10 @@ func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, err
 	}
 	base := p.next
 	p.next += n
-	wire.StampBaseOffset(batch, base)
+	record.StampBaseOffset(batch, base)
 	if p.cfg.Timestamps == TimestampAppend {
 		now := p.e.opts.Now().UnixMilli()
-		wire.StampAppendTime(batch, now)
+		record.StampAppendTime(batch, now)
 		h.MaxTimestamp = now
 	}
 	if p.ceiling-p.next < p.e.opts.ReservationStep/2 {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ledgemq/ledge/engine/internal/codec"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Producer state: per partition, per producer id, the epoch and a window of
@@ -32,7 +32,7 @@ type prodRec struct {
 	base, last uint64
 }
 
-func prodRecOf(h wire.BatchHeader) (prodRec, bool) {
+func prodRecOf(h record.BatchHeader) (prodRec, bool) {
 	if h.ProducerID == 0 || h.BaseSequence < 0 {
 		return prodRec{}, false
 	}

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Reads are planned on the owner and executed anywhere. PlanRead resolves
@@ -38,7 +38,7 @@ type readPlan struct {
 	empty    bool
 	next     uint64
 	released atomic.Bool
-	hdr      [wire.BatchHeaderSize]byte // scratch for peeking at a header
+	hdr      [record.BatchHeaderSize]byte // scratch for peeking at a header
 }
 
 // ReadResult is what a read returns: whole stored batches, in offset
@@ -276,7 +276,7 @@ type readBytes struct {
 // when it is large enough (or a pooled buffer, with pool).
 func (x *readPlan) firstRead(ctx context.Context, buf []byte, pool bool) (readBytes, error) {
 	e := x.p.e
-	rb := readBytes{pos: x.pos, chunk: int(min(x.limit-x.pos, int64(x.maxBytes)+int64(e.opts.IndexIntervalBytes)+wire.BatchHeaderSize))}
+	rb := readBytes{pos: x.pos, chunk: int(min(x.limit-x.pos, int64(x.maxBytes)+int64(e.opts.IndexIntervalBytes)+record.BatchHeaderSize))}
 	if pool {
 		ra, err := x.takeAhead(ctx)
 		if err != nil {
@@ -287,15 +287,15 @@ func (x *readPlan) firstRead(ctx context.Context, buf []byte, pool bool) (readBy
 			return rb, nil
 		}
 	}
-	if x.maxBytes < 64<<10 && x.limit-x.pos >= wire.BatchHeaderSize {
+	if x.maxBytes < 64<<10 && x.limit-x.pos >= record.BatchHeaderSize {
 		// A small read: learn the first batch's length, so that one read
 		// (one buffer) takes it whole whatever the batch size. A header
 		// that does not parse is left to collect, which names the damage.
-		hdr, err := x.readAt(ctx, x.pos, wire.BatchHeaderSize, x.hdr[:])
+		hdr, err := x.readAt(ctx, x.pos, record.BatchHeaderSize, x.hdr[:])
 		if err != nil {
 			return readBytes{}, err
 		}
-		if h, err := wire.ParseBatchHeader(hdr); err == nil {
+		if h, err := record.ParseBatchHeader(hdr); err == nil {
 			rb.chunk = int(min(x.limit-x.pos, max(int64(rb.chunk), int64(h.Length)+int64(x.maxBytes))))
 		}
 	}
@@ -328,7 +328,7 @@ func (x *readPlan) collect(ctx context.Context, rb readBytes, res *ReadResult) (
 		if at >= x.limit {
 			break
 		}
-		if len(buf)-off < wire.BatchHeaderSize {
+		if len(buf)-off < record.BatchHeaderSize {
 			if len(res.Batches) > 0 {
 				break
 			}
@@ -336,12 +336,12 @@ func (x *readPlan) collect(ctx context.Context, rb readBytes, res *ReadResult) (
 			if buf, err = x.readAt(ctx, at, int(min(x.limit-at, int64(rb.chunk))), nil); err != nil {
 				return -1, err
 			}
-			if len(buf) < wire.BatchHeaderSize {
+			if len(buf) < record.BatchHeaderSize {
 				return -1, &CorruptLogError{File: x.seg.path, Pos: at, Reason: "a batch header runs past the end of the log"}
 			}
 			continue
 		}
-		h, err := wire.ParseBatchHeader(buf[off:])
+		h, err := record.ParseBatchHeader(buf[off:])
 		if err == nil && int64(h.Length) > x.limit-at {
 			err = fmt.Errorf("a batch of %d bytes runs past the end of the log", h.Length)
 		}
@@ -433,7 +433,7 @@ func (x *readPlan) startAhead(pos int64, from uint64, n int) {
 	size := x.seg.size
 	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base >= x.seg.base })
 	live := i < len(p.segs) && p.segs[i] == x.seg // not removed by retention or a purge
-	if p.closing != nil || p.corrupt != nil || p.tail.ahead != nil || !live || size-pos < wire.BatchHeaderSize {
+	if p.closing != nil || p.corrupt != nil || p.tail.ahead != nil || !live || size-pos < record.BatchHeaderSize {
 		p.mu.Unlock()
 		return
 	}
@@ -557,8 +557,8 @@ func (p *Partition) OffsetForTime(ctx context.Context, ts int64) (uint64, error)
 			return 0, err
 		}
 		off := 0
-		for off+wire.BatchHeaderSize <= len(buf) {
-			h, err := wire.ParseBatchHeader(buf[off:])
+		for off+record.BatchHeaderSize <= len(buf) {
+			h, err := record.ParseBatchHeader(buf[off:])
 			if err != nil {
 				return 0, &CorruptLogError{File: seg.path, Pos: pos + int64(off), Reason: err.Error()}
 			}

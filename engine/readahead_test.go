@@ -7,18 +7,18 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // bigBatch builds a batch of n records of size bytes each.
 func bigBatch(t testing.TB, n, size int, tag byte) []byte {
 	t.Helper()
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	v := bytes.Repeat([]byte{tag}, size)
 	for i := 0; i < n; i++ {
-		b.Append(wire.Record{Timestamp: int64(i), Value: v})
+		b.Append(record.Record{Timestamp: int64(i), Value: v})
 	}
-	batch, err := b.Build(wire.CompressionNone)
+	batch, err := b.Build(record.CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}

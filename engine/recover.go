@@ -8,7 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Recovery of one partition, at Open.
@@ -109,7 +109,7 @@ func (p *Partition) tidyFiles(st *partState) ([]uint64, bool, error) {
 // durable, and returns the end of the log (never below the start). A
 // corrupt log is refused (p.corrupt is set) with a nil error.
 func (p *Partition) openLog(bases []uint64, st partState, snap producerSnapshot) (uint64, error) {
-	applyHeader := func(h wire.BatchHeader) {
+	applyHeader := func(h record.BatchHeader) {
 		if h.BaseOffset >= snap.asOf {
 			if r, ok := prodRecOf(h); ok {
 				applyProducer(snap.state, r)
@@ -302,7 +302,7 @@ func (p *Partition) loadProducers() (producerSnapshot, error) {
 // the rest of the file is zeroed. minOffset is the end of the previous
 // segment. limit, if not negative, is where the log must end in this file
 // (the exact durable end of a log whose fsync failed): the rest is cut.
-func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partState, snapAsOf uint64, applyHeader func(wire.BatchHeader)) (*segment, bool, error) {
+func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partState, snapAsOf uint64, applyHeader func(record.BatchHeader)) (*segment, bool, error) {
 	fs := p.e.fs
 	path := p.segmentPath(base, segmentExt)
 	rf, err := fs.Open(path)
@@ -346,7 +346,7 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 	}
 	if scanFrom > 0 && snapAsOf < seg.end {
 		// Producer state newer than the snapshot is in these headers.
-		if _, err := scanSegment(rf, seg.posFor(snapAsOf), scanFrom, 0, func(_ int64, h wire.BatchHeader, _ []byte) { applyHeader(h) }); err != nil {
+		if _, err := scanSegment(rf, seg.posFor(snapAsOf), scanFrom, 0, func(_ int64, h record.BatchHeader, _ []byte) { applyHeader(h) }); err != nil {
 			_ = rf.Close()
 			return nil, false, err
 		}
@@ -369,7 +369,7 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 	}
 	partMax := seg.maxTS
 	interval := int64(p.e.opts.IndexIntervalBytes)
-	res, err := scanSegment(rf, scanFrom, logical, max(minOffset, seg.end), func(pos int64, h wire.BatchHeader, _ []byte) {
+	res, err := scanSegment(rf, scanFrom, logical, max(minOffset, seg.end), func(pos int64, h record.BatchHeader, _ []byte) {
 		seg.addBatch(pos, h.BaseOffset, h.LastOffset(), h.MaxTimestamp, &partMax, interval)
 		applyHeader(h)
 	})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine/internal/codec"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // A segment is one file of a partition's log, `<base offset>.log` (20
@@ -194,22 +194,22 @@ type scanResult struct {
 // scanSegment reads f (fileSize bytes) from pos, verifying every batch
 // (CRC included) and requiring increasing offsets above minOffset, and
 // calls fn for each valid batch. It stops at the first invalid bytes.
-func scanSegment(f vfs.File, pos, fileSize int64, minOffset uint64, fn func(pos int64, h wire.BatchHeader, b []byte)) (scanResult, error) {
+func scanSegment(f vfs.File, pos, fileSize int64, minOffset uint64, fn func(pos int64, h record.BatchHeader, b []byte)) (scanResult, error) {
 	res := scanResult{end: pos, badPos: -1, lastEnd: minOffset}
 	// No larger than what is left to scan: recovery scans every segment
 	// it has no index for, most of them far smaller than a MiB.
-	buf := make([]byte, min(1<<20, max(fileSize-pos, wire.BatchHeaderSize)))
+	buf := make([]byte, min(1<<20, max(fileSize-pos, record.BatchHeaderSize)))
 	var have []byte // buffered bytes starting at bufPos
 	bufPos := pos
 	for pos < fileSize {
-		if int64(len(have)) < wire.BatchHeaderSize && bufPos+int64(len(have)) < fileSize {
+		if int64(len(have)) < record.BatchHeaderSize && bufPos+int64(len(have)) < fileSize {
 			n, err := readFull(f, buf, pos, fileSize)
 			if err != nil {
 				return res, err
 			}
 			have, bufPos = buf[:n], pos
 		}
-		h, err := wire.ParseBatchHeader(have)
+		h, err := record.ParseBatchHeader(have)
 		if err == nil && int64(h.Length) > fileSize-pos {
 			err = fmt.Errorf("batch of %d bytes runs past the end of the file", h.Length)
 		}
@@ -224,7 +224,7 @@ func scanSegment(f vfs.File, pos, fileSize int64, minOffset uint64, fn func(pos 
 			have, bufPos = buf[:n], pos
 		}
 		if err == nil {
-			h, err = wire.VerifyBatch(have[:h.Length], 0)
+			h, err = record.VerifyBatch(have[:h.Length], 0)
 		}
 		if err == nil && h.BaseOffset < res.lastEnd {
 			err = fmt.Errorf("batch at offset %d does not follow offset %d", h.BaseOffset, res.lastEnd)

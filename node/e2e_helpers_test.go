@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -215,14 +216,14 @@ func (c *client) createTopic(name string, cfg wire.TopicConfig) wire.TopicInfo {
 // no producer).
 func batch(t testing.TB, id uint64, epoch uint32, seq int32, values ...string) []byte {
 	t.Helper()
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	if id != 0 {
 		b.SetProducer(id, epoch, seq)
 	}
 	for _, v := range values {
-		b.Append(wire.Record{Timestamp: 1, Value: []byte(v)})
+		b.Append(record.Record{Timestamp: 1, Value: []byte(v)})
 	}
-	out, err := b.Build(wire.CompressionNone)
+	out, err := b.Build(record.CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func values(t testing.TB, batches []byte) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		it, err := wire.NewRecordIterator(b, wire.BatchMaxSize)
+		it, err := record.NewRecordIterator(b, record.BatchMaxSize)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -111,7 +112,7 @@ func TestE2EProduceReplyCarriesAppendTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		it, err := wire.NewRecordIterator(one, wire.BatchMaxSize)
+		it, err := record.NewRecordIterator(one, record.BatchMaxSize)
 		if err != nil {
 			t.Fatal(err)
 		}

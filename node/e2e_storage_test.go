@@ -9,6 +9,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -119,7 +120,7 @@ type memPartition struct {
 }
 
 func (p *memPartition) Append(batch []byte) (uint64, uint64, error) {
-	if _, err := wire.VerifyBatch(batch, wire.BatchMaxSize); err != nil {
+	if _, err := record.VerifyBatch(batch, record.BatchMaxSize); err != nil {
 		return 0, 0, err
 	}
 	return p.Log.Append(batch)

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -347,9 +349,9 @@ func TestE2EResetPositionAndTimestamps(t *testing.T) {
 	c := tn.mustDial(t, tn.admin)
 	c.createTopic("t", wire.TopicConfig{})
 	for i, ts := range []int64{1000, 2000, 3000} {
-		var b wire.BatchBuilder
-		b.Append(wire.Record{Timestamp: ts, Value: []byte{'a' + byte(i)}})
-		raw, err := b.Build(wire.CompressionNone)
+		var b record.BatchBuilder
+		b.Append(record.Record{Timestamp: ts, Value: []byte{'a' + byte(i)}})
+		raw, err := b.Build(record.CompressionNone)
 		if err != nil {
 			t.Fatal(err)
 		}

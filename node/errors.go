@@ -8,6 +8,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -116,9 +117,9 @@ var statusTable = [...]struct {
 	// is out of range (PROTOCOL.md, Position.Reset).
 	{owner.ErrNoPosition, wire.StatusOffsetOutOfRange},
 	{owner.ErrNoProducers, wire.StatusInternal},
-	{wire.ErrBatchTooLarge, wire.StatusMessageTooLarge},
-	{wire.ErrCorruptBatch, wire.StatusInvalidBatch},
-	{wire.ErrUnsupportedVersion, wire.StatusInvalidBatch},
+	{record.ErrBatchTooLarge, wire.StatusMessageTooLarge},
+	{record.ErrCorruptBatch, wire.StatusInvalidBatch},
+	{record.ErrUnsupportedVersion, wire.StatusInvalidBatch},
 	{engine.ErrUnknownTopic, wire.StatusUnknownTopic},
 	{engine.ErrTopicDeleted, wire.StatusUnknownTopic},
 	{engine.ErrTopicExists, wire.StatusTopicExists},

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -15,15 +17,15 @@ import (
 // mark under header=cp).
 func markedBatch(t testing.TB, vs ...string) []byte {
 	t.Helper()
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	for _, v := range vs {
-		r := wire.Record{Timestamp: 1, Value: []byte(v)}
+		r := record.Record{Timestamp: 1, Value: []byte(v)}
 		if v[0] == '*' {
-			r.Headers = []wire.Header{{Key: "cp", Value: []byte("y")}}
+			r.Headers = []record.Header{{Key: "cp", Value: []byte("y")}}
 		}
 		b.Append(r)
 	}
-	out, err := b.Build(wire.CompressionNone)
+	out, err := b.Build(record.CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}

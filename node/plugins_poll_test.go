@@ -8,7 +8,7 @@ import (
 
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // dropValues is a filter Transform that keeps the stored batches whose
@@ -17,7 +17,7 @@ func dropValues(t *testing.T, drop string) func(context.Context, uint64, owner.R
 	return func(_ context.Context, _ uint64, res owner.ReadResult) (owner.ReadResult, error) {
 		var kept [][]byte
 		for _, b := range res.Batches {
-			it, err := wire.NewRecordIterator(b, 1<<20)
+			it, err := record.NewRecordIterator(b, 1<<20)
 			if err != nil {
 				t.Error(err)
 				return owner.ReadResult{}, err

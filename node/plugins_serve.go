@@ -11,6 +11,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -229,7 +230,7 @@ func (f *pollFilter) transform(topic string, partition uint32, maxBatchBytes int
 		if err != nil {
 			return owner.ReadResult{}, err
 		}
-		batches, err := v.Filtered(keep, wire.CompressionNone, maxBatchBytes)
+		batches, err := v.Filtered(keep, record.CompressionNone, maxBatchBytes)
 		if err != nil {
 			return owner.ReadResult{}, err
 		}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -33,11 +35,11 @@ func buildPluginWasm(t testing.TB, pkg string) []byte {
 
 func checkpointBatch(t testing.TB, values ...string) []byte {
 	t.Helper()
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	for _, v := range values {
-		b.Append(wire.Record{Timestamp: 1, Value: []byte(v), Headers: []wire.Header{{Key: "checkpoint", Value: []byte("y")}}})
+		b.Append(record.Record{Timestamp: 1, Value: []byte(v), Headers: []record.Header{{Key: "checkpoint", Value: []byte("y")}}})
 	}
-	out, err := b.Build(wire.CompressionNone)
+	out, err := b.Build(record.CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}

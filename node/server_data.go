@@ -7,6 +7,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -36,7 +37,7 @@ func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Pr
 		return nil, err
 	}
 	if limit := int(t.cfg.MaxBatchBytes); limit > 0 && len(m.Batch) > limit {
-		return nil, fmt.Errorf("%w: %d bytes, topic %s takes at most %d", wire.ErrBatchTooLarge, len(m.Batch), t.name, limit)
+		return nil, fmt.Errorf("%w: %d bytes, topic %s takes at most %d", record.ErrBatchTooLarge, len(m.Batch), t.name, limit)
 	}
 	// The batch is appended in the stream's order; the stream's next
 	// request starts while this one waits for durability.

@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -76,15 +76,15 @@ func BenchmarkUplink(b *testing.B) {
 
 func uplinkBenchBatch(b *testing.B, records, size int) []byte {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var bb wire.BatchBuilder
+	var bb record.BatchBuilder
 	for i := range records {
 		v := make([]byte, size)
 		for j := range v {
 			v[j] = byte(rng.UintN(256))
 		}
-		bb.Append(wire.Record{Timestamp: 1_700_000_000_000 + int64(i), Value: v})
+		bb.Append(record.Record{Timestamp: 1_700_000_000_000 + int64(i), Value: v})
 	}
-	batch, err := bb.Build(wire.CompressionNone)
+	batch, err := bb.Build(record.CompressionNone)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -127,13 +128,13 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) 
 func (u *uplinkNode) produce(batches int) {
 	u.t.Helper()
 	for range batches {
-		var b wire.BatchBuilder
+		var b record.BatchBuilder
 		for range 10 {
 			v := fmt.Sprintf("%06d-%s", len(u.values), strings.Repeat("x", 193))
 			u.values = append(u.values, v)
-			b.Append(wire.Record{Timestamp: u.clock().UnixMilli(), Value: []byte(v)})
+			b.Append(record.Record{Timestamp: u.clock().UnixMilli(), Value: []byte(v)})
 		}
-		out, err := b.Build(wire.CompressionNone)
+		out, err := b.Build(record.CompressionNone)
 		if err != nil {
 			u.t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -194,7 +194,7 @@ func (f *Forwarder) peekOldest(ctx context.Context, from, hw uint64) {
 // firstTimestamp returns the timestamp of the first record of batch at or
 // past offset from.
 func firstTimestamp(batch []byte, from uint64) (int64, bool) {
-	var it wire.RecordIterator
+	var it record.RecordIterator
 	if err := it.Reset(batch, len(batch)); err != nil {
 		return 0, false
 	}
@@ -360,7 +360,7 @@ func (f *Forwarder) records(batches [][]byte) ([]*kgo.Record, error) {
 		// A fresh iterator per batch: a compressed batch decompresses into
 		// the iterator's buffer, which the records' keys and values keep
 		// referring to until Kafka has them.
-		var it wire.RecordIterator
+		var it record.RecordIterator
 		if err := it.Reset(b, len(b)); err != nil {
 			return nil, fmt.Errorf("node: uplink read: %w", err)
 		}

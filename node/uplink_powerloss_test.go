@@ -19,7 +19,7 @@ import (
 	"github.com/ledgemq/ledge/internal/sim"
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -146,16 +146,16 @@ func (w *powerWorld) open(create bool) {
 
 // batch builds k records of new values.
 func (w *powerWorld) batch(k int) ([]byte, []string) {
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	var vals []string
 	for range k {
 		v := fmt.Sprintf("v%d", w.next)
 		w.next++
 		w.sent[v] = true
 		vals = append(vals, v)
-		b.Append(wire.Record{Timestamp: 1_700_000_000_000 + int64(w.next), Value: []byte(v)})
+		b.Append(record.Record{Timestamp: 1_700_000_000_000 + int64(w.next), Value: []byte(v)})
 	}
-	out, err := b.Build(wire.CompressionNone)
+	out, err := b.Build(record.CompressionNone)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func (w *powerWorld) ledgeValues() []string {
 			w.t.Fatal(err)
 		}
 		for _, b := range res.Batches {
-			var it wire.RecordIterator
+			var it record.RecordIterator
 			if err := it.Reset(b, len(b)); err != nil {
 				w.t.Fatal(err)
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,7 +33,7 @@ type uplinkWorld struct {
 	owners []*owner.Owner
 	values [][]string // what was produced, per partition
 	// compression of the batches produce appends
-	compression wire.Compression
+	compression record.Compression
 }
 
 func newUplinkWorld(t testing.TB, partitions int) *uplinkWorld {
@@ -62,11 +62,11 @@ func (w *uplinkWorld) produce(p, n int) {
 	w.t.Helper()
 	for n > 0 {
 		k := min(n, 10)
-		var b wire.BatchBuilder
+		var b record.BatchBuilder
 		for range k {
 			v := fmt.Sprintf("p%d-%d", p, len(w.values[p]))
 			w.values[p] = append(w.values[p], v)
-			b.Append(wire.Record{Timestamp: 1_700_000_000_000, Key: []byte(v), Value: []byte(v)})
+			b.Append(record.Record{Timestamp: 1_700_000_000_000, Key: []byte(v), Value: []byte(v)})
 		}
 		batch, err := b.Build(w.compression)
 		if err != nil {
@@ -208,7 +208,7 @@ func (w *uplinkWorld) checkExactlyOnce(got [][]string) {
 // covers: G40
 func TestUplinkForwardsExactlyOnceInOrder(t *testing.T) {
 	w := newUplinkWorld(t, 3)
-	w.compression = wire.CompressionS2 // several decompressed batches per transaction
+	w.compression = record.CompressionS2 // several decompressed batches per transaction
 	fs := make([]*Forwarder, 3)
 	for p := range 3 {
 		w.produce(p, 250+p*10)

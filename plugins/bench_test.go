@@ -15,13 +15,13 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ledgemq/ledge/plugins/abi"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // benchRecords is the benchmark input: n records of 100-byte JSON values,
 // half of them with "site":"lyon".
 func benchBatch(b testing.TB, n int) []byte {
-	var bb wire.BatchBuilder
+	var bb record.BatchBuilder
 	for i := 0; i < n; i++ {
 		site := "lyon"
 		if i%2 == 1 {
@@ -32,9 +32,9 @@ func benchBatch(b testing.TB, n int) []byte {
 		if len(v) != 100 {
 			b.Fatalf("value of %d bytes", len(v))
 		}
-		bb.Append(wire.Record{Timestamp: int64(i), Value: []byte(v)})
+		bb.Append(record.Record{Timestamp: int64(i), Value: []byte(v)})
 	}
-	batch, err := bb.Build(wire.CompressionNone)
+	batch, err := bb.Build(record.CompressionNone)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func reportRecords(b *testing.B, records int, cpu0 time.Duration) {
 func BenchmarkFilter(b *testing.B) {
 	batch := benchBatch(b, benchRecordsPerPoll)
 	b.Run("native-go", func(b *testing.B) {
-		var it wire.RecordIterator
+		var it record.RecordIterator
 		keep := abi.NewBitmap(benchRecordsPerPoll)
 		want := []byte("lyon")
 		cpu0 := processCPU()
@@ -119,7 +119,7 @@ func BenchmarkFilter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := v.Filtered(keep, wire.CompressionNone, 0); err != nil {
+			if _, err := v.Filtered(keep, record.CompressionNone, 0); err != nil {
 				b.Fatal(err)
 			}
 		}

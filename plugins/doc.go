@@ -33,6 +33,6 @@
 //	...
 //	v, err := plugins.NewView(plugins.PollResult{Topic: t, Partition: p, From: from, Next: res.Next, Batches: res.Batches})
 //	keep, err := h.Filter(ctx, "site", plugins.Params{"field": "site", "equals": "lyon"}, v)
-//	batches, err := v.Filtered(keep, wire.CompressionNone, maxBatchBytes)
+//	batches, err := v.Filtered(keep, record.CompressionNone, maxBatchBytes)
 //	// reply: batches, next position v.Next()
 package plugins

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/ledgemq/ledge/plugins"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // A filter over one poll result, and the reply the node builds from it.
@@ -30,12 +30,12 @@ func Example() {
 	}
 
 	// A stored batch at offsets 100-103, as the engine returns it.
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	for _, v := range []string{"temp=21", "hum=40", "temp=22", "hum=41"} {
-		b.Append(wire.Record{Value: []byte(v)})
+		b.Append(record.Record{Value: []byte(v)})
 	}
-	batch, _ := b.Build(wire.CompressionNone)
-	wire.StampBaseOffset(batch, 100)
+	batch, _ := b.Build(record.CompressionNone)
+	record.StampBaseOffset(batch, 100)
 
 	// The poll read from 101.
 	v, err := plugins.NewView(plugins.PollResult{Topic: "sensors", From: 101, Batches: [][]byte{batch}})
@@ -46,11 +46,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	reply, err := v.Filtered(keep, wire.CompressionNone, 0)
+	reply, err := v.Filtered(keep, record.CompressionNone, 0)
 	if err != nil {
 		panic(err)
 	}
-	it, _ := wire.NewRecordIterator(reply[0], 0)
+	it, _ := record.NewRecordIterator(reply[0], 0)
 	for r, ok := it.Next(); ok; r, ok = it.Next() {
 		fmt.Println(r.Offset, string(r.Value))
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // The example plugins of sdk/plugin/examples, built for wasip1 and run
@@ -73,14 +73,14 @@ func TestFilteredReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []wire.Compression{wire.CompressionNone, wire.CompressionZstd} {
+	for _, c := range []record.Compression{record.CompressionNone, record.CompressionZstd} {
 		batches, err := v.Filtered(keep, c, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
 		for _, b := range batches {
-			it, err := wire.NewRecordIterator(b, 0)
+			it, err := record.NewRecordIterator(b, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestFilteredReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if batches, err := v.Filtered(none, wire.CompressionNone, 0); err != nil || len(batches) != 0 {
+	if batches, err := v.Filtered(none, record.CompressionNone, 0); err != nil || len(batches) != 0 {
 		t.Errorf("nothing kept: %d batches, %v", len(batches), err)
 	}
 }
@@ -112,18 +112,18 @@ func TestFilteredSplitsBatches(t *testing.T) {
 	}
 	v := testView(t, 0, batchOf(t, 0, recs...))
 	keep := newBitmapAll(v.Len())
-	batches, err := v.Filtered(keep, wire.CompressionNone, 1000)
+	batches, err := v.Filtered(keep, record.CompressionNone, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, b := range batches {
-		h, err := wire.VerifyBatch(b, 0)
+		h, err := record.VerifyBatch(b, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.UncompressedLen+wire.BatchHeaderSize > 1000 {
-			t.Errorf("batch of %d bytes, limit 1000", h.UncompressedLen+wire.BatchHeaderSize)
+		if h.UncompressedLen+record.BatchHeaderSize > 1000 {
+			t.Errorf("batch of %d bytes, limit 1000", h.UncompressedLen+record.BatchHeaderSize)
 		}
 		n += int(h.RecordCount)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ledgemq/ledge/internal/testtool"
 	"github.com/ledgemq/ledge/plugins/abi"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Test modules built once per test binary: the Go examples and the hostile
@@ -239,22 +239,22 @@ type testRecord struct {
 // batchOf builds a stored batch holding values at offsets base, base+1, ...
 func batchOf(t testing.TB, base uint64, recs ...testRecord) []byte {
 	t.Helper()
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	for i, r := range recs {
-		rec := wire.Record{Timestamp: 1700000000000 + int64(i), Value: []byte(r.value)}
+		rec := record.Record{Timestamp: 1700000000000 + int64(i), Value: []byte(r.value)}
 		if r.key != "" {
 			rec.Key = []byte(r.key)
 		}
 		for k, v := range r.headers {
-			rec.Headers = append(rec.Headers, wire.Header{Key: k, Value: []byte(v)})
+			rec.Headers = append(rec.Headers, record.Header{Key: k, Value: []byte(v)})
 		}
 		b.Append(rec)
 	}
-	batch, err := b.Build(wire.CompressionNone)
+	batch, err := b.Build(record.CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wire.StampBaseOffset(batch, base)
+	record.StampBaseOffset(batch, base)
 	return batch
 }
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/ledgemq/ledge/plugins/abi"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // PollResult is a poll result as the node read it: the input of plugin
@@ -25,7 +25,7 @@ type PollResult struct {
 	// Batches are whole stored batches, as the engine returned them.
 	Batches [][]byte
 	// MaxBatchBytes bounds each batch when verifying it; 0 means
-	// wire.BatchMaxSize.
+	// record.BatchMaxSize.
 	MaxBatchBytes int
 }
 
@@ -45,7 +45,7 @@ type View struct {
 // poll cost a filtered replay more CPU than its plugin calls.
 type viewBufs struct {
 	enc    abi.Encoder
-	it     wire.RecordIterator
+	it     record.RecordIterator
 	arena  []byte // compressed batches' records, decompressed
 	region []byte
 }
@@ -81,7 +81,7 @@ func (b *viewBufs) put() {
 }
 
 // NewView decodes r's batches (verifying each) and prepares the view. An
-// error means the batches are corrupt (wire.ErrCorruptBatch and friends).
+// error means the batches are corrupt (record.ErrCorruptBatch and friends).
 func NewView(r PollResult) (*View, error) {
 	bufs := viewPool.Get().(*viewBufs)
 	v, err := bufs.build(r)
@@ -106,9 +106,9 @@ func (bufs *viewBufs) build(r PollResult) (*View, error) {
 	// of them, which therefore never moves.
 	records, packed := 0, 0
 	for _, b := range r.Batches {
-		if h, err := wire.ParseBatchHeader(b); err == nil {
+		if h, err := record.ParseBatchHeader(b); err == nil {
 			records += int(h.RecordCount)
-			if h.Compression() != wire.CompressionNone {
+			if h.Compression() != record.CompressionNone {
 				packed += int(h.UncompressedLen)
 			}
 		}
@@ -136,7 +136,7 @@ func (bufs *viewBufs) build(r PollResult) (*View, error) {
 		if err := it.Reset(b, r.MaxBatchBytes); err != nil {
 			return nil, fmt.Errorf("plugins: batch %d of the poll result: %w", bi, err)
 		}
-		copied := it.Header().Compression() != wire.CompressionNone
+		copied := it.Header().Compression() != record.CompressionNone
 		for {
 			rec, ok := it.Next()
 			if !ok {
@@ -202,17 +202,17 @@ func (v *View) dataLen() int { return len(v.region) }
 // Filtered builds the batches of a filtered reply: the records keep
 // selects, with their offsets, timestamps, keys, values and headers
 // unchanged, in new batches compressed with c, each at most maxBatchBytes
-// uncompressed (wire.BatchMaxSize when 0; a single larger record gets a
+// uncompressed (record.BatchMaxSize when 0; a single larger record gets a
 // batch of its own). The producer's batch CRC and compression covered the
 // whole stored batch, so a subset is always a new batch. It returns no
 // batches when nothing is kept; the reply's next position is Next()
 // either way.
-func (v *View) Filtered(keep Bitmap, c wire.Compression, maxBatchBytes int) ([][]byte, error) {
+func (v *View) Filtered(keep Bitmap, c record.Compression, maxBatchBytes int) ([][]byte, error) {
 	if keep.Len() != v.Len() {
 		return nil, fmt.Errorf("plugins: bitmap of %d records for a view of %d", keep.Len(), v.Len())
 	}
-	if maxBatchBytes <= 0 || maxBatchBytes > wire.BatchMaxSize {
-		maxBatchBytes = wire.BatchMaxSize
+	if maxBatchBytes <= 0 || maxBatchBytes > record.BatchMaxSize {
+		maxBatchBytes = record.BatchMaxSize
 	}
 	// The kept records are copied once: the batches are built in place,
 	// one after another, in one buffer sized for all of them.
@@ -225,11 +225,11 @@ func (v *View) Filtered(keep Bitmap, c wire.Compression, maxBatchBytes int) ([][
 	if need == 0 {
 		return nil, nil
 	}
-	buf := make([]byte, 0, need+(need/maxBatchBytes+1)*wire.BatchHeaderSize)
+	buf := make([]byte, 0, need+(need/maxBatchBytes+1)*record.BatchHeaderSize)
 	var out [][]byte
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	open := false
-	var hdrs []wire.Header
+	var hdrs []record.Header
 	flush := func() error {
 		if !open {
 			return nil
@@ -254,7 +254,7 @@ func (v *View) Filtered(keep Bitmap, c wire.Compression, maxBatchBytes int) ([][
 		size := 32 + len(r.Key()) + len(r.Value())
 		for j := 0; j < r.HeaderCount(); j++ {
 			k, val := r.Header(j)
-			hdrs = append(hdrs, wire.Header{Key: string(k), Value: val})
+			hdrs = append(hdrs, record.Header{Key: string(k), Value: val})
 			size += 16 + len(k) + len(val)
 		}
 		if open && (b.Size()+size > maxBatchBytes || r.Offset()-base > math.MaxUint32) {
@@ -266,7 +266,7 @@ func (v *View) Filtered(keep Bitmap, c wire.Compression, maxBatchBytes int) ([][
 			b.ResetInPlace(buf)
 			open, base = true, r.Offset()
 		}
-		rec := wire.Record{Offset: r.Offset(), Timestamp: r.Timestamp(), Key: r.Key(), Value: r.Value()}
+		rec := record.Record{Offset: r.Offset(), Timestamp: r.Timestamp(), Key: r.Key(), Value: r.Value()}
 		if len(hdrs) > 0 {
 			rec.Headers = hdrs
 		}

@@ -7,20 +7,20 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/plugins/abi"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 func TestNewView(t *testing.T) {
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	for i := 0; i < 20; i++ {
-		b.Append(wire.Record{Timestamp: int64(1000 + i), Key: []byte{byte('a' + i)},
-			Value: []byte(strings.Repeat("v", 50)), Headers: []wire.Header{{Key: "i", Value: []byte{byte(i)}}}})
+		b.Append(record.Record{Timestamp: int64(1000 + i), Key: []byte{byte('a' + i)},
+			Value: []byte(strings.Repeat("v", 50)), Headers: []record.Header{{Key: "i", Value: []byte{byte(i)}}}})
 	}
-	zstd, err := b.Build(wire.CompressionZstd)
+	zstd, err := b.Build(record.CompressionZstd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wire.StampBaseOffset(zstd, 500)
+	record.StampBaseOffset(zstd, 500)
 
 	// Compressed input, clipped to [505, 512).
 	v, err := NewView(PollResult{Topic: "t", Partition: 2, From: 505, Next: 512, Batches: [][]byte{zstd}})
@@ -50,10 +50,10 @@ func TestNewView(t *testing.T) {
 	// Corrupt input is the batch codec's error.
 	bad := append([]byte(nil), zstd...)
 	bad[len(bad)-1] ^= 0xFF
-	if _, err := NewView(PollResult{Batches: [][]byte{bad}}); !errors.Is(err, wire.ErrCorruptBatch) {
+	if _, err := NewView(PollResult{Batches: [][]byte{bad}}); !errors.Is(err, record.ErrCorruptBatch) {
 		t.Errorf("corrupt batch: %v", err)
 	}
-	if _, err := v.Filtered(newBitmapAll(3), wire.CompressionNone, 0); err == nil {
+	if _, err := v.Filtered(newBitmapAll(3), record.CompressionNone, 0); err == nil {
 		t.Errorf("a bitmap of the wrong size was accepted")
 	}
 }
@@ -63,12 +63,12 @@ func TestNewView(t *testing.T) {
 // the batches Filtered built from the released view are untouched by the
 // next view.
 func TestReleasedViewsLeaveNothingBehind(t *testing.T) {
-	batch := func(n, size int, c wire.Compression) []byte {
-		var b wire.BatchBuilder
+	batch := func(n, size int, c record.Compression) []byte {
+		var b record.BatchBuilder
 		for i := 0; i < n; i++ {
-			b.Append(wire.Record{Timestamp: int64(i), Key: []byte{byte('k' + i%3)},
+			b.Append(record.Record{Timestamp: int64(i), Key: []byte{byte('k' + i%3)},
 				Value:   []byte(strings.Repeat(string(rune('a'+i%26)), size)),
-				Headers: []wire.Header{{Key: "h", Value: []byte{byte(i)}}}})
+				Headers: []record.Header{{Key: "h", Value: []byte{byte(i)}}}})
 		}
 		out, err := b.Build(c)
 		if err != nil {
@@ -76,9 +76,9 @@ func TestReleasedViewsLeaveNothingBehind(t *testing.T) {
 		}
 		return out
 	}
-	big := PollResult{Topic: "big-topic", From: 0, Batches: [][]byte{batch(300, 900, wire.CompressionNone), batch(300, 900, wire.CompressionZstd)}}
-	wire.StampBaseOffset(big.Batches[1], 300)
-	small := PollResult{Topic: "s", Partition: 3, From: 2, Next: 9, Batches: [][]byte{batch(10, 20, wire.CompressionS2)}}
+	big := PollResult{Topic: "big-topic", From: 0, Batches: [][]byte{batch(300, 900, record.CompressionNone), batch(300, 900, record.CompressionZstd)}}
+	record.StampBaseOffset(big.Batches[1], 300)
+	small := PollResult{Topic: "s", Partition: 3, From: 2, Next: 9, Batches: [][]byte{batch(10, 20, record.CompressionS2)}}
 
 	fresh, err := (&viewBufs{}).build(small)
 	if err != nil {
@@ -100,7 +100,7 @@ func TestReleasedViewsLeaveNothingBehind(t *testing.T) {
 		for i := len(v.region) - 16; i < len(v.region); i++ {
 			v.region[i] = 0xAB
 		}
-		filtered, err := v.Filtered(keep, wire.CompressionNone, 4096)
+		filtered, err := v.Filtered(keep, record.CompressionNone, 4096)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,21 +136,21 @@ func TestReleasedViewsLeaveNothingBehind(t *testing.T) {
 // batch into the buffer of the one before: the first batch's records must
 // still read as themselves in a view of two.
 func TestViewOfCompressedBatchesKeepsEachBatchsRecords(t *testing.T) {
-	build := func(letter string, base uint64, c wire.Compression) []byte {
-		var b wire.BatchBuilder
+	build := func(letter string, base uint64, c record.Compression) []byte {
+		var b record.BatchBuilder
 		for i := 0; i < 50; i++ {
-			b.Append(wire.Record{Timestamp: 1, Key: []byte(letter), Value: []byte(strings.Repeat(letter, 100+i)),
-				Headers: []wire.Header{{Key: "from", Value: []byte(letter + letter)}}})
+			b.Append(record.Record{Timestamp: 1, Key: []byte(letter), Value: []byte(strings.Repeat(letter, 100+i)),
+				Headers: []record.Header{{Key: "from", Value: []byte(letter + letter)}}})
 		}
 		out, err := b.Build(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wire.StampBaseOffset(out, base)
+		record.StampBaseOffset(out, base)
 		return out
 	}
-	for _, c := range []wire.Compression{wire.CompressionZstd, wire.CompressionS2} {
-		v, err := NewView(PollResult{Topic: "t", Batches: [][]byte{build("a", 0, c), build("b", 50, c), build("c", 100, wire.CompressionNone)}})
+	for _, c := range []record.Compression{record.CompressionZstd, record.CompressionS2} {
+		v, err := NewView(PollResult{Topic: "t", Batches: [][]byte{build("a", 0, c), build("b", 50, c), build("c", 100, record.CompressionNone)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -26,13 +27,13 @@ const (
 )
 
 // Compression is a record batch codec.
-type Compression = wire.Compression
+type Compression = record.Compression
 
 // Compressions.
 const (
-	CompressionNone = wire.CompressionNone
-	CompressionS2   = wire.CompressionS2
-	CompressionZstd = wire.CompressionZstd
+	CompressionNone = record.CompressionNone
+	CompressionS2   = record.CompressionS2
+	CompressionZstd = record.CompressionZstd
 )
 
 // TimestampMode says whose clock stamps a topic's records.

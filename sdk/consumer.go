@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -561,7 +562,7 @@ func decodeRecords(pp *pollPartition, batches []byte) ([]*Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sdk: poll %s/%d: %w", pp.topic, pp.partition, err)
 		}
-		h, _ := wire.ParseBatchHeader(batch)
+		h, _ := record.ParseBatchHeader(batch)
 		count += int(h.RecordCount)
 		rest = r
 	}
@@ -571,20 +572,20 @@ func decodeRecords(pp *pollPartition, batches []byte) ([]*Record, error) {
 		// appended to past its capacity, see below.
 		defer func() { f.slabs, f.lists = append(f.slabs, slab), append(f.lists, out) }()
 	}
-	var it wire.RecordIterator
+	var it record.RecordIterator
 	for rest := batches; len(rest) > 0; {
 		batch, r, _ := wire.NextBatch(rest)
 		rest = r
-		h, _ := wire.ParseBatchHeader(batch)
+		h, _ := record.ParseBatchHeader(batch)
 		if h.LastOffset() < pp.from {
 			continue
 		}
-		if h.Compression() != wire.CompressionNone {
+		if h.Compression() != record.CompressionNone {
 			// Records alias the iterator's buffer: give each compressed
 			// batch its own.
-			it = wire.RecordIterator{}
+			it = record.RecordIterator{}
 		}
-		if err := it.Reset(batch, wire.BatchMaxSize); err != nil {
+		if err := it.Reset(batch, record.BatchMaxSize); err != nil {
 			return nil, fmt.Errorf("sdk: poll %s/%d: %w", pp.topic, pp.partition, err)
 		}
 		for {

@@ -3,6 +3,8 @@ package sdk
 import (
 	"testing"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -17,15 +19,15 @@ func replayReply(b *testing.B) (frame []byte, records int) {
 	var batches [][]byte
 	base := uint64(0)
 	for size := 0; size < 4<<20; {
-		var bb wire.BatchBuilder
+		var bb record.BatchBuilder
 		for i := 0; i < 100; i++ {
-			bb.Append(wire.Record{Timestamp: int64(i), Value: v})
+			bb.Append(record.Record{Timestamp: int64(i), Value: v})
 		}
-		batch, err := bb.Build(wire.CompressionNone)
+		batch, err := bb.Build(record.CompressionNone)
 		if err != nil {
 			b.Fatal(err)
 		}
-		wire.StampBaseOffset(batch, base)
+		record.StampBaseOffset(batch, base)
 		base += 100
 		batches = append(batches, batch)
 		size += len(batch)

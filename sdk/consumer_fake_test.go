@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -129,7 +130,7 @@ func (n *fakeConsumerNode) poll(frame []byte) ([]byte, bool) {
 	end := min(from+uint64(max(req.MaxMessages, 1)), uint64(len(n.log)))
 	var batches []byte
 	if end > from {
-		batches = storedBatch(n.t, from, wire.CompressionNone, n.log[from:end]...)
+		batches = storedBatch(n.t, from, record.CompressionNone, n.log[from:end]...)
 	} else {
 		end = from
 	}

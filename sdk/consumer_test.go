@@ -7,23 +7,24 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // storedBatch builds a batch of values as the node stores it: based at base.
-func storedBatch(t *testing.T, base uint64, c wire.Compression, values ...string) []byte {
+func storedBatch(t *testing.T, base uint64, c record.Compression, values ...string) []byte {
 	t.Helper()
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	for i, v := range values {
-		b.Append(wire.Record{Timestamp: int64(1000 + i), Key: []byte("k"), Value: []byte(v),
-			Headers: []wire.Header{{Key: "i", Value: []byte(fmt.Sprint(i))}}})
+		b.Append(record.Record{Timestamp: int64(1000 + i), Key: []byte("k"), Value: []byte(v),
+			Headers: []record.Header{{Key: "i", Value: []byte(fmt.Sprint(i))}}})
 	}
 	batch, err := b.Build(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wire.StampBaseOffset(batch, base)
+	record.StampBaseOffset(batch, base)
 	return batch
 }
 
@@ -33,9 +34,9 @@ func storedBatch(t *testing.T, base uint64, c wire.Compression, values ...string
 // and the delivery covers the token's range.
 func TestDecodePollPartition(t *testing.T) {
 	var batches []byte
-	batches = append(batches, storedBatch(t, 10, wire.CompressionZstd, "a", "b", "c")...)
-	batches = append(batches, storedBatch(t, 13, wire.CompressionNone, "d", "e")...)
-	batches = append(batches, storedBatch(t, 15, wire.CompressionS2, "f", "g")...)
+	batches = append(batches, storedBatch(t, 10, record.CompressionZstd, "a", "b", "c")...)
+	batches = append(batches, storedBatch(t, 13, record.CompressionNone, "d", "e")...)
+	batches = append(batches, storedBatch(t, 15, record.CompressionS2, "f", "g")...)
 	tok, err := fence.Token{Kind: fence.HolderConsumer, Partition: 3, History: 1, From: 11, Next: 17}.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -84,16 +85,16 @@ func TestRecycleHandsAPollsBufferBackOnce(t *testing.T) {
 // record reads as the new poll delivered it, nothing of the old one left:
 // not its headers either.
 func TestRecycledRecordsReadAsTheNextPoll(t *testing.T) {
-	withHeaders := storedBatch(t, 0, wire.CompressionNone, "a", "b", "c")
-	var plain wire.BatchBuilder
+	withHeaders := storedBatch(t, 0, record.CompressionNone, "a", "b", "c")
+	var plain record.BatchBuilder
 	for _, v := range []string{"x", "y"} {
-		plain.Append(wire.Record{Timestamp: 5, Value: []byte(v)})
+		plain.Append(record.Record{Timestamp: 5, Value: []byte(v)})
 	}
-	second, err := plain.Build(wire.CompressionNone)
+	second, err := plain.Build(record.CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wire.StampBaseOffset(second, 40)
+	record.StampBaseOffset(second, 40)
 
 	first := &pollFrame{}
 	recs, err := decodeRecords(&pollPartition{topic: "t", next: 3, frame: first}, withHeaders)
@@ -122,7 +123,7 @@ func TestRecycledRecordsReadAsTheNextPoll(t *testing.T) {
 func TestRecycleReadsNothingItHandedBack(t *testing.T) {
 	frame := &pollFrame{}
 	recs, err := decodeRecords(&pollPartition{topic: "t", next: 3, frame: frame},
-		storedBatch(t, 0, wire.CompressionNone, "a", "b", "c"))
+		storedBatch(t, 0, record.CompressionNone, "a", "b", "c"))
 	if err != nil || len(recs) != 3 {
 		t.Fatal(len(recs), err)
 	}

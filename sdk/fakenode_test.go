@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -288,7 +289,7 @@ func (s *fakeStream) handle(c fakeCall) {
 func (n *fakeNode) append(p uint32, batch []byte) (wire.ProduceReply, wire.Status, string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	h, err := wire.VerifyBatch(batch, 0)
+	h, err := record.VerifyBatch(batch, 0)
 	if err != nil {
 		return wire.ProduceReply{}, wire.StatusInvalidBatch, err.Error()
 	}
@@ -306,7 +307,7 @@ func (n *fakeNode) append(p uint32, batch []byte) (wire.ProduceReply, wire.Statu
 		return wire.ProduceReply{BaseOffset: v.Base, LastOffset: v.Last, AppendTime: wire.NoAppendTime, Duplicate: true}, wire.StatusOK, ""
 	}
 	base := uint64(len(fp.log))
-	it, err := wire.NewRecordIterator(batch, 0)
+	it, err := record.NewRecordIterator(batch, 0)
 	if err != nil {
 		return wire.ProduceReply{}, wire.StatusInvalidBatch, err.Error()
 	}
@@ -329,7 +330,7 @@ func (n *fakeNode) append(p uint32, batch []byte) (wire.ProduceReply, wire.Statu
 }
 
 func firstValue(batch []byte) string {
-	it, err := wire.NewRecordIterator(batch, 0)
+	it, err := record.NewRecordIterator(batch, 0)
 	if err != nil {
 		panic(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -240,13 +241,13 @@ func (n *fakeGroupNode) poll(req *wire.PollRequest) *wire.PollReply {
 		}
 		log := n.logs[tp]
 		tok := fence.Issue(p, h, from).Through(uint64(len(log)))
-		var b wire.BatchBuilder
+		var b record.BatchBuilder
 		for _, v := range log[from:] {
-			b.Append(wire.Record{Timestamp: 1, Value: []byte(v)})
+			b.Append(record.Record{Timestamp: 1, Value: []byte(v)})
 		}
 		if from < uint64(len(log)) {
-			batch, _ := b.Build(wire.CompressionNone)
-			wire.StampBaseOffset(batch, from)
+			batch, _ := b.Build(record.CompressionNone)
+			record.StampBaseOffset(batch, from)
 			out.Batches = batch
 		}
 		out.Next = uint64(len(log))

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -161,7 +163,7 @@ func (p *Producer) Produce(ctx context.Context, rec *Record, cb func(*Record, er
 		cb(rec, fmt.Errorf("sdk: record for topic %q given to the producer of %q", rec.Topic, p.topic))
 		return
 	}
-	if n := rec.size() + wire.BatchHeaderSize; n > p.cfg.maxBatchBytes {
+	if n := rec.size() + record.BatchHeaderSize; n > p.cfg.maxBatchBytes {
 		cb(rec, &Error{Op: "produce", Topic: p.topic, Partition: -1, Status: wire.StatusMessageTooLarge,
 			Message: fmt.Sprintf("record of about %d bytes exceeds the batch limit of %d", n, p.cfg.maxBatchBytes)})
 		return

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -29,7 +31,7 @@ func (s *ackStream) Send(_ context.Context, frame []byte, cb func([]byte, error)
 	if err := req.Decode(body); err != nil {
 		panic(err)
 	}
-	bh, _ := wire.ParseBatchHeader(req.Batch)
+	bh, _ := record.ParseBatchHeader(req.Batch)
 	base := s.n.offset
 	s.n.offset += uint64(bh.RecordCount)
 	reply, _ := wire.AppendReply(nil, h.ID, &wire.ProduceReply{BaseOffset: base, LastOffset: s.n.offset - 1, AppendTime: wire.NoAppendTime})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -277,7 +278,7 @@ func (s *partSender) renumber(b *prodBatch) {
 	le.PutUint64(batch[48:], s.id.id)
 	le.PutUint32(batch[56:], s.id.epoch)
 	le.PutUint32(batch[60:], uint32(s.nextSeq))
-	le.PutUint32(batch[12:], wire.BatchChecksum(batch))
+	le.PutUint32(batch[12:], record.BatchChecksum(batch))
 	b.seq = s.nextSeq
 	s.nextSeq = nextSequence(s.nextSeq, len(b.recs))
 	b.last = notSent

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -124,7 +125,7 @@ type partSender struct {
 	recovering   bool
 	needFresh    bool // take a fresh identity before the next send
 	retryAt      time.Time
-	builder      wire.BatchBuilder
+	builder      record.BatchBuilder
 	reqID        uint32
 	taken        []pendingRecord
 }
@@ -477,7 +478,7 @@ func (s *partSender) take(n int, now time.Time) ([]pendingRecord, bool) {
 	if len(s.queue) == 0 {
 		return nil, false
 	}
-	size := wire.BatchHeaderSize
+	size := record.BatchHeaderSize
 	k := 0
 	full := false
 	for k < len(s.queue) && k < n {
@@ -535,7 +536,7 @@ func (s *partSender) ensureStream() error {
 // from the next sequence. The batch is built in place in the frame, which
 // may be one an acknowledged batch handed back (recycle).
 func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
-	size := wire.FrameHeaderSize + 2 + len(s.p.topic) + 16 + 4 + 4 + wire.BatchHeaderSize + 16
+	size := wire.FrameHeaderSize + 2 + len(s.p.topic) + 16 + 4 + 4 + record.BatchHeaderSize + 16
 	for _, r := range recs {
 		size += r.size
 	}

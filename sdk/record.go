@@ -3,11 +3,11 @@ package sdk
 import (
 	"time"
 
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Header is one record header. A nil Value is null.
-type Header = wire.Header
+type Header = record.Header
 
 // Record is a message: what a producer sends and a consumer receives.
 type Record struct {
@@ -48,6 +48,6 @@ func (r *Record) size() int {
 	return n
 }
 
-func (r *Record) wire() wire.Record {
-	return wire.Record{Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value, Headers: r.Headers}
+func (r *Record) wire() record.Record {
+	return record.Record{Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value, Headers: r.Headers}
 }

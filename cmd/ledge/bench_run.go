@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/sdk"
-	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +46,7 @@ func newBenchConsumeCommand(cf *clientFlags, f *benchFlags) *cobra.Command {
 }
 
 func benchProducer(ctx context.Context, env *benchEnv, f *benchFlags) (*sdk.Producer, error) {
-	comp, err := wire.ParseCompression(f.compression)
+	comp, err := record.ParseCompression(f.compression)
 	if err != nil {
 		return nil, err
 	}

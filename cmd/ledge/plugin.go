@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ledgemq/ledge/plugins"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // newPluginCommand is "ledge plugin": registering plugins on a node (add,
@@ -270,7 +270,7 @@ come from --input (repeated as needed) or are generated: JSON objects of
   ledge plugin bench sample.wasm --param rate=0.1 --records 5000 --duration 5s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var recs []wire.Record
+			var recs []record.Record
 			var err error
 			if input != "" {
 				if recs, err = readRecordsFile(input); err != nil {
@@ -355,14 +355,14 @@ type jsonRecord struct {
 	Expect      string             `json:"expect"`
 }
 
-func readRecordsFile(path string) ([]wire.Record, error) {
+func readRecordsFile(path string) ([]record.Record, error) {
 	recs, _, err := readRecordsFileExpect(path)
 	return recs, err
 }
 
 // readRecordsFileExpect reads a records file and each record's expected
 // decision ("" when it has none).
-func readRecordsFileExpect(path string) ([]wire.Record, []string, error) {
+func readRecordsFileExpect(path string) ([]record.Record, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -376,16 +376,16 @@ func readRecordsFileExpect(path string) ([]wire.Record, []string, error) {
 }
 
 // readRecords parses JSON Lines records (see ledge plugin test --help).
-func readRecords(r io.Reader) ([]wire.Record, error) {
+func readRecords(r io.Reader) ([]record.Record, error) {
 	recs, _, err := readRecordsExpect(r)
 	return recs, err
 }
 
-func readRecordsExpect(r io.Reader) ([]wire.Record, []string, error) {
+func readRecordsExpect(r io.Reader) ([]record.Record, []string, error) {
 	var expects []string
-	var out []wire.Record
+	var out []record.Record
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), wire.BatchMaxSize)
+	sc.Buffer(make([]byte, 64<<10), record.BatchMaxSize)
 	next := uint64(0)
 	for line := 1; sc.Scan(); line++ {
 		text := bytes.TrimSpace(sc.Bytes())
@@ -398,7 +398,7 @@ func readRecordsExpect(r io.Reader) ([]wire.Record, []string, error) {
 		if err := dec.Decode(&jr); err != nil {
 			return nil, nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		rec := wire.Record{Offset: next, Timestamp: jr.Timestamp}
+		rec := record.Record{Offset: next, Timestamp: jr.Timestamp}
 		if jr.Offset != nil {
 			if len(out) > 0 && *jr.Offset <= out[len(out)-1].Offset {
 				return nil, nil, fmt.Errorf("line %d: offset %d does not follow %d", line, *jr.Offset, out[len(out)-1].Offset)
@@ -418,7 +418,7 @@ func readRecordsExpect(r io.Reader) ([]wire.Record, []string, error) {
 		}
 		slices.Sort(names)
 		for _, k := range names {
-			h := wire.Header{Key: k}
+			h := record.Header{Key: k}
 			if v := jr.Headers[k]; v != nil {
 				h.Value = []byte(*v)
 			}
@@ -459,12 +459,12 @@ func recordBytes(raw json.RawMessage, b64 *string) ([]byte, error) {
 }
 
 // viewOfRecords builds a poll result holding recs, with their offsets.
-func viewOfRecords(recs []wire.Record) (*plugins.View, error) {
-	var b wire.BatchBuilder
+func viewOfRecords(recs []record.Record) (*plugins.View, error) {
+	var b record.BatchBuilder
 	var batches [][]byte
 	for i, r := range recs {
 		if b.Len() > 0 && (b.Size() > 1<<20 || r.Offset-recs[i-1].Offset > 1<<31) {
-			batch, err := b.Build(wire.CompressionNone)
+			batch, err := b.Build(record.CompressionNone)
 			if err != nil {
 				return nil, err
 			}
@@ -473,7 +473,7 @@ func viewOfRecords(recs []wire.Record) (*plugins.View, error) {
 		}
 		b.AppendWithOffset(r)
 	}
-	batch, err := b.Build(wire.CompressionNone)
+	batch, err := b.Build(record.CompressionNone)
 	if err != nil {
 		return nil, err
 	}
@@ -485,8 +485,8 @@ func viewOfRecords(recs []wire.Record) (*plugins.View, error) {
 
 // syntheticRecords returns n JSON records of about size bytes, half of
 // them with "site":"lyon".
-func syntheticRecords(n, size int) []wire.Record {
-	recs := make([]wire.Record, n)
+func syntheticRecords(n, size int) []record.Record {
+	recs := make([]record.Record, n)
 	for i := range recs {
 		site := "lyon"
 		if i%2 == 1 {
@@ -496,12 +496,12 @@ func syntheticRecords(n, size int) []wire.Record {
 		if pad := size - len(v) - 2; pad > 0 {
 			v += strings.Repeat("x", pad)
 		}
-		recs[i] = wire.Record{Offset: uint64(i), Timestamp: int64(i), Value: []byte(v + `"}`)}
+		recs[i] = record.Record{Offset: uint64(i), Timestamp: int64(i), Value: []byte(v + `"}`)}
 	}
 	return recs
 }
 
-func avgValue(recs []wire.Record) int {
+func avgValue(recs []record.Record) int {
 	n := 0
 	for _, r := range recs {
 		n += len(r.Value)

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/sdk"
-	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -59,7 +59,7 @@ func (f *topicCreateFlags) config() (sdk.TopicConfig, error) {
 	default:
 		return cfg, fmt.Errorf("--durability %q: want always, interval or none", f.durability)
 	}
-	c, err := wire.ParseCompression(f.compression)
+	c, err := record.ParseCompression(f.compression)
 	if err != nil {
 		return cfg, fmt.Errorf("--compression: %w", err)
 	}

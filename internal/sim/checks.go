@@ -11,26 +11,26 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
-// record is one record a read returned.
-type record struct {
+// readRecord is one record a read returned.
+type readRecord struct {
 	off   uint64
 	value string
 }
 
 // decode returns the records of batches at or after from.
-func decode(batches [][]byte, from uint64) ([]record, error) {
-	var out []record
+func decode(batches [][]byte, from uint64) ([]readRecord, error) {
+	var out []readRecord
 	for _, b := range batches {
-		it, err := wire.NewRecordIterator(b, 0)
+		it, err := record.NewRecordIterator(b, 0)
 		if err != nil {
 			return nil, err
 		}
 		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			if r.Offset >= from {
-				out = append(out, record{off: r.Offset, value: string(r.Value)})
+				out = append(out, readRecord{off: r.Offset, value: string(r.Value)})
 			}
 		}
 		if err := it.Err(); err != nil {
@@ -42,8 +42,8 @@ func decode(batches [][]byte, from uint64) ([]record, error) {
 
 // readLog reads a partition from from to hw through the engine (not an
 // owner: no consumer's position moves).
-func readLog(p *engine.Partition, from, hw uint64) ([]record, error) {
-	var out []record
+func readLog(p *engine.Partition, from, hw uint64) ([]readRecord, error) {
+	var out []readRecord
 	for from < hw {
 		plan, err := p.PlanRead(from, 64<<10)
 		if err != nil {

@@ -263,7 +263,7 @@ func (m *partModel) checkLineage(st engine.PartitionState, purges []fence.Histor
 // observe checks records a read returned against the model: each is at or
 // above the start offset and below the high watermark, holds the value
 // appended at its offset, and comes after the one before.
-func (m *partModel) observe(what string, recs []record, st engine.PartitionState) {
+func (m *partModel) observe(what string, recs []readRecord, st engine.PartitionState) {
 	w := m.w
 	prev := int64(-1)
 	for _, r := range recs {

@@ -8,7 +8,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Op is one step of a schedule. Run acts on the world through the code
@@ -62,13 +62,13 @@ func (o produceOp) Run(w *World) (string, error) {
 
 func (w *World) produce(p *Partition, n int) (string, error) {
 	m := p.m
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	values := make([]string, n)
 	for i := range values {
 		values[i] = fmt.Sprintf("%s.%d.%d", p.Topic.ID.String()[:6], w.step, i)
-		b.Append(wire.Record{Timestamp: time.Now().UnixMilli(), Value: []byte(values[i])})
+		b.Append(record.Record{Timestamp: time.Now().UnixMilli(), Value: []byte(values[i])})
 	}
-	batch, err := b.Build(wire.CompressionNone)
+	batch, err := b.Build(record.CompressionNone)
 	if err != nil {
 		return "", err
 	}
@@ -457,9 +457,9 @@ func (o recreatedCommitOp) Run(w *World) (string, error) {
 }
 
 func mustBatch(v string) []byte {
-	var b wire.BatchBuilder
-	b.Append(wire.Record{Value: []byte(v)})
-	batch, err := b.Build(wire.CompressionNone)
+	var b record.BatchBuilder
+	b.Append(record.Record{Value: []byte(v)})
+	batch, err := b.Build(record.CompressionNone)
 	if err != nil {
 		panic(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Kafka record batch v2 attributes.
@@ -40,7 +40,7 @@ var (
 	// concurrent use); it refuses to decode more than a batch may hold.
 	zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 		return zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxMemory(wire.BatchMaxSize))
+			zstd.WithDecoderMaxMemory(record.BatchMaxSize))
 	})
 )
 
@@ -49,9 +49,9 @@ var (
 // headers) is reused from batch to batch; it is not safe for concurrent
 // use.
 type converter struct {
-	bb    wire.BatchBuilder
+	bb    record.BatchBuilder
 	plain []byte // a compressed batch's records, decompressed
-	hdrs  []wire.Header
+	hdrs  []record.Header
 	gzip  *gzip.Reader
 	lz4   *lz4.Reader
 }
@@ -95,12 +95,12 @@ func (cv *converter) toLedgeBatch(b []byte) ([]byte, int, error) {
 	// A Ledge record is never more than 16 bytes longer than its Kafka
 	// form (its timestamp and offset deltas may be longer varints; it
 	// has no attributes byte): build in a slice that fits them all.
-	cv.bb.ResetInPlace(make([]byte, 0, wire.BatchHeaderSize+len(records)+16*int(kb.NumRecords)))
+	cv.bb.ResetInPlace(make([]byte, 0, record.BatchHeaderSize+len(records)+16*int(kb.NumRecords)))
 	if kb.ProducerID >= 0 {
 		cv.bb.SetProducer(uint64(kb.ProducerID), uint32(max(kb.ProducerEpoch, 0)), kb.FirstSequence)
 	}
 	for i := int32(0); i < kb.NumRecords; i++ {
-		var r wire.Record
+		var r record.Record
 		var err error
 		if r, records, err = cv.nextRecord(records, kb.FirstTimestamp); err != nil {
 			cv.bb.Reset()
@@ -111,7 +111,7 @@ func (cv *converter) toLedgeBatch(b []byte) ([]byte, int, error) {
 	out, err := cv.bb.FinishInPlace(ledgeCodec(codec))
 	if len(records) > maxReusedBody {
 		// Scratch that large is not kept for the connection's next batch.
-		cv.plain, cv.bb = nil, wire.BatchBuilder{}
+		cv.plain, cv.bb = nil, record.BatchBuilder{}
 	}
 	if err != nil {
 		return nil, 0, err
@@ -128,19 +128,19 @@ func (cv *converter) toLedgeBatch(b []byte) ([]byte, int, error) {
 // with: zstd as zstd, gzip, snappy and lz4 as S2 (Ledge's fast codec,
 // snappy's successor), none as none. The producer asked for its records
 // to be compressed; the node keeps them so, on disk and to SDK consumers.
-func ledgeCodec(codec kgo.CompressionCodecType) wire.Compression {
+func ledgeCodec(codec kgo.CompressionCodecType) record.Compression {
 	switch codec {
 	case kgo.CodecNone:
-		return wire.CompressionNone
+		return record.CompressionNone
 	case kgo.CodecZstd:
-		return wire.CompressionZstd
+		return record.CompressionZstd
 	}
-	return wire.CompressionS2
+	return record.CompressionS2
 }
 
 // decompress returns the records section uncompressed, in the
 // converter's scratch, refusing more than a Ledge batch may hold
-// (wire.BatchMaxSize) whatever the compressed section claims.
+// (record.BatchMaxSize) whatever the compressed section claims.
 func (cv *converter) decompress(records []byte, codec kgo.CompressionCodecType) ([]byte, error) {
 	switch codec {
 	case kgo.CodecNone:
@@ -157,7 +157,7 @@ func (cv *converter) decompress(records []byte, codec kgo.CompressionCodecType) 
 		}
 		out, err := d.DecodeAll(records, cv.plain[:0])
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
-			return nil, fmt.Errorf("%w: %w", wire.ErrBatchTooLarge, err)
+			return nil, fmt.Errorf("%w: %w", record.ErrBatchTooLarge, err)
 		}
 		if err != nil {
 			return nil, err
@@ -191,8 +191,8 @@ func (cv *converter) snappy(dst, src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(dst)+l > wire.BatchMaxSize {
-		return nil, fmt.Errorf("%w: over %d bytes of records", wire.ErrBatchTooLarge, wire.BatchMaxSize)
+	if len(dst)+l > record.BatchMaxSize {
+		return nil, fmt.Errorf("%w: over %d bytes of records", record.ErrBatchTooLarge, record.BatchMaxSize)
 	}
 	if cap(dst)-len(dst) < l {
 		dst = append(dst, make([]byte, l)...)[:len(dst)]
@@ -231,12 +231,12 @@ func (cv *converter) xerial(src []byte) ([]byte, error) {
 // readAll reads r into the converter's scratch.
 func (cv *converter) readAll(r io.Reader) ([]byte, error) {
 	buf := bytes.NewBuffer(cv.plain[:0])
-	n, err := buf.ReadFrom(io.LimitReader(r, wire.BatchMaxSize+1))
+	n, err := buf.ReadFrom(io.LimitReader(r, record.BatchMaxSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if n > wire.BatchMaxSize {
-		return nil, fmt.Errorf("%w: over %d bytes of records", wire.ErrBatchTooLarge, wire.BatchMaxSize)
+	if n > record.BatchMaxSize {
+		return nil, fmt.Errorf("%w: over %d bytes of records", record.ErrBatchTooLarge, record.BatchMaxSize)
 	}
 	cv.plain = buf.Bytes()
 	return cv.plain, nil
@@ -246,8 +246,8 @@ func (cv *converter) readAll(r io.Reader) ([]byte, error) {
 // attributes byte, varint timestamp and offset deltas, a key and a value
 // (varint length, -1 for null), a varint header count and the headers
 // (a key and a value each). Key, value and header values refer to b.
-func (cv *converter) nextRecord(b []byte, firstTimestamp int64) (wire.Record, []byte, error) {
-	var r wire.Record
+func (cv *converter) nextRecord(b []byte, firstTimestamp int64) (record.Record, []byte, error) {
+	var r record.Record
 	l, k := binary.Varint(b)
 	if k <= 0 || l < 1 || int64(len(b)-k) < l {
 		return r, nil, errors.New("truncated record")
@@ -266,7 +266,7 @@ func (cv *converter) nextRecord(b []byte, firstTimestamp int64) (wire.Record, []
 	cv.hdrs = cv.hdrs[:0]
 	for range count {
 		key := p.nullable()
-		cv.hdrs = append(cv.hdrs, wire.Header{Key: string(key), Value: p.nullable()})
+		cv.hdrs = append(cv.hdrs, record.Header{Key: string(key), Value: p.nullable()})
 	}
 	if p.err != nil || len(p.b) != 0 {
 		return r, nil, errors.New("malformed record")

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"time"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,16 +105,16 @@ func (cc *conn) fetch(ctx context.Context, m *kmsg.FetchRequest) kmsg.Response {
 // appendKafkaBatches appends the Ledge batches of b, back to back, as
 // uncompressed Kafka v2 batches stamped with the leader epoch.
 func appendKafkaBatches(dst, b []byte, epoch int32) []byte {
-	var it wire.RecordIterator
+	var it record.RecordIterator
 	var body []byte
-	for len(b) >= wire.BatchHeaderSize {
-		h, err := wire.ParseBatchHeader(b)
+	for len(b) >= record.BatchHeaderSize {
+		h, err := record.ParseBatchHeader(b)
 		if err != nil || int(h.Length) > len(b) {
 			return dst
 		}
 		one := b[:h.Length]
 		b = b[h.Length:]
-		if err := it.Reset(one, wire.BatchMaxSize); err != nil {
+		if err := it.Reset(one, record.BatchMaxSize); err != nil {
 			return dst
 		}
 		start := len(dst)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/s2"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,7 +79,7 @@ func testBatchRoundTrip(t *testing.T, c kgo.CompressionCodec) {
 	if n != len(in) {
 		t.Fatalf("took %d bytes, want the batch's %d", n, len(in))
 	}
-	h, err := wire.VerifyBatch(ledge, wire.BatchMaxSize)
+	h, err := record.VerifyBatch(ledge, record.BatchMaxSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func testBatchRoundTrip(t *testing.T, c kgo.CompressionCodec) {
 	if want := ledgeCodec(codec); h.Compression() != want {
 		t.Fatalf("a %v batch stored as %v, want %v", codec, h.Compression(), want)
 	}
-	wire.StampBaseOffset(ledge, 100)
+	record.StampBaseOffset(ledge, 100)
 
 	out := appendKafkaBatches(nil, ledge, 7)
 	var back kmsg.RecordBatch
@@ -163,7 +163,7 @@ func TestXerialSnappy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := wire.NewRecordIterator(ledge, wire.BatchMaxSize)
+	it, err := record.NewRecordIterator(ledge, record.BatchMaxSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestXerialSnappy(t *testing.T) {
 // than a Ledge batch may hold is refused, whatever the codec, without
 // decompressing it all.
 func TestDecompressionBounded(t *testing.T) {
-	huge := make([]byte, wire.BatchMaxSize+1)
+	huge := make([]byte, record.BatchMaxSize+1)
 	for _, c := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
 		comp, err := kgo.DefaultCompressor(c)
 		if err != nil {
@@ -188,7 +188,7 @@ func TestDecompressionBounded(t *testing.T) {
 		var buf bytes.Buffer
 		packed, codec := comp.Compress(&buf, huge)
 		in := sealBatch(kmsg.RecordBatch{Magic: 2, Attributes: int16(codec), NumRecords: 1, ProducerID: -1, Records: packed})
-		if _, _, err := new(converter).toLedgeBatch(in); !errors.Is(err, wire.ErrBatchTooLarge) {
+		if _, _, err := new(converter).toLedgeBatch(in); !errors.Is(err, record.ErrBatchTooLarge) {
 			t.Errorf("%v: %d compressed bytes of %d: %v, want refused as too large", codec, len(packed), len(huge), err)
 		}
 	}

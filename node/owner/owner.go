@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // OwnerConfig is what an owner is built from.
@@ -307,7 +307,7 @@ func (o *Owner) Lineage() []fence.HistoryTransition { return o.log.Lineage() }
 // Index returns the partition's index in its topic.
 func (o *Owner) Index() uint32 { return o.index }
 
-func produceRequest(h wire.BatchHeader) fence.ProduceRequest {
+func produceRequest(h record.BatchHeader) fence.ProduceRequest {
 	return fence.ProduceRequest{
 		Producer:     fence.ProducerID(h.ProducerID),
 		Epoch:        fence.ProducerEpoch(h.ProducerEpoch),

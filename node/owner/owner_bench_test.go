@@ -9,7 +9,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // The benchmarks below measure the owner's hot paths (poll, commit, and
@@ -85,10 +85,10 @@ func BenchmarkOwnerProduce(b *testing.B) {
 		b.Run(fmt.Sprintf("idempotent=%v", idem), func(b *testing.B) {
 			m := ownertest.NewMeta()
 			o := ownertest.NewOwner(b, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
-			var bb wire.BatchBuilder
+			var bb record.BatchBuilder
 			v := make([]byte, 1024)
 			for range 100 {
-				bb.Append(wire.Record{Timestamp: 1, Value: v})
+				bb.Append(record.Record{Timestamp: 1, Value: v})
 			}
 			if idem {
 				id, err := o.ProducerRegistry().Init(ctx, "bench")
@@ -97,7 +97,7 @@ func BenchmarkOwnerProduce(b *testing.B) {
 				}
 				bb.SetProducer(uint64(id.ID), uint32(id.Epoch), 0)
 			}
-			batch, err := bb.Build(wire.CompressionNone)
+			batch, err := bb.Build(record.CompressionNone)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -109,7 +109,7 @@ func BenchmarkOwnerProduce(b *testing.B) {
 					binary.LittleEndian.PutUint32(batch[60:], uint32(seq))
 					seq += 100
 				}
-				binary.LittleEndian.PutUint32(batch[12:], wire.BatchChecksum(batch))
+				binary.LittleEndian.PutUint32(batch[12:], record.BatchChecksum(batch))
 				if _, err := o.Produce(ctx, batch); err != nil {
 					b.Fatal(err)
 				}

@@ -9,7 +9,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // The owner's hot paths on the real engine (in-memory file system, so the
@@ -93,10 +93,10 @@ func BenchmarkOwnerEngineProduce(b *testing.B) {
 	for _, mode := range []string{"on", "off"} {
 		b.Run("idempotence="+mode, func(b *testing.B) {
 			o := ownertest.EngineOwner(b, vfs.Default, b.TempDir(), engine.DurabilityNone)
-			var bb wire.BatchBuilder
+			var bb record.BatchBuilder
 			v := make([]byte, 1024)
 			for range 100 {
-				bb.Append(wire.Record{Timestamp: 1, Value: v})
+				bb.Append(record.Record{Timestamp: 1, Value: v})
 			}
 			if mode != "off" {
 				id, err := o.ProducerRegistry().Init(ctx, "bench")
@@ -105,7 +105,7 @@ func BenchmarkOwnerEngineProduce(b *testing.B) {
 				}
 				bb.SetProducer(uint64(id.ID), uint32(id.Epoch), 0)
 			}
-			tmpl, err := bb.Build(wire.CompressionNone)
+			tmpl, err := bb.Build(record.CompressionNone)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func BenchmarkOwnerEngineProduce(b *testing.B) {
 				batch := append([]byte(nil), tmpl...)
 				binary.LittleEndian.PutUint32(batch[60:], uint32(seq))
 				seq += 100
-				binary.LittleEndian.PutUint32(batch[12:], wire.BatchChecksum(batch))
+				binary.LittleEndian.PutUint32(batch[12:], record.BatchChecksum(batch))
 				if _, err := o.Produce(ctx, batch); err != nil {
 					b.Fatal(err)
 				}

@@ -10,7 +10,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 	"pgregory.net/rapid"
 )
 
@@ -55,12 +55,12 @@ func TestOwnerModel(t *testing.T) {
 			c := consumers[rapid.IntRange(0, len(consumers)-1).Draw(rt, "consumer")]
 			switch rapid.IntRange(0, 4).Draw(rt, "op") {
 			case 0: // append a batch
-				var b wire.BatchBuilder
+				var b record.BatchBuilder
 				for range rapid.IntRange(1, 3).Draw(rt, "records") {
 					n++
-					b.Append(wire.Record{Timestamp: 1, Value: fmt.Appendf(nil, "v%d", n)})
+					b.Append(record.Record{Timestamp: 1, Value: fmt.Appendf(nil, "v%d", n)})
 				}
-				batch, _ := b.Build(wire.CompressionNone)
+				batch, _ := b.Build(record.CompressionNone)
 				r, err := o.Produce(ctx, batch)
 				if err != nil {
 					rt.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Position says where a poll starts.
@@ -196,7 +196,7 @@ func limitMessages(res ReadResult, from uint64, maxMessages int) ReadResult {
 	}
 	var count, prevLast uint64
 	for i, b := range res.Batches {
-		h, err := wire.ParseBatchHeader(b)
+		h, err := record.ParseBatchHeader(b)
 		if err != nil {
 			// Stored batches were verified at append; keep what the
 			// read returned and let the client's checks speak.

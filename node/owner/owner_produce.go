@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -72,7 +73,7 @@ func (o *Owner) OrderProduceOwned(ctx context.Context, batch []byte, release fun
 			}
 		}()
 	}
-	h, err := wire.ParseBatchHeader(batch)
+	h, err := record.ParseBatchHeader(batch)
 	if err != nil {
 		return ProduceResult{}, Durable{}, err
 	}
@@ -118,7 +119,7 @@ func (o *Owner) OrderProduceOwned(ctx context.Context, batch []byte, release fun
 	if o.appendTime {
 		// The log stamped the header in place before Append returned, and
 		// only reads the batch from then on.
-		if sh, err := wire.ParseBatchHeader(batch); err == nil && sh.AppendTime() {
+		if sh, err := record.ParseBatchHeader(batch); err == nil && sh.AppendTime() {
 			res.AppendTime = sh.MaxTimestamp
 		}
 	}

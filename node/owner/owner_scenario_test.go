@@ -11,7 +11,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // scenarioBackend is the storage a scenario runs on: the in-memory fake, or
@@ -291,7 +291,7 @@ func (s *scenario) consumer(d *datadriven.TestData) owner.Consumer {
 }
 
 func (s *scenario) produce(d *datadriven.TestData) string {
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	var handle string
 	if d.MaybeScanArgs(s.t, "producer", &handle) && d.HasArg("retry") {
 		// Resend the producer's last batch byte for byte (a lost reply).
@@ -302,7 +302,7 @@ func (s *scenario) produce(d *datadriven.TestData) string {
 		s.t.Fatalf("%s: produce needs values=(...)", d.Pos)
 	}
 	for _, v := range arg.Vals {
-		b.Append(wire.Record{Timestamp: 1, Value: []byte(v)})
+		b.Append(record.Record{Timestamp: 1, Value: []byte(v)})
 	}
 	if handle != "" {
 		id, ok := s.producers[handle]
@@ -318,7 +318,7 @@ func (s *scenario) produce(d *datadriven.TestData) string {
 		b.SetProducer(uint64(id.ID), uint32(id.Epoch), seq)
 		s.seqs[handle] = seq + int32(len(arg.Vals))
 	}
-	batch, err := b.Build(wire.CompressionNone)
+	batch, err := b.Build(record.CompressionNone)
 	if err != nil {
 		s.t.Fatal(err)
 	}

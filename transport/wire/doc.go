@@ -1,7 +1,9 @@
 // Package wire is Ledge's binary protocol: the frames a client and a node
 // exchange over QUIC streams, the request and reply messages inside them,
-// the status codes every reply carries, and the record batch format that
-// producers send, the engine stores and consumers receive byte for byte.
+// and the status codes every reply carries. The record batches that
+// produce requests and poll replies carry are package record's format;
+// this package moves them as opaque bytes (NextBatch splits a poll reply's
+// batches by their headers' lengths).
 //
 // It is pure: no sockets, no goroutines, no clocks, no state. It encodes
 // to and decodes from byte slices and reads frames from an io.Reader, so

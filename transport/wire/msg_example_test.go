@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -31,11 +33,11 @@ func Example_poll() {
 		stream.Write(wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusOf(err), err.Error()))
 		return
 	}
-	var b wire.BatchBuilder
-	b.Append(wire.Record{Timestamp: 1700000000000, Value: []byte("21.5")})
-	b.Append(wire.Record{Timestamp: 1700000000100, Value: []byte("21.7")})
-	batch, _ := b.Build(wire.CompressionNone)
-	wire.StampBaseOffset(batch, 40)
+	var b record.BatchBuilder
+	b.Append(record.Record{Timestamp: 1700000000000, Value: []byte("21.5")})
+	b.Append(record.Record{Timestamp: 1700000000100, Value: []byte("21.7")})
+	batch, _ := b.Build(record.CompressionNone)
+	record.StampBaseOffset(batch, 40)
 	reply := &wire.PollReply{Partitions: []wire.PollPartitionReply{{
 		History: 2, StartOffset: 12, HighWatermark: 42, Next: 42,
 		Token:      []byte("opaque fence token"),
@@ -58,7 +60,7 @@ func Example_poll() {
 	for rest := p.Batches; len(rest) > 0; {
 		var batch []byte
 		batch, rest, _ = wire.NextBatch(rest)
-		it, _ := wire.NewRecordIterator(batch, 0)
+		it, _ := record.NewRecordIterator(batch, 0)
 		for r, ok := it.Next(); ok; r, ok = it.Next() {
 			fmt.Printf("offset %d: %s\n", r.Offset, r.Value)
 		}

@@ -3,6 +3,8 @@ package wire_test
 import (
 	"time"
 
+	"github.com/ledgemq/ledge/record"
+
 	"github.com/ledgemq/ledge/transport/wire"
 	"pgregory.net/rapid"
 )
@@ -63,7 +65,7 @@ func genTopicConfig(t *rapid.T) wire.TopicConfig {
 		Partitions:     rapid.Uint32().Draw(t, "partitions"),
 		Durability:     wire.Durability(rapid.IntRange(0, 3).Draw(t, "durability")),
 		SyncInterval:   genDuration(t, "sync interval"),
-		Compression:    wire.Compression(rapid.IntRange(0, 2).Draw(t, "compression")),
+		Compression:    record.Compression(rapid.IntRange(0, 2).Draw(t, "compression")),
 		RetentionAge:   genDuration(t, "retention age"),
 		RetentionBytes: rapid.Uint64().Draw(t, "retention bytes"),
 		SegmentBytes:   rapid.Uint64().Draw(t, "segment bytes"),

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/ledgemq/ledge/record"
 )
 
 // AutoCommit says whether a poll commits progress on its own.
@@ -368,15 +370,15 @@ func readPollPartitionFields(r *fieldReader, p *PollPartitionReply) {
 
 // NextBatch splits the first record batch off b, a poll reply's Batches,
 // by the length in its header; it does not verify the batch (see
-// VerifyBatch and RecordIterator). It fails with ErrCorruptBatch when b
+// record.VerifyBatch and record.RecordIterator). It fails with record.ErrCorruptBatch when b
 // does not start with a whole batch header and body.
 func NextBatch(b []byte) (batch, rest []byte, err error) {
-	h, err := ParseBatchHeader(b)
+	h, err := record.ParseBatchHeader(b)
 	if err != nil {
 		return nil, b, err
 	}
 	if uint64(h.Length) > uint64(len(b)) {
-		return nil, b, fmt.Errorf("%w: batch of %d bytes, %d left", ErrCorruptBatch, h.Length, len(b))
+		return nil, b, fmt.Errorf("%w: batch of %d bytes, %d left", record.ErrCorruptBatch, h.Length, len(b))
 	}
 	return b[:h.Length:h.Length], b[h.Length:], nil
 }

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ledgemq/ledge/record"
 )
 
 // Durability is a topic's acknowledgement policy.
@@ -78,7 +80,7 @@ type TopicConfig struct {
 	Durability   Durability
 	SyncInterval time.Duration // DurabilityInterval's fsync interval
 	// Compression is the codec producers use for the topic by default.
-	Compression    Compression
+	Compression    record.Compression
 	RetentionAge   time.Duration
 	RetentionBytes uint64
 	SegmentBytes   uint64
@@ -109,7 +111,7 @@ func (c *TopicConfig) put(w *fieldWriter) {
 func (c *TopicConfig) get(r *fieldReader) {
 	c.Partitions = r.u32("partitions")
 	c.Durability = Durability(r.enum(uint8(durabilityMax), "durability"))
-	c.Compression = Compression(r.u8("compression"))
+	c.Compression = record.Compression(r.u8("compression"))
 	if !c.Compression.Valid() {
 		r.fail("compression: unknown value %d", uint8(c.Compression))
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -56,7 +56,7 @@ func newBench(c config) (*bench, error) {
 		}
 		return nil, nil, false
 	})
-	var bb wire.BatchBuilder
+	var bb record.BatchBuilder
 	v := make([]byte, recordSize)
 	var x uint64 = 0x9e3779b97f4a7c15
 	for range perBatch {
@@ -66,9 +66,9 @@ func newBench(c config) (*bench, error) {
 			x ^= x << 17
 			v[j] = byte(x)
 		}
-		bb.Append(wire.Record{Value: append([]byte(nil), v...)})
+		bb.Append(record.Record{Value: append([]byte(nil), v...)})
 	}
-	if b.batch, err = bb.Build(wire.CompressionNone); err != nil {
+	if b.batch, err = bb.Build(record.CompressionNone); err != nil {
 		b.close()
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 // Meta is an in-memory Metadata with a durable copy: only what a Sync
@@ -182,14 +182,14 @@ func (l *Log) notify() {
 }
 
 func (l *Log) Append(batch []byte) (uint64, uint64, error) {
-	h, err := wire.ParseBatchHeader(batch)
+	h, err := record.ParseBatchHeader(batch)
 	if err != nil {
 		return 0, 0, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	base := l.state.HighWatermark
-	wire.StampBaseOffset(batch, base)
+	record.StampBaseOffset(batch, base)
 	last := base + uint64(h.LastOffsetDelta)
 	l.batches = append(l.batches, storedBatch{base, last, batch})
 	if h.ProducerID != 0 && h.BaseSequence >= 0 {

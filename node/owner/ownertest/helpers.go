@@ -12,16 +12,16 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/transport/wire"
+	"github.com/ledgemq/ledge/record"
 )
 
 func Batch(t testing.TB, values ...string) []byte {
 	t.Helper()
-	var b wire.BatchBuilder
+	var b record.BatchBuilder
 	for _, v := range values {
-		b.Append(wire.Record{Timestamp: 1, Value: []byte(v)})
+		b.Append(record.Record{Timestamp: 1, Value: []byte(v)})
 	}
-	batch, err := b.Build(wire.CompressionNone)
+	batch, err := b.Build(record.CompressionNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +46,12 @@ func NewOwner(t testing.TB, topic fence.TopicID, m *Meta, l *Log) *owner.Owner {
 }
 
 func BenchBatch(b testing.TB, records, size int) []byte {
-	var bb wire.BatchBuilder
+	var bb record.BatchBuilder
 	v := make([]byte, size)
 	for range records {
-		bb.Append(wire.Record{Timestamp: 1, Value: v})
+		bb.Append(record.Record{Timestamp: 1, Value: v})
 	}
-	batch, err := bb.Build(wire.CompressionNone)
+	batch, err := bb.Build(record.CompressionNone)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func BenchBatch(b testing.TB, records, size int) []byte {
 func RecordsOf(t interface{ Fatal(...any) }, r owner.PollResult) []string {
 	var out []string
 	for _, b := range r.Batches {
-		it, err := wire.NewRecordIterator(b, 0)
+		it, err := record.NewRecordIterator(b, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func RenderPoll(r owner.PollResult, err error) string {
 	var sb strings.Builder
 	n := 0
 	for _, b := range r.Batches {
-		it, err := wire.NewRecordIterator(b, 0)
+		it, err := record.NewRecordIterator(b, 0)
 		if err != nil {
 			return "error: " + err.Error()
 		}

@@ -1,4 +1,4 @@
-package wire
+package record
 
 import (
 	"encoding/binary"
@@ -67,12 +67,12 @@ const (
 var (
 	// ErrCorruptBatch: the bytes are not a well-formed batch (bad magic,
 	// length, CRC, records, or compressed data).
-	ErrCorruptBatch = errors.New("wire: corrupt record batch")
+	ErrCorruptBatch = errors.New("record: corrupt record batch")
 	// ErrBatchTooLarge: the batch or its uncompressed records exceed the limit.
-	ErrBatchTooLarge = errors.New("wire: record batch too large")
+	ErrBatchTooLarge = errors.New("record: record batch too large")
 	// ErrUnsupportedVersion: the batch has a format version newer than this
 	// package knows; upgrade the reader.
-	ErrUnsupportedVersion = errors.New("wire: unsupported record batch version")
+	ErrUnsupportedVersion = errors.New("record: unsupported record batch version")
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -110,7 +110,7 @@ func ParseCompression(s string) (Compression, error) {
 	case "zstd":
 		return CompressionZstd, nil
 	}
-	return 0, fmt.Errorf("wire: unknown compression %q (want none, s2 or zstd)", s)
+	return 0, fmt.Errorf("record: unknown compression %q (want none, s2 or zstd)", s)
 }
 
 // Valid reports whether c is a known codec.

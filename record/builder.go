@@ -1,4 +1,4 @@
-package wire
+package record
 
 import (
 	"encoding/binary"
@@ -91,7 +91,7 @@ func (b *BatchBuilder) records() []byte { return b.buf[b.recAt:] }
 // Append adds r at the next consecutive offset; r.Offset is ignored.
 func (b *BatchBuilder) Append(r Record) {
 	if b.count > 0 && b.withOffsets {
-		b.setErr(fmt.Errorf("wire: BatchBuilder: Append after AppendWithOffset"))
+		b.setErr(fmt.Errorf("record: BatchBuilder: Append after AppendWithOffset"))
 		return
 	}
 	b.add(r, b.count)
@@ -103,12 +103,12 @@ func (b *BatchBuilder) AppendWithOffset(r Record) {
 	if b.count == 0 {
 		b.withOffsets, b.base = true, r.Offset
 	} else if !b.withOffsets {
-		b.setErr(fmt.Errorf("wire: BatchBuilder: AppendWithOffset after Append"))
+		b.setErr(fmt.Errorf("record: BatchBuilder: AppendWithOffset after Append"))
 		return
 	}
 	d := r.Offset - b.base
 	if r.Offset < b.base || d > 1<<32-1 || (b.count > 0 && d <= uint64(b.lastDelta)) {
-		b.setErr(fmt.Errorf("wire: BatchBuilder: offset %d does not follow %d", r.Offset, b.base+uint64(b.lastDelta)))
+		b.setErr(fmt.Errorf("record: BatchBuilder: offset %d does not follow %d", r.Offset, b.base+uint64(b.lastDelta)))
 		return
 	}
 	b.add(r, uint32(d))
@@ -209,7 +209,7 @@ func (b *BatchBuilder) AppendBatch(dst []byte, c Compression) ([]byte, error) {
 // before the next batch.
 func (b *BatchBuilder) FinishInPlace(c Compression) ([]byte, error) {
 	if !b.inPlace() {
-		return nil, fmt.Errorf("wire: BatchBuilder: FinishInPlace without ResetInPlace")
+		return nil, fmt.Errorf("record: BatchBuilder: FinishInPlace without ResetInPlace")
 	}
 	err := b.check(c)
 	dst, start := b.buf, b.recAt-BatchHeaderSize
@@ -242,9 +242,9 @@ func (b *BatchBuilder) check(c Compression) error {
 	case b.err != nil:
 		return b.err
 	case b.count == 0:
-		return fmt.Errorf("wire: BatchBuilder: no records")
+		return fmt.Errorf("record: BatchBuilder: no records")
 	case !c.Valid():
-		return fmt.Errorf("wire: unknown compression %d", c)
+		return fmt.Errorf("record: unknown compression %d", c)
 	case len(b.buf)-b.recAt > BatchMaxSize-BatchHeaderSize:
 		return fmt.Errorf("%w: %d bytes of records", ErrBatchTooLarge, len(b.buf)-b.recAt)
 	}

@@ -1,4 +1,4 @@
-package wire
+package record
 
 import (
 	"fmt"
@@ -53,11 +53,11 @@ func compressRecords(dst, src []byte, c Compression) ([]byte, error) {
 	case CompressionZstd:
 		enc, err := sharedZstdEncoder()
 		if err != nil {
-			return nil, fmt.Errorf("wire: zstd encoder: %w", err)
+			return nil, fmt.Errorf("record: zstd encoder: %w", err)
 		}
 		return enc.EncodeAll(src, dst), nil
 	}
-	return nil, fmt.Errorf("wire: unknown compression %d", c)
+	return nil, fmt.Errorf("record: unknown compression %d", c)
 }
 
 // decompressRecords decodes src, compressed with c, into dst[:0], which it
@@ -83,7 +83,7 @@ func decompressRecords(dst, src []byte, c Compression, n int) ([]byte, error) {
 	case CompressionZstd:
 		dec, err := sharedZstdDecoder()
 		if err != nil {
-			return dst, fmt.Errorf("wire: zstd decoder: %w", err)
+			return dst, fmt.Errorf("record: zstd decoder: %w", err)
 		}
 		out, err = dec.DecodeAll(src, dst)
 		if err != nil {
