@@ -179,6 +179,9 @@ func TestXerialSnappy(t *testing.T) {
 // than a Ledge batch may hold is refused, whatever the codec, without
 // decompressing it all.
 func TestDecompressionBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compresses 64 MiB four times (half a minute under the race detector)")
+	}
 	huge := make([]byte, record.BatchMaxSize+1)
 	for _, c := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
 		comp, err := kgo.DefaultCompressor(c)
