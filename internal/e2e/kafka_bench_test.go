@@ -2,9 +2,13 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
 	"sync/atomic"
 	"testing"
 
+	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -13,7 +17,7 @@ import (
 // partition of a topic with the default durability, through Ledge's SDK
 // over QUIC and through franz-go over the Kafka listener, each client
 // with its defaults but for compression (none on both; kafka-snappy is
-// franz-go's default, snappy).
+// franz-go's default, snappy). kafka-tls is kafka over TLS.
 func BenchmarkProduce1KiB(b *testing.B) {
 	value := make([]byte, 1024)
 	for i := range value {
@@ -46,14 +50,29 @@ func BenchmarkProduce1KiB(b *testing.B) {
 	// Uncompressed, as the SDK's batches are (the topic's compression,
 	// none by default).
 	b.Run("kafka", func(b *testing.B) {
-		benchmarkKafkaProduce(b, value, kgo.ProducerBatchCompression(kgo.NoCompression()))
+		benchmarkKafkaProduce(b, value, false, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	})
+	// Over TLS (--kafka-tls), encrypted as QUIC always is.
+	b.Run("kafka-tls", func(b *testing.B) {
+		benchmarkKafkaProduce(b, value, true, kgo.ProducerBatchCompression(kgo.NoCompression()))
 	})
 	// franz-go's default, snappy, which the node stores as S2.
-	b.Run("kafka-snappy", func(b *testing.B) { benchmarkKafkaProduce(b, value) })
+	b.Run("kafka-snappy", func(b *testing.B) { benchmarkKafkaProduce(b, value, false) })
 }
 
-func benchmarkKafkaProduce(b *testing.B, value []byte, opts ...kgo.Opt) {
-	n := startKafkaNode(b)
+func benchmarkKafkaProduce(b *testing.B, value []byte, withTLS bool, opts ...kgo.Opt) {
+	n := startNode(b, func(c *node.Config) { c.KafkaListen, c.KafkaTLS = "127.0.0.1:0", withTLS })
+	if withTLS {
+		pem, err := os.ReadFile(n.Paths().CA)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			b.Fatal("no CA certificate")
+		}
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}))
+	}
 	c := dial(b, n)
 	createTopic(b, c, "bench", sdk.TopicConfig{Partitions: 1})
 	cl := kafkaClient(b, n, adminToken(b, n), append(opts, kgo.DefaultProduceTopic("bench"))...)
