@@ -19,7 +19,7 @@
 //
 // Messages are franz-go's kmsg, generated from Kafka's own definitions;
 // record batches are converted once each way, since Ledge's stored batch
-// (transport/wire) is not Kafka's: on produce into a Ledge batch that the
+// (package record) is not Kafka's: on produce into a Ledge batch that the
 // engine stores (compressed if the producer compressed it), on fetch into
 // an uncompressed Kafka batch whose partition leader epoch is the
 // partition's history epoch.
