@@ -337,6 +337,7 @@ func (w *World) raceDuringPoll(c *simMember, k gpart, what string) string {
 		gm.act = groupAct{kind: "leave", member: c.id}
 		err := w.groups.Leave(w.Ctx, simGroup, c.id, c.epoch)
 		gm.act = groupAct{}
+		w.noteErr(err)
 		c.joined = false
 		clear(c.owns)
 		clear(c.procs)
