@@ -39,7 +39,7 @@ import (
 // the node's goroutines keep procs of them. The cores are shared by the
 // kernel, where slow plugins run at a lower priority. Measured beside a
 // looping and a memory-growing plugin on 2 cores, the goroutines' p99
-// wait for a P was 0.12 to 4.2 ms with 2 Ps, and 0.06 to 0.12 ms (as
+// wait for a P was 0.12 to 7.3 ms with 2 Ps, and 0.05 to 0.23 ms (as
 // without the plugins) with 3; what it costs is in RATIONALE.md.
 func Processors(cfg Config, procs int) (Config, int) {
 	procs = max(procs, 1)
