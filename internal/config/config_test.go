@@ -50,13 +50,13 @@ func TestDefaultsAreTheNodeDefaults(t *testing.T) {
 	if nc.DataDir != "./"+node.DefaultDataDir || nc.Listen != node.DefaultListen {
 		t.Errorf("data dir %q, listen %q", nc.DataDir, nc.Listen)
 	}
-	if nc.MaxParkedPolls != node.DefaultMaxParkedPolls || nc.MaxPollWait != node.DefaultMaxPollWait ||
+	if nc.MaxPollWait != node.DefaultMaxPollWait ||
 		nc.MaxPollBytes != node.DefaultMaxPollBytes || nc.MaxStreamRequests != node.DefaultStreamRequests ||
 		nc.RetentionInterval != node.DefaultRetentionInterval {
 		t.Errorf("poll and stream limits differ from the node's defaults: %+v", nc)
 	}
 	tr := nc.Transport
-	if tr.MaxConns != quic.DefaultMaxConns || tr.MaxIncomingStreams != quic.DefaultMaxIncomingStreams ||
+	if tr.MaxIncomingStreams != quic.DefaultMaxIncomingStreams ||
 		tr.MaxFrameSize != quic.DefaultMaxRequestFrame || tr.InflightBudget != quic.DefaultInflightBudget ||
 		tr.ReceiveWindowBudget != quic.DefaultReceiveWindowBudget || tr.MaxIdleTimeout != quic.DefaultMaxIdleTimeout ||
 		tr.HandshakeTimeout != quic.DefaultHandshakeTimeout || tr.AuthTimeout != quic.DefaultAuthTimeout || tr.KeepAlivePeriod != 0 {
@@ -192,8 +192,8 @@ func TestRangesAreEnforcedAndStated(t *testing.T) {
 		key  string
 		want string // in the message
 	}{
-		{[]string{"--quic-max-conns=0"}, "quic.max_conns", "from 1 to 65536"},
-		{[]string{"--quic-max-conns=65537"}, "quic.max_conns", "from 1 to 65536"},
+		{[]string{"--quic-max-conns=-1"}, "quic.max_conns", "from 0 to 65536"},
+		{[]string{"--quic-max-conns=65537"}, "quic.max_conns", "from 0 to 65536"},
 		{[]string{"--polls-max-bytes=1KiB"}, "polls.max_bytes", "64KiB to 32MiB"},
 		{[]string{"--quic-idle-timeout=2h"}, "quic.idle_timeout", "1s to 1h"},
 		{[]string{"--shutdown-timeout=0"}, "shutdown_timeout", "100ms to 1h"},
@@ -239,7 +239,7 @@ func TestEdgesAndUnits(t *testing.T) {
 }
 
 func TestAllBadValuesAreReportedAtOnce(t *testing.T) {
-	_, err := load(t, []string{"--quic-max-conns=0", "--log-level=loud"}, map[string]string{"LEDGE_LISTEN": "nowhere"})
+	_, err := load(t, []string{"--quic-max-conns=-1", "--log-level=loud"}, map[string]string{"LEDGE_LISTEN": "nowhere"})
 	for _, key := range []string{"quic.max_conns", "log.level", "listen"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("error %v does not name %s", err, key)

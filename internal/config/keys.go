@@ -200,14 +200,14 @@ func Keys() []Key {
 		choiceKey("log.format", string(logging.FormatAuto), logging.Formats(), "log format: text on a terminal and JSON otherwise (auto), or always one of them", func(c *Config) *string { return &c.Log.Format }),
 		choiceKey("log.level", "info", logging.Levels(), "least severe level logged", func(c *Config) *string { return &c.Log.Level }),
 
-		intKey("polls.max_parked", node.DefaultMaxParkedPolls, 1, 1_000_000, "long polls that may wait for records at once; past it a poll is answered at once", func(c *Config) *int { return &c.Polls.MaxParked }),
+		intKey("polls.max_parked", 0, 0, 1_000_000, "long polls that may wait for records at once; past it a poll is answered at once (0: one per 16KiB of a sixteenth of the node's memory, from 1024 to 1000000; docs/OPERATIONS.md, Sizing)", func(c *Config) *int { return &c.Polls.MaxParked }),
 		durationKey("polls.max_wait", node.DefaultMaxPollWait, time.Millisecond, time.Hour, false, "cap on the wait a long poll asks for", func(c *Config) *time.Duration { return &c.Polls.MaxWait }),
 		bytesKey("polls.max_bytes", node.DefaultMaxPollBytes, 64<<10, quic.DefaultMaxReplyFrame/2, "cap on the records of one poll reply (one whole batch per partition is returned regardless)", func(c *Config) *int64 { return &c.Polls.MaxBytes }),
 
 		bytesKey("plugins.memory_budget", 512<<20, 1<<20, 1<<40, "memory of all plugin instances together, growth during calls included; a call that cannot grow within it fails (docs/PLUGINS.md)", func(c *Config) *int64 { return &c.Plugins.MemoryBudget }),
 		intKey("plugins.workers", 0, 0, 4096, "plugin code running at once, over all plugins; more calls queue (0: one less than the CPUs, at least 1)", func(c *Config) *int { return &c.Plugins.Workers }),
 
-		intKey("quic.max_conns", quic.DefaultMaxConns, 1, 65536, "authenticated connections served at once; more are refused", func(c *Config) *int { return &c.QUIC.MaxConns }),
+		intKey("quic.max_conns", 0, 0, 65536, "authenticated connections served at once; more are refused (0: one per 128KiB of a quarter of the node's memory, from 256 to 65536; docs/OPERATIONS.md, Sizing)", func(c *Config) *int { return &c.QUIC.MaxConns }),
 		intKey("quic.max_unauthenticated", quic.DefaultMaxUnauthenticated, 1, 65536, "connections handshaking or waiting to authenticate; one more evicts the oldest of them", func(c *Config) *int { return &c.QUIC.MaxUnauthenticated }),
 		intKey("quic.max_conns_per_token", 0, 0, 65536, "authenticated connections of one token; 0: no bound", func(c *Config) *int { return &c.QUIC.MaxConnsPerToken }),
 		intKey("quic.source_handshake_rate", quic.DefaultSourceHandshakeRate, 0, 1000000, "handshakes per second from one address that do not end authenticated; 0 turns the limit off", func(c *Config) *int { return &c.QUIC.SourceHandshakeRate }),

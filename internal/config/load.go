@@ -189,6 +189,7 @@ func (l *Loader) Load(lookupEnv func(string) (string, bool)) (*Config, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	c.sizeFromMemory(c.nodeMemory())
 	return c, nil
 }
 
