@@ -188,8 +188,14 @@ func (d *ledgeDevice) Commands(ctx context.Context, got func([]byte)) error {
 func (d *ledgeDevice) Alive() bool { return !d.dead.Load() }
 
 // Close gives the producer and the consumer a second to end: a device
-// whose connection has died would otherwise dial again to close them.
+// whose connection has died would otherwise dial again to close them. A
+// device known dead (its poll failed) only closes its client: thousands
+// of them redialing at once to close would queue on their shared
+// sockets' lock.
 func (d *ledgeDevice) Close() error {
+	if d.dead.Load() {
+		return d.c.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = d.prod.Close(ctx)
