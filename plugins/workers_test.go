@@ -105,18 +105,28 @@ func TestWorkersTakeTurnsBetweenPlugins(t *testing.T) {
 	}()
 	queued(t, h, "ok", 1)
 
-	spinningAgain := logs.wait("spinning")
 	clock.Advance(time.Hour) // past the first loop's deadline
 	if err := <-spun; !errors.Is(err, ErrTimeout) {
 		t.Fatalf("first loop: %v, want a timeout", err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the other plugin's call: %v", err)
+	// The worker goes to one of the four calls waiting for it: the other
+	// plugin's. (The loop running then would spin until the clock moves.)
+	h.mu.Lock()
+	spinP, okP := h.plugins["spin"], h.plugins["ok"]
+	h.mu.Unlock()
+	for {
+		loops, others := h.pool.waitingFor(spinP), h.pool.waitingFor(okP)
+		if loops+others == 4 {
+			runtime.Gosched()
+			continue
 		}
-	case <-spinningAgain:
-		t.Fatal("a queued loop ran before the other plugin's call")
+		if others != 0 {
+			t.Fatalf("the worker went to a queued loop (%d left waiting), not to the other plugin's call", loops)
+		}
+		break
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the other plugin's call: %v", err)
 	}
 	// The queued loops run next, each cut at its own deadline.
 	for cut := 0; cut < 3; {
