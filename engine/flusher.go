@@ -72,6 +72,9 @@ const stagingChunkBytes = 512 << 10
 // one cached and served.
 const directWriteBytes = 32 << 10
 
+// runFlusher is the partition's flusher goroutine: one round per wake-up
+// (takeRound, writeRound, finishRound), until a round finds the partition
+// closing.
 func (p *Partition) runFlusher() {
 	defer close(p.flusherDone)
 	f := &p.fl
@@ -91,100 +94,142 @@ func (p *Partition) runFlusher() {
 	for {
 		if released > 0 {
 			p.gather(released, lastSync)
-			released = 0
 		}
 		p.extendReservation()
 		f.turn.Lock()
-		p.mu.Lock()
-		batch := p.queue
-		p.queue, p.queued, p.stage = spare, 0, nil // the chunks go with the batches
-		spare = nil
-		p.freeRoomLocked()
-		roll := p.rollWanted
-		p.rollWanted = false
-		barriers := p.barriers
-		p.barriers = nil
-		cleanups, cleanupWanted := p.cleanups, p.cleanupWanted
-		p.cleanups, p.cleanupWanted = nil, false
-		closing, failed := p.closing, p.failed
-		if failed == nil && closing != nil && !errors.Is(closing, ErrClosed) {
-			// The topic is being deleted: nothing queued will be written.
-			p.failQueueLocked(closing, batch)
-			p.notifyLocked()
-			batch = nil
-		}
-		p.mu.Unlock()
-
-		if len(batch) > 0 && failed == nil {
-			syncs, t0 := p.stats.syncs.Load(), time.Now()
-			failed = p.writeBatches(batch)
-			if p.cfg.Durability == DurabilityAlways && failed == nil && p.stats.syncs.Load() > syncs {
-				released, lastSync = len(batch), time.Since(t0)
-			}
-		}
-		p.recycleChunks(batch)
-		// Nothing refers to the round's entries any more (the tail cache
-		// keeps slices of its own, and every release was called): their
-		// array takes the next round's appends, unless a burst made it
-		// large.
-		clear(batch)
-		if cap(batch) <= maxSpareQueue {
-			spare = batch[:0]
-		}
-		rollBlocked := false // the disk had no room for the roll
-		if roll && failed == nil {
-			failed, rollBlocked = p.rollWhenRoom()
-		}
-		if failed == nil && (len(barriers) > 0 || closing != nil) {
-			failed = p.syncNow()
-		}
-		for _, b := range barriers {
-			if failed != nil {
-				b.ch <- barrierResult{err: failed}
-				continue
-			}
-			b.ch <- barrierResult{snap: p.durableProducers()}
-		}
-		if failed == nil && closing == nil && (len(cleanups) > 0 || cleanupWanted) {
-			failed = p.cleanup(len(cleanups) > 0)
-			if failed == nil && rollBlocked {
-				// The files the cleanup removed may have given the roll
-				// the room it lacked (a purge on a full disk): roll, and
-				// remove the segment it sealed if that is wanted too.
-				if failed, rollBlocked = p.rollWhenRoom(); failed == nil && !rollBlocked {
-					failed = p.cleanup(len(cleanups) > 0)
-				}
-			}
-		}
-		for _, c := range cleanups {
-			close(c)
-		}
-		if f.kickSyncer {
-			f.kickSyncer = false
-			p.kickSyncer()
-		}
-		if failed == nil {
-			failed = p.failure()
-		}
-		if failed != nil && !f.failureMarked {
-			f.failureMarked = true
-			p.markFailure()
-		}
-		if closing != nil {
-			p.stopSyncer()
-			if failed == nil && errors.Is(closing, ErrClosed) {
-				p.finishClean()
-			}
-			if f.wf != nil {
-				_ = f.wf.Close()
-				f.wf = nil
-			}
+		r := p.takeRound(spare)
+		released, lastSync, spare = p.writeRound(&r)
+		p.finishRound(&r)
+		if r.closing != nil {
+			p.stopFlusher(r.closing, r.failed)
 			// The turn stays taken: nothing is written after the last
 			// round (appends are refused once closing is set).
 			return
 		}
 		f.turn.Unlock()
 		<-p.wake
+	}
+}
+
+// round is what one round of the flusher took from the partition: the
+// queued batches and the work asked of it since the last round.
+type round struct {
+	batch         []pending
+	roll          bool // a roll is wanted (purge, seal)
+	barriers      []barrier
+	cleanups      []chan struct{}
+	cleanupWanted bool
+	closing       error
+	failed        error // the partition's failure, then the round's
+}
+
+// takeRound takes the queue, and the work asked of the flusher, from the
+// partition; the queue goes on in spare's array. A topic being deleted
+// writes nothing more: its queue is failed here.
+func (p *Partition) takeRound(spare []pending) round {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := round{
+		batch: p.queue, roll: p.rollWanted, barriers: p.barriers,
+		cleanups: p.cleanups, cleanupWanted: p.cleanupWanted,
+		closing: p.closing, failed: p.failed,
+	}
+	p.queue, p.queued, p.stage = spare, 0, nil // the chunks go with the batches
+	p.freeRoomLocked()
+	p.rollWanted, p.barriers = false, nil
+	p.cleanups, p.cleanupWanted = nil, false
+	if r.failed == nil && r.closing != nil && !errors.Is(r.closing, ErrClosed) {
+		p.failQueueLocked(r.closing, r.batch)
+		p.notifyLocked()
+		r.batch = nil
+	}
+	return r
+}
+
+// writeRound writes the round's batches, unless the partition has failed,
+// and returns their array for a later round's queue. Under
+// DurabilityAlways, released is how many appends the round's fsync
+// acknowledged and took how long it took (for gather).
+func (p *Partition) writeRound(r *round) (released int, took time.Duration, spare []pending) {
+	if len(r.batch) > 0 && r.failed == nil {
+		syncs, t0 := p.stats.syncs.Load(), time.Now()
+		r.failed = p.writeBatches(r.batch)
+		if p.cfg.Durability == DurabilityAlways && r.failed == nil && p.stats.syncs.Load() > syncs {
+			released, took = len(r.batch), time.Since(t0)
+		}
+	}
+	p.recycleChunks(r.batch)
+	// Nothing refers to the round's entries any more (the tail cache
+	// keeps slices of its own, and every release was called): their
+	// array takes the next round's appends, unless a burst made it
+	// large.
+	clear(r.batch)
+	if cap(r.batch) <= maxSpareQueue {
+		spare = r.batch[:0]
+	}
+	return released, took, spare
+}
+
+// finishRound does the rest of the round's work after its writes: the
+// roll, the fsync the barriers and a close wait for, the cleanup; it
+// kicks the syncer if a segment was sealed, and marks the partition
+// failed if the round failed it.
+func (p *Partition) finishRound(r *round) {
+	f := &p.fl
+	rollBlocked := false // the disk had no room for the roll
+	if r.roll && r.failed == nil {
+		r.failed, rollBlocked = p.rollWhenRoom()
+	}
+	if r.failed == nil && (len(r.barriers) > 0 || r.closing != nil) {
+		r.failed = p.syncNow()
+	}
+	for _, b := range r.barriers {
+		if r.failed != nil {
+			b.ch <- barrierResult{err: r.failed}
+			continue
+		}
+		b.ch <- barrierResult{snap: p.durableProducers()}
+	}
+	if r.failed == nil && r.closing == nil && (len(r.cleanups) > 0 || r.cleanupWanted) {
+		r.failed = p.cleanup(len(r.cleanups) > 0)
+		if r.failed == nil && rollBlocked {
+			// The files the cleanup removed may have given the roll
+			// the room it lacked (a purge on a full disk): roll, and
+			// remove the segment it sealed if that is wanted too.
+			if r.failed, rollBlocked = p.rollWhenRoom(); r.failed == nil && !rollBlocked {
+				r.failed = p.cleanup(len(r.cleanups) > 0)
+			}
+		}
+	}
+	for _, c := range r.cleanups {
+		close(c)
+	}
+	if f.kickSyncer {
+		f.kickSyncer = false
+		p.kickSyncer()
+	}
+	if r.failed == nil {
+		r.failed = p.failure()
+	}
+	if r.failed != nil && !f.failureMarked {
+		f.failureMarked = true
+		p.markFailure()
+	}
+}
+
+// stopFlusher ends the last round, of a partition closing for reason
+// closing: it stops the syncer, records a clean shutdown unless the
+// partition failed or its topic is being deleted, and closes the active
+// file.
+func (p *Partition) stopFlusher(closing, failed error) {
+	f := &p.fl
+	p.stopSyncer()
+	if failed == nil && errors.Is(closing, ErrClosed) {
+		p.finishClean()
+	}
+	if f.wf != nil {
+		_ = f.wf.Close()
+		f.wf = nil
 	}
 }
 
@@ -302,28 +347,9 @@ func (p *Partition) gather(released int, lastSync time.Duration) {
 	}
 }
 
-// nextWriteBase is the base offset for a new segment: the first offset not
-// yet written.
-func (p *Partition) nextWriteBase() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.queue) > 0 {
-		return p.queue[0].base
-	}
-	return max(p.writtenEnd, p.start)
-}
-
-func (p *Partition) active() *segment {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.segs) == 0 {
-		return nil
-	}
-	return p.segs[len(p.segs)-1]
-}
-
 // writeBatches writes batch (oldest first) to the log, rolling segments as
-// needed. It returns the partition's failure, if the round caused one.
+// needed: one write per run of batches staged in one chunk (nextRun). It
+// returns the partition's failure, if the round caused one.
 func (p *Partition) writeBatches(batch []pending) error {
 	f := &p.fl
 	now := p.e.clock.now()
@@ -336,94 +362,38 @@ func (p *Partition) writeBatches(batch []pending) error {
 		}
 	}()
 	for len(batch) > 0 {
-		p.mu.Lock()
-		var seg *segment
-		if n := len(p.segs); n > 0 {
-			seg = p.segs[n-1]
-		}
-		start := p.start
-		p.mu.Unlock()
-		if seg == nil || (seg.size > 0 && (seg.size+int64(len(batch[0].b)) > p.cfg.SegmentBytes ||
-			now-seg.effCreated >= p.cfg.SegmentAge.Milliseconds() || seg.end <= start)) {
-			if err := p.roll(batch[0].base); err != nil {
-				p.mu.Lock()
-				defer p.mu.Unlock()
-				if errors.Is(err, ErrNoSpace) {
-					p.refuseNoSpaceLocked(err, batch)
-					return nil
-				}
-				p.failQueueLocked(p.failed, batch)
-				return err
-			}
-			seg = p.active()
-		}
-		// One write per run of batches staged together in one chunk that
-		// fits in the segment, or per batch written from its own slice.
-		first := &batch[0]
-		n, size := 1, seg.size+int64(len(first.b))
-		for first.chunk != nil && n < len(batch) && batch[n].chunk == first.chunk && size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes {
-			size += int64(len(batch[n].b))
-			n++
-		}
-		chunk := batch[:n]
-		buf := first.b
-		if first.chunk != nil {
-			buf = (*first.chunk)[first.at : first.at+int(size-seg.size)]
-		}
-		pos := seg.size
-		_, err := f.wf.WriteAt(buf, pos)
-		p.stats.writes.Add(1)
+		seg, err := p.segmentFor(&batch[0], now)
 		if err != nil {
-			// What a failed write left past the logical end is garbage
-			// that the next write overwrites or the roll zeroes.
-			f.physEnd = max(f.physEnd, pos+int64(len(buf)))
-			noSpace := IsDiskFull(err)
-			if noSpace {
-				p.e.noteDiskFull("append", err)
-			}
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			if noSpace {
-				p.refuseNoSpaceLocked(fmt.Errorf("%w: %v", ErrNoSpace, err), batch)
+			if errors.Is(err, ErrNoSpace) {
+				p.refuseNoSpaceLocked(err, batch)
 				return nil
 			}
-			p.failLocked(fmt.Errorf("write %s at %d: %w", seg.path, pos, err), batch)
-			return p.failed
+			p.failQueueLocked(p.failed, batch)
+			return err
 		}
+		run, buf := p.nextRun(batch, seg)
+		pos := seg.size
+		_, err = f.wf.WriteAt(buf, pos)
+		p.stats.writes.Add(1)
+		// On an error, what the write left past the logical end is
+		// garbage that the next write overwrites or the roll zeroes.
 		f.physEnd = max(f.physEnd, pos+int64(len(buf)))
-		p.mu.Lock()
-		interval := int64(p.e.opts.IndexIntervalBytes)
-		at := pos
-		for i := range chunk {
-			q := &chunk[i]
-			seg.addBatch(at, q.base, q.last, q.maxTS, &p.maxTS, interval)
-			at += int64(len(q.b))
-			p.writtenEnd = q.last + 1
-			q.cached = p.tailAddLocked(q, now)
-			if q.prod.id != 0 {
-				p.noteUnsyncedProdLocked(q.prod)
-			}
+		if err != nil {
+			return p.writeFailed(seg, pos, err, batch)
 		}
-		seg.size = at
-		seg.effLast = now
-		p.noteUnsyncedLocked(seg)
 		if p.cfg.Durability != DurabilityAlways {
 			// Waiters learn of the round's writes about once per staging
 			// chunk's worth of bytes, and at its end.
-			if unnotified += len(buf); unnotified >= stagingChunkBytes || n == len(batch) {
-				p.notifyLocked()
-				unnotified = 0
-			}
+			unnotified += len(buf)
 		}
-		p.mu.Unlock()
-		// Outside the lock: the owners of the batches may take them back
-		// at once.
-		for i := range chunk {
-			if q := &chunk[i]; q.release != nil && !q.cached {
-				q.release()
-			}
+		notify := unnotified >= stagingChunkBytes || (unnotified > 0 && len(run) == len(batch))
+		p.noteWritten(seg, run, pos, now, notify)
+		if notify {
+			unnotified = 0
 		}
-		batch = batch[n:]
+		batch = batch[len(run):]
 		if p.cfg.Durability == DurabilityAlways && len(batch) == 0 {
 			if err := p.syncOnce(f.wf); err != nil {
 				return err
@@ -431,6 +401,96 @@ func (p *Partition) writeBatches(batch []pending) error {
 		}
 	}
 	return nil
+}
+
+// segmentFor returns the segment that q is written to: the active one,
+// unless there is none yet, or q does not fit in it, or it is older than
+// the topic's segment age, or it lies below the start (a purge): then a
+// new one, rolled at q's base.
+func (p *Partition) segmentFor(q *pending, now int64) (*segment, error) {
+	p.mu.Lock()
+	var seg *segment
+	if n := len(p.segs); n > 0 {
+		seg = p.segs[n-1]
+	}
+	start := p.start
+	p.mu.Unlock()
+	if seg == nil || (seg.size > 0 && (seg.size+int64(len(q.b)) > p.cfg.SegmentBytes ||
+		now-seg.effCreated >= p.cfg.SegmentAge.Milliseconds() || seg.end <= start)) {
+		if err := p.roll(q.base); err != nil {
+			return nil, err
+		}
+		seg = p.active()
+	}
+	return seg, nil
+}
+
+// nextRun returns the batches at the front of batch that go in one write
+// to seg, and the bytes of that write: the run of batches staged together
+// in one chunk that fits in the segment, or one batch written from its
+// own slice.
+func (p *Partition) nextRun(batch []pending, seg *segment) ([]pending, []byte) {
+	first := &batch[0]
+	n, size := 1, seg.size+int64(len(first.b))
+	for first.chunk != nil && n < len(batch) && batch[n].chunk == first.chunk && size+int64(len(batch[n].b)) <= p.cfg.SegmentBytes {
+		size += int64(len(batch[n].b))
+		n++
+	}
+	if first.chunk != nil {
+		return batch[:n], (*first.chunk)[first.at : first.at+int(size-seg.size)]
+	}
+	return batch[:n], first.b
+}
+
+// writeFailed handles a write of seg at pos that failed with err: a full
+// disk refuses the round's remaining batches and the partition goes on;
+// any other error fails the partition, which it returns.
+func (p *Partition) writeFailed(seg *segment, pos int64, err error, batch []pending) error {
+	noSpace := IsDiskFull(err)
+	if noSpace {
+		p.e.noteDiskFull("append", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if noSpace {
+		p.refuseNoSpaceLocked(fmt.Errorf("%w: %v", ErrNoSpace, err), batch)
+		return nil
+	}
+	p.failLocked(fmt.Errorf("write %s at %d: %w", seg.path, pos, err), batch)
+	return p.failed
+}
+
+// noteWritten records the run of batches written to seg at pos: the
+// segment's index and size, the log's written end, the tail cache, the
+// producer records and segment awaiting an fsync; with notify, waiters
+// are told. Then it hands each batch not kept by the tail cache back to
+// its owner, outside the lock, so that the owner may take it back at once.
+func (p *Partition) noteWritten(seg *segment, run []pending, pos, now int64, notify bool) {
+	p.mu.Lock()
+	interval := int64(p.e.opts.IndexIntervalBytes)
+	at := pos
+	for i := range run {
+		q := &run[i]
+		seg.addBatch(at, q.base, q.last, q.maxTS, &p.maxTS, interval)
+		at += int64(len(q.b))
+		p.writtenEnd = q.last + 1
+		q.cached = p.tailAddLocked(q, now)
+		if q.prod.id != 0 {
+			p.noteUnsyncedProdLocked(q.prod)
+		}
+	}
+	seg.size = at
+	seg.effLast = now
+	p.noteUnsyncedLocked(seg)
+	if notify {
+		p.notifyLocked()
+	}
+	p.mu.Unlock()
+	for i := range run {
+		if q := &run[i]; q.release != nil && !q.cached {
+			q.release()
+		}
+	}
 }
 
 func (p *Partition) startOffset() uint64 {
@@ -448,151 +508,11 @@ func (p *Partition) refuseNoSpaceLocked(err error, batch []pending) {
 	p.notifyLocked()
 }
 
-// rollWhenRoom rolls at the next write base, as a purge or a seal asks.
-// A disk too full for the roll is no failure: the roll stays wanted and
-// is made by a later round (blocked reports it).
-func (p *Partition) rollWhenRoom() (failed error, blocked bool) {
-	err := p.roll(p.nextWriteBase())
-	if err == nil || !errors.Is(err, ErrNoSpace) {
-		return err, false
-	}
-	p.mu.Lock()
-	p.rollWanted = true
-	p.mu.Unlock()
-	return nil, true
-}
-
-// roll seals the active segment and starts a new one. A new segment's base
-// is the end of the one before (base is used only for the first segment),
-// so that recovery can tell a sealed segment that lost its tail. Sealing
-// zeroes any garbage past the old segment's logical end; its fsync, its
-// index file and the directory fsync that makes the new file's entry
-// durable are done by the next sync (syncOnce), before anything in the new
-// segment counts as durable.
-//
-// The zeroing is what lets a sealed segment be read without its index:
-// recovery finds a segment's end by checksums, and a write that failed
-// half way (a full disk) may have left whole batches there, refused to
-// their producers, that a scan would otherwise take for records. Zeros
-// past the end are padding, never a torn tail or corruption. Only bytes
-// the file holds are zeroed: past its size nothing was written, whatever
-// a failed write was asked to write. Overwriting them takes no new room
-// on a file system that writes in place, so a full disk does not stop a
-// seal; one that needs room even so (copy-on-write) makes roll return
-// ErrNoSpace, the partition unchanged, the segment still active.
-func (p *Partition) roll(base uint64) error {
-	f := &p.fl
-	old := p.active()
-	if old != nil {
-		if old.size == 0 {
-			return nil // an empty active segment takes the batch as is
-		}
-		p.mu.Lock()
-		base = old.end
-		p.mu.Unlock()
-	}
-	fail := func(err error) error {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.failLocked(err, nil)
-		return p.failed
-	}
-	if old != nil && f.physEnd > old.size {
-		end := f.physEnd
-		if st, err := f.wf.Stat(); err == nil {
-			end = min(end, st.Size())
-		}
-		if end > old.size {
-			if _, err := f.wf.WriteAt(make([]byte, end-old.size), old.size); err != nil {
-				if IsDiskFull(err) {
-					p.e.noteDiskFull("seal", err)
-					return fmt.Errorf("%w: zero the tail of %s: %v", ErrNoSpace, old.path, err)
-				}
-				return fail(fmt.Errorf("zero the tail of %s: %w", old.path, err))
-			}
-			p.mu.Lock()
-			p.noteUnsyncedLocked(old)
-			p.mu.Unlock()
-		}
-		f.physEnd = old.size
-	}
-	path := p.segmentPath(base, segmentExt)
-	wf, rf, err := createSegmentFile(p.e.fs, path)
-	if err != nil {
-		if IsDiskFull(err) {
-			p.e.noteDiskFull("seal", err)
-			return fmt.Errorf("%w: %v", ErrNoSpace, err)
-		}
-		return fail(err)
-	}
-	seg := newSegment(base, path, rf)
-	seg.effCreated = p.e.clock.now()
-	seg.effLast = seg.effCreated
-	p.mu.Lock()
-	seg.maxTS = p.maxTS
-	if old != nil {
-		old.sealed = true
-		p.noteUnsyncedLocked(old)
-	}
-	p.segs = append(p.segs, seg)
-	p.dirDirty = true
-	p.mu.Unlock()
-	if f.wf != nil {
-		_ = f.wf.Close()
-	}
-	f.wf, f.physEnd = wf, 0
-	if p.cfg.Durability == DurabilityAlways {
-		// Seal now: the next acknowledgement must not wait for it.
-		if err := p.syncOnce(nil); err != nil {
-			return err
-		}
-	} else {
-		f.kickSyncer = true
-	}
-	return nil
-}
-
 // failure returns the partition's failure, if any.
 func (p *Partition) failure() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.failed
-}
-
-// createSegmentFile creates an empty log file and opens it for positional
-// writes and for reads.
-func createSegmentFile(fs vfs.FS, path string) (wf, rf vfs.File, err error) {
-	c, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return nil, nil, fmt.Errorf("create %s: %w", path, err)
-	}
-	if err := c.Close(); err != nil {
-		return nil, nil, err
-	}
-	wf, err = fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return nil, nil, err
-	}
-	rf, err = fs.Open(path)
-	if err != nil {
-		_ = wf.Close()
-		return nil, nil, err
-	}
-	return wf, rf, nil
-}
-
-// syncDir fsyncs a directory, so that files created, renamed or removed in
-// it stay so after a power loss.
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close()
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return d.Close()
 }
 
 // finishClean runs at a clean close after the last fsync: it writes the

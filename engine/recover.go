@@ -303,16 +303,23 @@ func (p *Partition) loadProducers() (producerSnapshot, error) {
 // segment. limit, if not negative, is where the log must end in this file
 // (the exact durable end of a log whose fsync failed): the rest is cut.
 func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partState, snapAsOf uint64, applyHeader func(record.BatchHeader)) (*segment, bool, error) {
-	fs := p.e.fs
 	path := p.segmentPath(base, segmentExt)
-	rf, err := fs.Open(path)
+	rf, err := p.e.fs.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
-	seg := newSegment(base, path, rf)
-	fi, err := rf.Stat()
+	seg, cut, err := p.recoverSegment(newSegment(base, path, rf), minOffset, limit, st, snapAsOf, applyHeader)
 	if err != nil {
 		_ = rf.Close()
+		return nil, false, err
+	}
+	return seg, cut, nil
+}
+
+// recoverSegment is openSegment's work on the opened segment seg.
+func (p *Partition) recoverSegment(seg *segment, minOffset uint64, limit int64, st partState, snapAsOf uint64, applyHeader func(record.BatchHeader)) (*segment, bool, error) {
+	fi, err := seg.rf.Stat()
+	if err != nil {
 		return nil, false, err
 	}
 	fileSize := fi.Size()
@@ -323,35 +330,17 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 	seg.effCreated, seg.effLast = p.e.clock.now(), p.e.clock.now()
 	seg.maxTS = p.maxTS
 
-	// An index is written after its segment was fsynced: the prefix it
-	// describes is durable.
-	scanFrom := int64(0)
-	if data, err := readWholeFile(fs, indexPath(path)); err == nil {
-		err := seg.loadIndex(data, logical)
-		switch {
-		case errors.Is(err, ErrUnsupportedFormat):
-			_ = rf.Close()
-			return nil, false, err
-		case err == nil:
-			scanFrom = seg.size
-		default:
-			// It describes more than the log holds: a later index would
-			// be trusted for bytes that are about to change.
-			if err := fs.Remove(indexPath(path)); err != nil && !isNotExist(err) {
-				_ = rf.Close()
-				return nil, false, err
-			}
-			p.recoveryDirDirty = true
-		}
+	scanFrom, err := p.loadRecoveredIndex(seg, logical)
+	if err != nil {
+		return nil, false, err
 	}
 	if scanFrom > 0 && snapAsOf < seg.end {
 		// Producer state newer than the snapshot is in these headers.
-		if _, err := scanSegment(rf, seg.posFor(snapAsOf), scanFrom, 0, func(_ int64, h record.BatchHeader, _ []byte) { applyHeader(h) }); err != nil {
-			_ = rf.Close()
+		if _, err := scanSegment(seg.rf, seg.posFor(snapAsOf), scanFrom, 0, func(_ int64, h record.BatchHeader, _ []byte) { applyHeader(h) }); err != nil {
 			return nil, false, err
 		}
 	}
-	durable := base < st.cp.seg
+	durable := seg.base < st.cp.seg
 	// A sealed segment's index describes it whole, unless the index was
 	// written while the segment was active (at a clean close) and could
 	// not be written again when it was sealed (a full disk): the rest is
@@ -364,17 +353,16 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 	switch {
 	case durable:
 		durableLimit = fileSize
-	case base == st.cp.seg:
+	case seg.base == st.cp.seg:
 		durableLimit = max(durableLimit, st.cp.pos)
 	}
 	partMax := seg.maxTS
 	interval := int64(p.e.opts.IndexIntervalBytes)
-	res, err := scanSegment(rf, scanFrom, logical, max(minOffset, seg.end), func(pos int64, h record.BatchHeader, _ []byte) {
+	res, err := scanSegment(seg.rf, scanFrom, logical, max(minOffset, seg.end), func(pos int64, h record.BatchHeader, _ []byte) {
 		seg.addBatch(pos, h.BaseOffset, h.LastOffset(), h.MaxTimestamp, &partMax, interval)
 		applyHeader(h)
 	})
 	if err != nil {
-		_ = rf.Close()
 		return nil, false, err
 	}
 	seg.size = res.end
@@ -386,11 +374,10 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 	// fsync make them durable. (A clean shutdown leaves nothing here.)
 	if !durable {
 		from := scanFrom
-		if base == st.cp.seg {
+		if seg.base == st.cp.seg {
 			from = max(scanFrom, st.cp.pos)
 		}
-		if err := rewrite(fs, rf, path, from, seg.size); err != nil {
-			_ = rf.Close()
+		if err := rewrite(p.e.fs, seg.rf, seg.path, from, seg.size); err != nil {
 			return nil, false, err
 		}
 	}
@@ -398,14 +385,37 @@ func (p *Partition) openSegment(base, minOffset uint64, limit int64, st partStat
 		return seg, false, nil
 	}
 	if res.badPos >= 0 && res.badPos < durableLimit && res.lastEnd < st.cp.end && st.cp.end > st.start {
-		_ = rf.Close()
-		return nil, false, &CorruptLogError{File: path, Pos: res.badPos, Reason: res.reason}
+		return nil, false, &CorruptLogError{File: seg.path, Pos: res.badPos, Reason: res.reason}
 	}
 	if err := p.cutTail(seg, fileSize); err != nil {
-		_ = rf.Close()
 		return nil, false, err
 	}
 	return seg, true, nil
+}
+
+// loadRecoveredIndex loads seg's index file, if it has a usable one, and
+// returns the end of the prefix of seg it describes (0 without one). An
+// index is written after its segment was fsynced: that prefix is
+// durable. An index that describes more than the first logical bytes of
+// the file is removed: a later index would be trusted for bytes that are
+// about to change.
+func (p *Partition) loadRecoveredIndex(seg *segment, logical int64) (int64, error) {
+	data, err := readWholeFile(p.e.fs, indexPath(seg.path))
+	if err != nil {
+		return 0, nil
+	}
+	err = seg.loadIndex(data, logical)
+	switch {
+	case errors.Is(err, ErrUnsupportedFormat):
+		return 0, err
+	case err == nil:
+		return seg.size, nil
+	}
+	if err := p.e.fs.Remove(indexPath(seg.path)); err != nil && !isNotExist(err) {
+		return 0, err
+	}
+	p.recoveryDirDirty = true
+	return 0, nil
 }
 
 // rewrite writes bytes [from, to) of path again, as they read now.
