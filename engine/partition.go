@@ -18,7 +18,13 @@ const maxQueuedBytes = 64 << 20
 
 // Partition is one append-only log of a topic. Its methods are safe for
 // concurrent use; the owner in node orders them.
+//
+// Its fields are grouped by who touches them. mu guards every group from
+// the log's end to the fsync backlog: appenders, readers, the flusher and
+// the syncer all take it, briefly, and never across a file operation.
+// What lies outside it says what guards it.
 type Partition struct {
+	// Identity: set at open, never changed.
 	t     *Topic
 	e     *Engine
 	index int
@@ -30,58 +36,83 @@ type Partition struct {
 	stateMu sync.Mutex
 	durable partState
 
-	mu         sync.Mutex
+	mu sync.Mutex
+
+	// The log's ends and history (mu). Append hands out next; the flusher
+	// raises writtenEnd, the flusher or the syncer syncedEnd; PlanRead,
+	// WaitDurable and State read them; purge and retention raise start, a
+	// purge bumps epoch and extends lineage.
 	start      uint64
 	next       uint64 // next offset to hand out
 	writtenEnd uint64 // end of what is written (page cache)
 	syncedEnd  uint64 // end of what is fsynced
 	epoch      fence.HistoryEpoch
 	lineage    []fence.HistoryTransition
-	ceiling    uint64     // durable reservation: offsets below it may be handed out
-	checkpoint checkpoint // newest durable point, written with the next state write
-	extending  bool       // a raise of the reservation is wanted (made by the flusher)
-	extendNeed uint64     // the raise must cover offsets below this
-	extendDone chan struct{}
-	failed     error // appends refused until reopen
-	corrupt    error // *CorruptLogError: nothing is served
-	closing    error // ErrClosed or ErrTopicDeleted once stopping
-	changed    chan struct{}
-	segs       []*segment // by base; the last is the active one
-	maxTS      int64      // largest record timestamp so far
-	queue      []pending
-	queued     int
-	stage      *[]byte       // the staging chunk being filled
-	roomCh     chan struct{} // closed when queue room frees
-	rollWanted bool
-	barriers   []barrier
-	// Cleanup of segment files below the start offset, made by the
-	// flusher: attempts waited for (closed when done), and whether one is
-	// due anyway (a segment below the start was just sealed).
-	cleanups      []chan struct{}
-	cleanupWanted bool
-	producers     map[fence.ProducerID]*fence.ProducerState
-	failures      []failedRange
-	tail          tailCache
+	maxTS      int64 // largest record timestamp so far
 
-	// Written but not yet fsynced: the segments (each holding a
-	// reference), the producer records, and whether directory entries
-	// changed.
+	// The read path (mu): the segments PlanRead resolves to (the flusher
+	// appends and seals them, retention drops them), the tail cache the
+	// flusher fills, and the channel that wakes waiters (long polls,
+	// WaitDurable) when the log changes.
+	segs    []*segment // by base; the last is the active one
+	tail    tailCache
+	changed chan struct{}
+
+	// The append path (mu): what Append queues and the flusher takes each
+	// round, the room an appender waits for, the producers' state that
+	// Append checks and advances, and the appends that failed
+	// (WaitDurable reports them).
+	queue     []pending
+	queued    int
+	stage     *[]byte       // the staging chunk being filled
+	roomCh    chan struct{} // closed when queue room frees
+	producers map[fence.ProducerID]*fence.ProducerState
+	failures  []failedRange
+
+	// Work asked of the flusher (mu): a raise of the offset reservation
+	// (by Append), a roll (by purge and idle seals), barriers (an fsync
+	// and the durable producer state), a cleanup of files below the
+	// start (by purge and retention, who wait for it, or by the syncer
+	// once it sealed a segment that may lie there).
+	extending     bool   // a raise of the reservation is wanted
+	extendNeed    uint64 // the raise must cover offsets below this
+	extendDone    chan struct{}
+	rollWanted    bool
+	barriers      []barrier
+	cleanups      []chan struct{} // attempts waited for, closed when done
+	cleanupWanted bool            // due anyway: a segment below the start was just sealed
+
+	// The sync path (mu): the durable reservation and checkpoint, which
+	// the flusher and the syncer advance and the next state write
+	// records, and what is written but not yet fsynced (the segments,
+	// each holding a reference; the producer records; whether directory
+	// entries changed), which the flusher adds to and the syncer takes.
+	ceiling      uint64     // durable reservation: offsets below it may be handed out
+	checkpoint   checkpoint // newest durable point, written with the next state write
 	unsyncedSegs []*segment
 	unsyncedProd []prodRec
 	prodCompact  int // length of unsyncedProd at which it is compacted
 	dirDirty     bool
 
+	// Lifecycle (mu): set once, read by every path.
+	failed  error // appends refused until reopen
+	corrupt error // *CorruptLogError: nothing is served
+	closing error // ErrClosed or ErrTopicDeleted once stopping
+
 	// cleanupPending mirrors the durable state's cleanupPending, for State
 	// (which must not wait for a state write in progress).
 	cleanupPending atomic.Bool
 
-	wake        chan struct{} // flusher wake-up, capacity 1
+	// The pipeline's goroutines: the flusher's wake-up (capacity 1) and
+	// end, its state (guarded by fl.turn: the flusher, or an appender
+	// writing inline), and the syncer's (guarded by dur.mu).
+	wake        chan struct{}
 	flusherDone chan struct{}
-	fl          flusher // guarded by fl.turn (the flusher, or an appender writing inline)
+	fl          flusher
+	dur         durability
 
-	recoveryDirDirty bool // recovery removed a file the directory fsync must cover
-	dur              durability
-	stats            partStats
+	recoveryDirDirty bool      // recovery removed a file the directory fsync must cover (Open only)
+	stats            partStats // atomic counters
 }
 
 // pending is an appended batch waiting for the flusher. The queue holds
