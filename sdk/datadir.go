@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ledgemq/ledge/internal/datadir"
 	"github.com/ledgemq/ledge/transport/quic"
-	"github.com/ledgemq/ledge/transport/quic/certs"
 )
 
 // AdminTokenFile is the name of the file in a node's data directory that
 // holds the admin token the node created on its first start.
-const AdminTokenFile = "admin.token"
+const AdminTokenFile = datadir.AdminTokenFile
 
 // maxTokenFileLen bounds a token file: a token is at most a few hundred
 // bytes.
@@ -39,9 +39,9 @@ func FindDataDirFiles(dir string) (DataDirFiles, error) {
 	}
 	var f DataDirFiles
 	for _, p := range []string{
-		filepath.Join(dir, certs.CAFile),
-		filepath.Join(dir, "tls", certs.CAFile),
-		filepath.Join(dir, "certs", certs.CAFile),
+		filepath.Join(dir, datadir.CAFile),
+		filepath.Join(dir, datadir.TLSDir, datadir.CAFile),
+		filepath.Join(dir, "certs", datadir.CAFile),
 	} {
 		if isFile(p) {
 			f.CA = p

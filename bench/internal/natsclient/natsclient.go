@@ -14,7 +14,7 @@ import (
 
 	"github.com/ledgemq/ledge/bench/internal/loadgen"
 	"github.com/ledgemq/ledge/bench/internal/wan"
-	"github.com/ledgemq/ledge/transport/quic/certs"
+	lquic "github.com/ledgemq/ledge/transport/quic"
 )
 
 // ReplayPullMessages is how many messages the replaying consumer asks
@@ -48,7 +48,7 @@ func connect(t loadgen.Target) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name("ledge-bench"), nats.NoReconnect(), nats.Timeout(10 * time.Second)}
 	url := "nats://" + t.Addr
 	if t.CAFile != "" {
-		pool, err := certs.LoadCAPool(t.CAFile)
+		pool, err := lquic.LoadCAPool(t.CAFile)
 		if err != nil {
 			return nil, err
 		}

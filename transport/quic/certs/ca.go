@@ -159,19 +159,6 @@ func DefaultNames() []string {
 	return names
 }
 
-// LoadCAPool reads a PEM file of one or more CA certificates into a pool.
-func LoadCAPool(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("certs: read CA file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("certs: %s holds no PEM certificate", path)
-	}
-	return pool, nil
-}
-
 func randomSerial() (*big.Int, error) {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {

@@ -10,11 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ledgemq/ledge/internal/datadir"
 )
 
-// File names inside the store's directory.
+// File names inside the store's directory. The CA's name is the data
+// directory's (package datadir), where clients look for it.
 const (
-	CAFile        = "ca.pem"
+	CAFile        = datadir.CAFile
 	CAKeyFile     = "ca-key.pem"
 	CertFile      = "server.pem"
 	CertKeyFile   = "server-key.pem"
