@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ledgemq/ledge/internal/quicceiling"
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
-	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/spf13/cobra"
 )
 
@@ -304,7 +304,7 @@ func (r *benchResult) setCPU(seconds float64) {
 // measuredCeiling is one measurement of the raw stream, with the CPU this
 // process spent on it.
 type measuredCeiling struct {
-	quic.Ceiling
+	quicceiling.Result
 	cpuSeconds float64
 }
 
@@ -314,11 +314,11 @@ func rawCeiling(ctx context.Context, d time.Duration) (*measuredCeiling, error) 
 		return nil, nil
 	}
 	cpu := startCPU()
-	c, err := quic.MeasureRawCeiling(ctx, d)
+	c, err := quicceiling.Measure(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("raw quic-go ceiling: %w", err)
 	}
-	return &measuredCeiling{Ceiling: c, cpuSeconds: cpu.used()}, nil
+	return &measuredCeiling{Result: c, cpuSeconds: cpu.used()}, nil
 }
 
 // relate sets r's ceiling to the mean of the measurements taken before and

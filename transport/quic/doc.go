@@ -124,7 +124,7 @@
 // as it was sent, and is read with one system call and no segmentation
 // in the kernel, instead of one call per packet. A consumer replayed a log
 // 40–50% faster with it, the node and the client each held to one CPU.
-// The raw ceilings ([MeasureRawCeiling], bench/) read through the same
+// The raw ceilings (internal/quicceiling, bench/) read through the same
 // socket ([ListenUDP]), so that they stay the ceiling of the transport
 // as Ledge runs it; the bench also measures quic-go's own socket, for
 // reference.
@@ -160,8 +160,9 @@
 //
 // # Rationale: the ceiling
 //
-// [MeasureRawCeiling] measures a raw quic-go stream (1 KiB writes through
-// a 64 KiB bufio.Writer on loopback) with these settings; benchmarks of
-// the node and the SDK report themselves against it, measured in the same
-// run on the same machine.
+// internal/quicceiling measures a raw quic-go stream (1 KiB writes
+// through a 64 KiB bufio.Writer on loopback) with these settings and this
+// package's socket; benchmarks of the node and the SDK report themselves
+// against it, measured in the same run on the same machine. It lives
+// outside this package: a measurement is no part of the transport.
 package quic

@@ -10,7 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/ledgemq/ledge/transport/quic"
+	"github.com/ledgemq/ledge/internal/quicceiling"
 )
 
 // Set is one measurement of every ceiling.
@@ -49,7 +49,7 @@ type Options struct {
 // Measure runs every ceiling once.
 func Measure(ctx context.Context, o Options) (Set, error) {
 	var s Set
-	q, err := quic.MeasureRawCeiling(ctx, o.QUICFor)
+	q, err := quicceiling.Measure(ctx, o.QUICFor)
 	if err != nil {
 		return s, fmt.Errorf("ceiling: quic: %w", err)
 	}
