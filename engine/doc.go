@@ -172,56 +172,12 @@
 //
 // # Rationale
 //
-// Retention by age uses a jump-free clock (Options.MaxClockStep) rather
-// than record timestamps: producer clocks at the edge start in 1970 and
-// jump when NTP corrects them, and neither a producer's clock nor the
-// node's may make data look old. The time index uses record timestamps,
-// kept monotone by taking the maximum so far.
-//
-// The reservation ceiling costs one synced pebble write per
-// ReservationStep offsets (~130 µs here), instead of one per batch.
-//
-// The copy into the staging chunk is made by the appender rather than the
-// flusher: the flusher's cost per byte is then the write alone, and the
-// copy runs in parallel on another core (measured: policy none went from
-// about 50% to about 70% of a raw sequential write on this 2-core machine).
-// Batches of 32 KiB or more are not copied at all: a write per batch is
-// what a raw writer of such batches makes, and the copy cost memory
-// bandwidth and held the partition lock. Waiters are told of writes about
-// once per 512 KiB rather than after every write (every batch, for large
-// ones), so an appender waiting for room wakes once per several batches.
-// Measured on this 2-core machine under heavy load from other work,
-// batches of 100 KiB under policy none (BenchmarkAppendNone, alternating
-// with the raw writer in 8 MiB rounds), five alternating runs each: a
-// median of 0.45 of a raw sequential write before, 0.61 after; under
-// lighter load, three runs each, 0.53 before and 0.70 after (0.79 against
-// a raw writer of the engine's own buffers). What remains is not the flusher's CPU (in a profile its writes cost no more
-// CPU than the raw writes of the same bytes) but waiting: the fsync that
-// seals each 64 MiB segment (with segments too large to be sealed during
-// the run, alternating runs gave a median of 0.67 against 0.60; the raw
-// writer never writes back within the run), and the flusher's writes
-// reading 64 distinct buffers where the raw writer repeats one.
-// Sealed segments are fsynced by the syncer, not the flusher: a 64 MiB
-// fdatasync stalled appends for ~60 ms. Under none the syncer defers them
-// (up to 30 s or 32 segments): with an fsync at every seal the kernel
-// wrote the log back from the first seal on, and a 16 s burst of 1 KiB
-// records through the SDK ran at 220-270k records/s where it ran at about
-// 420k until the kernel's own writeback began.
-//
-// An append allocates nothing of its own (TestAppendOneAtATimeAllocations):
-// on a node with a small heap each allocated byte brings the next garbage
-// collection closer, and those collections were the slowest percent of a
-// one-at-a-time producer's acknowledgements. So the queue holds its
-// entries by value, each with the producer state its failure would
-// restore (336 bytes), and keeps its array between rounds (up to 1024
-// entries); the change channel is made only for a waiter. An idempotent
-// producer's append of one 1 KiB record, waited for under none, allocated
-// 464 bytes in 3 allocations before.
-//
-// Metadata fsyncs are not folded into segment fsyncs: the owners' metadata
-// (bookmarks, sessions) is committed without an fsync and made durable by
-// SyncMeta, whose one WAL sync covers every earlier commit of every
-// partition.
+// RATIONALE.md holds the decisions a reader would question — offsets
+// reserved in steps, the appender's copy into staging chunks, the inline
+// write of a lone append, group commit's wait for the appenders it
+// released, the syncer's deferred fsyncs, an append that allocates
+// nothing, the tail cache's warmth, read-ahead, retention by a jump-free
+// clock — each with the measurement that settled it.
 //
 // # Known limits
 //
