@@ -12,8 +12,9 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	kafkalistener "github.com/ledgemq/ledge/node/kafka"
+	"github.com/ledgemq/ledge/node/uplink"
+	"github.com/ledgemq/ledge/node/uplink/uplinktest"
 	"github.com/ledgemq/ledge/transport/wire"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestOperationsDocListsEveryMetric checks docs/OPERATIONS.md names every
@@ -33,12 +34,8 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	c := tn.mustDial(t, tn.admin)
 	c.createTopic("t", wire.TopicConfig{})
 	// An uplink, for the ledge_uplink_* metrics.
-	kafka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, uplinkKafkaTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kafka.Close)
-	if err := tn.Node.uplinks.Add(context.Background(), UplinkSpec{Topic: "t", Seeds: kafka.ListenAddrs(), To: uplinkKafkaTopic}); err != nil {
+	kafka := uplinktest.NewKafka(t, 1)
+	if err := tn.Node.uplinks.Add(context.Background(), uplink.Spec{Topic: "t", Seeds: kafka.ListenAddrs(), To: uplinktest.Topic}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.produce(c.main, "t", 0, batch(t, 0, 0, 0, "a")); err != nil {

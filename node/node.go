@@ -17,6 +17,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
@@ -178,7 +179,7 @@ type Node struct {
 	tokens    *tokens
 	plugins   *pluginRegistry
 	groups    *Groups
-	uplinks   *Uplinks
+	uplinks   *uplink.Manager
 	certs     *certs.Store
 	ln        *quic.Listener
 	kafka     *kafka.Server
@@ -289,8 +290,8 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.uplinks = NewUplinks(UplinksConfig{NodeID: nodeID, Meta: n.meta, Partitions: n.uplinkPartitions,
-		Template: UplinkConfig{Logger: n.log, Now: cfg.Now}})
+	n.uplinks = uplink.NewManager(uplink.ManagerConfig{NodeID: nodeID, Meta: n.meta, Partitions: n.uplinkPartitions,
+		Template: uplink.Config{Logger: n.log, Now: cfg.Now}})
 	if err := n.uplinks.Start(ctx); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -153,7 +154,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string, id [16]byte) error 
 	if err != nil {
 		return err
 	}
-	if err := n.uplinks.Remove(ctx, name); err != nil && !errors.Is(err, ErrNoUplink) {
+	if err := n.uplinks.Remove(ctx, name); err != nil && !errors.Is(err, uplink.ErrNoUplink) {
 		return err
 	}
 	n.topicsMu.Lock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/internal/testtool"
+	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -56,7 +57,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 		SessionTimeout: 5 * time.Minute}, &join)
 
 	// An uplink to a Kafka that is not there: its 7 records stay behind.
-	if err := tn.Node.uplinks.Add(context.Background(), UplinkSpec{Topic: "orders", Seeds: []string{"127.0.0.1:1"}, To: "central"}); err != nil {
+	if err := tn.Node.uplinks.Add(context.Background(), uplink.Spec{Topic: "orders", Seeds: []string{"127.0.0.1:1"}, To: "central"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -3,6 +3,8 @@ package node
 import (
 	"slices"
 	"time"
+
+	"github.com/ledgemq/ledge/node/uplink"
 )
 
 // UplinkTopicStatus is a topic's uplink to Kafka on the status page and in
@@ -60,15 +62,15 @@ type UplinkPartitionStatus struct {
 }
 
 // uplinkStateRank orders states from healthy to worst.
-func uplinkStateRank(s UplinkState) int {
+func uplinkStateRank(s uplink.State) int {
 	switch s {
-	case UplinkStopped:
+	case uplink.Stopped:
 		return 1
-	case UplinkConnecting:
+	case uplink.Connecting:
 		return 2
-	case UplinkBackoff:
+	case uplink.Backoff:
 		return 3
-	case UplinkFenced:
+	case uplink.Fenced:
 		return 4
 	}
 	return 0
@@ -76,19 +78,19 @@ func uplinkStateRank(s UplinkState) int {
 
 // uplinkStatuses describes the node's uplinks, durations by the
 // forwarders' clock.
-func uplinkStatuses(u *Uplinks) []UplinkTopicStatus {
+func uplinkStatuses(u *uplink.Manager) []UplinkTopicStatus {
 	out := []UplinkTopicStatus{}
 	if u == nil {
 		return out
 	}
-	now := u.now()
+	now := u.Now()
 	for _, info := range u.List() {
 		s := info.Spec
 		ts := UplinkTopicStatus{
 			Topic: s.Topic, To: s.To, Seeds: slices.Clone(s.Seeds), Partitioning: s.Partitioning.String(),
-			Overflow: s.Overflow.String(), State: UplinkForwarding.String(), Partitions: []UplinkPartitionStatus{},
+			Overflow: s.Overflow.String(), State: uplink.Forwarding.String(), Partitions: []UplinkPartitionStatus{},
 		}
-		worst := UplinkForwarding
+		worst := uplink.Forwarding
 		for i, p := range info.Partitions {
 			ps := UplinkPartitionStatus{
 				Partition: uint32(i), State: p.State.String(), Position: p.Position, PositionKnown: p.Known,

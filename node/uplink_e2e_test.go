@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/uplink"
+	"github.com/ledgemq/ledge/node/uplink/uplinktest"
 	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -26,9 +27,9 @@ type uplinkNode struct {
 	t      *testing.T
 	tn     *testNode
 	ops    *opsServer
-	kafka  *uplinkWorld // the cluster, the refusal switch and the reader
+	kafka  *uplinktest.Kafka // the cluster, its refusal switch and its reader
 	down   atomic.Bool
-	logs   uplinkLogBuffer
+	logs   syncBuffer
 	owner  *owner.Owner
 	values []string
 
@@ -42,10 +43,17 @@ type uplinkNode struct {
 	caughtUp  chan struct{}
 }
 
-// heldHook is a pollHook that still reports the owner's retention hold.
+// heldHook calls before ahead of every poll of its source, and reports
+// the owner's retention hold.
 type heldHook struct {
-	pollHook
-	o *owner.Owner
+	uplink.Source
+	before func(owner.PollRequest)
+	o      *owner.Owner
+}
+
+func (h heldHook) Poll(ctx context.Context, req owner.PollRequest) (owner.PollResult, error) {
+	h.before(req)
+	return h.Source.Poll(ctx, req)
 }
 
 func (h heldHook) RetentionHold() owner.RetentionHold { return h.o.RetentionHold() }
@@ -62,10 +70,10 @@ func (u *uplinkNode) advance(d time.Duration) {
 	u.clockMu.Unlock()
 }
 
-func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) *uplinkNode {
-	u := &uplinkNode{t: t, kafka: newUplinkWorld(t, 1), now: time.UnixMilli(1_700_000_000_000),
+func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow uplink.Overflow) *uplinkNode {
+	u := &uplinkNode{t: t, kafka: uplinktest.NewKafka(t, 1), now: time.UnixMilli(1_700_000_000_000),
 		backedOff: make(chan struct{}), resume: make(chan struct{}), caughtUp: make(chan struct{}, 1)}
-	u.kafka.refuseWhile(&u.down)
+	u.kafka.RefuseWhile(&u.down)
 	u.tn = startNode(t, nil, func(c *Config) {
 		c.Now = u.clock
 		c.Logger = slog.New(slog.NewTextHandler(&u.logs, nil))
@@ -79,10 +87,10 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) 
 		t.Fatal(err)
 	}
 	u.owner = top.owners[0]
-	partitions := func(name string) (fence.TopicID, []UplinkSource, error) {
+	partitions := func(name string) (fence.TopicID, []uplink.Source, error) {
 		id, srcs, err := n.uplinkPartitions(name)
 		for i, s := range srcs {
-			srcs[i] = heldHook{pollHook: pollHook{UplinkSource: s, before: func(req owner.PollRequest) {
+			srcs[i] = heldHook{Source: s, before: func(req owner.PollRequest) {
 				u.targetMu.Lock()
 				defer u.targetMu.Unlock()
 				if req.MaxBytes != 1 && req.Offset >= u.target {
@@ -91,14 +99,14 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) 
 					default:
 					}
 				}
-			}}, o: s.(*owner.Owner)}
+			}, o: s.(*owner.Owner)}
 		}
 		return id, srcs, err
 	}
 	// The node's own manager has nothing running yet; this one has the
 	// injected backoff. The retention floor reads n.uplinks.
-	n.uplinks = NewUplinks(UplinksConfig{NodeID: "edge-1", Meta: n.meta, Partitions: partitions, Template: UplinkConfig{
-		Now: u.clock, Logger: n.log, KafkaOpts: fastKafka(), StepTimeout: 250 * time.Millisecond, PollWait: time.Millisecond,
+	n.uplinks = uplink.NewManager(uplink.ManagerConfig{NodeID: "edge-1", Meta: n.meta, Partitions: partitions, Template: uplink.Config{
+		Now: u.clock, Logger: n.log, KafkaOpts: uplinktest.FastKafka(), StepTimeout: 250 * time.Millisecond, PollWait: time.Millisecond,
 		Wait: func(ctx context.Context, _ time.Duration) error {
 			select {
 			case u.backedOff <- struct{}{}:
@@ -114,7 +122,7 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow UplinkOverflow) 
 		},
 	}})
 	u.setTarget(^uint64(0))
-	spec := UplinkSpec{Topic: "events", Seeds: u.kafka.kafka.ListenAddrs(), To: uplinkKafkaTopic, Overflow: overflow}
+	spec := uplink.Spec{Topic: "events", Seeds: u.kafka.ListenAddrs(), To: uplinktest.Topic, Overflow: overflow}
 	if err := n.uplinks.Add(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}
@@ -200,12 +208,12 @@ func TestUplinkRetentionWhileKafkaIsAway(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		cfg      wire.TopicConfig
-		overflow UplinkOverflow
+		overflow uplink.Overflow
 	}{
-		{"block/bytes", wire.TopicConfig{RetentionBytes: 8 << 10, SegmentBytes: 4 << 10}, UplinkBlock},
-		{"block/age", wire.TopicConfig{RetentionAge: time.Hour, SegmentBytes: 4 << 10}, UplinkBlock},
-		{"drop-oldest/bytes", wire.TopicConfig{RetentionBytes: 8 << 10, SegmentBytes: 4 << 10}, UplinkDropOldest},
-		{"drop-oldest/age", wire.TopicConfig{RetentionAge: time.Hour, SegmentBytes: 4 << 10}, UplinkDropOldest},
+		{"block/bytes", wire.TopicConfig{RetentionBytes: 8 << 10, SegmentBytes: 4 << 10}, uplink.Block},
+		{"block/age", wire.TopicConfig{RetentionAge: time.Hour, SegmentBytes: 4 << 10}, uplink.Block},
+		{"drop-oldest/bytes", wire.TopicConfig{RetentionBytes: 8 << 10, SegmentBytes: 4 << 10}, uplink.DropOldest},
+		{"drop-oldest/age", wire.TopicConfig{RetentionAge: time.Hour, SegmentBytes: 4 << 10}, uplink.DropOldest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := newUplinkNode(t, tc.cfg, tc.overflow)
@@ -244,14 +252,14 @@ func TestUplinkRetentionWhileKafkaIsAway(t *testing.T) {
 				t.Errorf("ledge_uplink_state{state=backoff} = %v", got)
 			}
 			var dropped uint64
-			if tc.overflow == UplinkBlock {
+			if tc.overflow == uplink.Block {
 				if st.LogStart > forwarded {
 					t.Fatalf("log start %d: retention deleted records the uplink had not forwarded (position %d)", st.LogStart, forwarded)
 				}
 				if s.HeldBack == 0 || u.metric("ledge_uplink_retention_held_records") != float64(s.HeldBack) {
 					t.Fatalf("held back not shown: status %+v, metric %v", s, u.metric("ledge_uplink_retention_held_records"))
 				}
-				if !bytes.Contains(u.logs.Bytes(), []byte("retention held back")) {
+				if !strings.Contains(u.logs.String(), "retention held back") {
 					t.Errorf("the log does not say retention was held back")
 				}
 			} else {
@@ -272,11 +280,11 @@ func TestUplinkRetentionWhileKafkaIsAway(t *testing.T) {
 				s.LagRecords != 0 || s.FailingSeconds != 0 || s.State != "forwarding" {
 				t.Fatalf("after Kafka came back: %+v, want %d dropped", s, dropped)
 			}
-			if dropped > 0 && !bytes.Contains(u.logs.Bytes(), []byte("overflow drop-oldest")) {
+			if dropped > 0 && !strings.Contains(u.logs.String(), "overflow drop-oldest") {
 				t.Errorf("the log does not report the dropped records")
 			}
-			got, _ := u.kafka.readCommitted()
-			checkValues(t, got[0], append(append([]string(nil), u.values[:forwarded]...), u.values[forwarded+dropped:]...))
+			got, _ := u.kafka.ReadCommitted(uplink.HeaderLedgeOffset)
+			uplinktest.CheckValues(t, got[0], append(append([]string(nil), u.values[:forwarded]...), u.values[forwarded+dropped:]...))
 		})
 	}
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"strconv"
 
+	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -64,7 +65,7 @@ func (c *uplinkCollector) Collect(ch chan<- prometheus.Metric) {
 		if n.uplinks == nil {
 			return
 		}
-		now := n.uplinks.now()
+		now := n.uplinks.Now()
 		for _, info := range n.uplinks.List() {
 			for i, p := range info.Partitions {
 				l := []string{info.Spec.Topic, strconv.Itoa(i)}
@@ -75,7 +76,7 @@ func (c *uplinkCollector) Collect(ch chan<- prometheus.Metric) {
 				counter(d.transactions, float64(p.Transactions), l...)
 				counter(d.dropped, float64(p.Dropped), l...)
 				counter(d.failures, float64(p.Failures), l...)
-				for s := UplinkConnecting; s <= UplinkStopped; s++ {
+				for s := uplink.Connecting; s <= uplink.Stopped; s++ {
 					gauge(d.state, b2f(p.State == s), l[0], l[1], s.String())
 				}
 				gauge(d.backoff, p.Backoff.Seconds(), l...)
@@ -85,7 +86,7 @@ func (c *uplinkCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 				gauge(d.failingSeconds, failing, l...)
 				gauge(d.heldBack, float64(p.HeldBack), l...)
-				gauge(d.blocked, b2f(p.Overflow == UplinkBlock), l...)
+				gauge(d.blocked, b2f(p.Overflow == uplink.Block), l...)
 			}
 		}
 	})

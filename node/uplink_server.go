@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -42,12 +43,12 @@ func LoadOrCreateNodeID(ctx context.Context, meta owner.Metadata) (string, error
 }
 
 // uplinkPartitions resolves a live topic for Uplinks.
-func (n *Node) uplinkPartitions(name string) (fence.TopicID, []UplinkSource, error) {
+func (n *Node) uplinkPartitions(name string) (fence.TopicID, []uplink.Source, error) {
 	t, err := n.lookup(name, [16]byte{})
 	if err != nil {
 		return fence.TopicID{}, nil, err
 	}
-	srcs := make([]UplinkSource, len(t.owners))
+	srcs := make([]uplink.Source, len(t.owners))
 	for i, o := range t.owners {
 		srcs[i] = o
 	}
@@ -55,13 +56,13 @@ func (n *Node) uplinkPartitions(name string) (fence.TopicID, []UplinkSource, err
 }
 
 func uplinkRequestError(err error) error {
-	if errors.Is(err, ErrUplinkConfig) || errors.Is(err, ErrNoUplink) {
+	if errors.Is(err, uplink.ErrConfig) || errors.Is(err, uplink.ErrNoUplink) {
 		return invalidArgument(err.Error())
 	}
 	return err
 }
 
-func (r *request) addUplink(u *Uplinks) func(context.Context, *wire.AddUplinkRequest) (*wire.AddUplinkReply, error) {
+func (r *request) addUplink(u *uplink.Manager) func(context.Context, *wire.AddUplinkRequest) (*wire.AddUplinkReply, error) {
 	return func(ctx context.Context, m *wire.AddUplinkRequest) (*wire.AddUplinkReply, error) {
 		if err := r.allow(m.Spec.Topic, wire.ScopeAdmin); err != nil {
 			return nil, err
@@ -73,7 +74,7 @@ func (r *request) addUplink(u *Uplinks) func(context.Context, *wire.AddUplinkReq
 	}
 }
 
-func (r *request) listUplinks(u *Uplinks) func(context.Context, *wire.ListUplinksRequest) (*wire.ListUplinksReply, error) {
+func (r *request) listUplinks(u *uplink.Manager) func(context.Context, *wire.ListUplinksRequest) (*wire.ListUplinksReply, error) {
 	return func(_ context.Context, _ *wire.ListUplinksRequest) (*wire.ListUplinksReply, error) {
 		if err := r.allow("", wire.ScopeAdmin); err != nil {
 			return nil, err
@@ -81,14 +82,14 @@ func (r *request) listUplinks(u *Uplinks) func(context.Context, *wire.ListUplink
 		rep := &wire.ListUplinksReply{}
 		for _, info := range u.List() {
 			if r.tok.sees(info.Spec.Topic) {
-				rep.Uplinks = append(rep.Uplinks, uplinkInfoToWire(info, u.now()))
+				rep.Uplinks = append(rep.Uplinks, uplinkInfoToWire(info, u.Now()))
 			}
 		}
 		return rep, nil
 	}
 }
 
-func (r *request) uplinkStatus(u *Uplinks) func(context.Context, *wire.UplinkStatusRequest) (*wire.UplinkStatusReply, error) {
+func (r *request) uplinkStatus(u *uplink.Manager) func(context.Context, *wire.UplinkStatusRequest) (*wire.UplinkStatusReply, error) {
 	return func(_ context.Context, m *wire.UplinkStatusRequest) (*wire.UplinkStatusReply, error) {
 		if err := r.allow(m.Topic, wire.ScopeAdmin); err != nil {
 			return nil, err
@@ -97,11 +98,11 @@ func (r *request) uplinkStatus(u *Uplinks) func(context.Context, *wire.UplinkSta
 		if err != nil {
 			return nil, uplinkRequestError(err)
 		}
-		return &wire.UplinkStatusReply{Uplink: uplinkInfoToWire(info, u.now())}, nil
+		return &wire.UplinkStatusReply{Uplink: uplinkInfoToWire(info, u.Now())}, nil
 	}
 }
 
-func (r *request) removeUplink(u *Uplinks) func(context.Context, *wire.RemoveUplinkRequest) (*wire.RemoveUplinkReply, error) {
+func (r *request) removeUplink(u *uplink.Manager) func(context.Context, *wire.RemoveUplinkRequest) (*wire.RemoveUplinkReply, error) {
 	return func(ctx context.Context, m *wire.RemoveUplinkRequest) (*wire.RemoveUplinkReply, error) {
 		if err := r.allow(m.Topic, wire.ScopeAdmin); err != nil {
 			return nil, err
@@ -113,19 +114,19 @@ func (r *request) removeUplink(u *Uplinks) func(context.Context, *wire.RemoveUpl
 	}
 }
 
-func uplinkSpecFromWire(s wire.UplinkSpec) UplinkSpec {
-	out := UplinkSpec{Topic: s.Topic, Seeds: s.Seeds, To: s.To,
-		Partitioning: UplinkPartitioning(s.Partitioning), Overflow: UplinkOverflow(s.Overflow)}
+func uplinkSpecFromWire(s wire.UplinkSpec) uplink.Spec {
+	out := uplink.Spec{Topic: s.Topic, Seeds: s.Seeds, To: s.To,
+		Partitioning: uplink.Partitioning(s.Partitioning), Overflow: uplink.Overflow(s.Overflow)}
 	if s.TLS {
-		out.TLS = &UplinkTLS{CAFile: s.TLSCAFile, CertFile: s.TLSCertFile, KeyFile: s.TLSKeyFile, ServerName: s.TLSServer}
+		out.TLS = &uplink.TLS{CAFile: s.TLSCAFile, CertFile: s.TLSCertFile, KeyFile: s.TLSKeyFile, ServerName: s.TLSServer}
 	}
 	if s.SASLMechanism != "" {
-		out.SASL = &UplinkSASL{Mechanism: s.SASLMechanism, User: s.SASLUser, PasswordFile: s.SASLPasswordFile}
+		out.SASL = &uplink.SASL{Mechanism: s.SASLMechanism, User: s.SASLUser, PasswordFile: s.SASLPasswordFile}
 	}
 	return out
 }
 
-func uplinkInfoToWire(info UplinkInfo, now time.Time) wire.UplinkInfo {
+func uplinkInfoToWire(info uplink.Info, now time.Time) wire.UplinkInfo {
 	s := info.Spec
 	out := wire.UplinkInfo{Spec: wire.UplinkSpec{Topic: s.Topic, Seeds: s.Seeds, To: s.To,
 		Partitioning: uint8(s.Partitioning), Overflow: uint8(s.Overflow)}}
@@ -149,7 +150,7 @@ func uplinkInfoToWire(info UplinkInfo, now time.Time) wire.UplinkInfo {
 }
 
 // failingFor is how long the forwarder's attempts have been failing at now.
-func failingFor(p UplinkStatus, now time.Time) time.Duration {
+func failingFor(p uplink.Status, now time.Time) time.Duration {
 	if p.FailingSince.IsZero() {
 		return 0
 	}

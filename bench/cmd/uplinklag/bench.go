@@ -12,8 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -116,8 +116,8 @@ func (b *bench) owner() (*owner.Owner, fence.TopicID, error) {
 // forwarder returns the uplink's forwarder of o to the Kafka topic to.
 // Backoff is capped at 1 s (the default 30 s would hide the recovery in a
 // short run); a step gives up after 2 s.
-func (b *bench) forwarder(o *owner.Owner, id fence.TopicID, to string) (*node.Forwarder, error) {
-	return node.NewForwarder(node.UplinkConfig{
+func (b *bench) forwarder(o *owner.Owner, id fence.TopicID, to string) (*uplink.Forwarder, error) {
+	return uplink.NewForwarder(uplink.Config{
 		NodeID: "bench", TopicID: id, Topic: to, Source: o, Seeds: b.kafka.ListenAddrs(), To: to,
 		StepTimeout: 2 * time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
 		Logger: slog.New(slog.DiscardHandler),
@@ -192,7 +192,7 @@ func (b *bench) forward(d time.Duration) (throughput, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = f.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
-	for f.Status().State != node.UplinkForwarding { // connected: the position is read
+	for f.Status().State != uplink.Forwarding { // connected: the position is read
 		time.Sleep(time.Millisecond)
 	}
 	before := f.Status().Forwarded

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/uplink"
 )
 
 // sample is the uplink's lag at one moment of the lag phase.
@@ -56,7 +56,7 @@ func (b *bench) lagOverTime(rate float64, d, outageAt, outageFor, period time.Du
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = f.Run(ctx) })
 	defer func() { cancel(); wg.Wait(); b.down.Store(false) }()
-	for f.Status().State != node.UplinkForwarding { // connected: the position is read
+	for f.Status().State != uplink.Forwarding { // connected: the position is read
 		time.Sleep(time.Millisecond)
 	}
 

@@ -1,4 +1,4 @@
-package node
+package uplink
 
 import (
 	"context"
@@ -36,71 +36,71 @@ import (
 // after it is refused), and the authoritative position lives in Kafka only,
 // so there is no second copy in a Ledge bookmark that could disagree with it.
 
-// UplinkPartitioning says how Ledge partitions map to Kafka partitions.
-type UplinkPartitioning uint8
+// Partitioning says how Ledge partitions map to Kafka partitions.
+type Partitioning uint8
 
 const (
-	// UplinkSamePartition writes Ledge partition i to Kafka partition i
+	// SamePartition writes Ledge partition i to Kafka partition i
 	// (the default). The Kafka topic needs at least as many partitions;
 	// per-partition order is kept end to end.
-	UplinkSamePartition UplinkPartitioning = iota
-	// UplinkByKey lets Kafka's key hash choose the partition: order is
+	SamePartition Partitioning = iota
+	// ByKey lets Kafka's key hash choose the partition: order is
 	// kept per key. Records without a key are spread.
-	UplinkByKey
+	ByKey
 )
 
 // String returns "same" or "key".
-func (p UplinkPartitioning) String() string {
-	if p == UplinkByKey {
+func (p Partitioning) String() string {
+	if p == ByKey {
 		return "key"
 	}
 	return "same"
 }
 
-// ParseUplinkPartitioning parses "same" or "key".
-func ParseUplinkPartitioning(s string) (UplinkPartitioning, error) {
+// ParsePartitioning parses "same" or "key".
+func ParsePartitioning(s string) (Partitioning, error) {
 	switch s {
 	case "", "same":
-		return UplinkSamePartition, nil
+		return SamePartition, nil
 	case "key":
-		return UplinkByKey, nil
+		return ByKey, nil
 	}
 	return 0, fmt.Errorf("node: uplink partitioning %q: want same or key", s)
 }
 
-// UplinkOverflow says what retention does with records not yet forwarded.
-type UplinkOverflow uint8
+// Overflow says what retention does with records not yet forwarded.
+type Overflow uint8
 
 const (
-	// UplinkBlock (the default): retention never deletes a record the
+	// Block (the default): retention never deletes a record the
 	// uplink has not forwarded; the partition grows while Kafka is away.
-	UplinkBlock UplinkOverflow = iota
-	// UplinkDropOldest: retention runs as configured; records it deletes
+	Block Overflow = iota
+	// DropOldest: retention runs as configured; records it deletes
 	// before they were forwarded are skipped, counted (Dropped) and logged.
-	UplinkDropOldest
+	DropOldest
 )
 
 // String returns "block" or "drop-oldest".
-func (o UplinkOverflow) String() string {
-	if o == UplinkDropOldest {
+func (o Overflow) String() string {
+	if o == DropOldest {
 		return "drop-oldest"
 	}
 	return "block"
 }
 
-// ParseUplinkOverflow parses "block" or "drop-oldest".
-func ParseUplinkOverflow(s string) (UplinkOverflow, error) {
+// ParseOverflow parses "block" or "drop-oldest".
+func ParseOverflow(s string) (Overflow, error) {
 	switch s {
 	case "", "block":
-		return UplinkBlock, nil
+		return Block, nil
 	case "drop-oldest":
-		return UplinkDropOldest, nil
+		return DropOldest, nil
 	}
 	return 0, fmt.Errorf("node: uplink overflow %q: want block or drop-oldest", s)
 }
 
-// UplinkSource is the partition a forwarder reads: *Owner implements it.
-type UplinkSource interface {
+// Source is the partition a forwarder reads: *Owner implements it.
+type Source interface {
 	Poll(ctx context.Context, req owner.PollRequest) (owner.PollResult, error)
 	State() owner.PartitionState
 	// Lineage is how each history epoch of the partition began, ending
@@ -109,8 +109,8 @@ type UplinkSource interface {
 	Lineage() []fence.HistoryTransition
 }
 
-// UplinkConfig configures the forwarder of one partition.
-type UplinkConfig struct {
+// Config configures the forwarder of one partition.
+type Config struct {
 	// NodeID, TopicID and Partition name the transactional id; they must
 	// be stable across restarts of the node (and equal on a restored
 	// backup, which is then fenced).
@@ -120,14 +120,14 @@ type UplinkConfig struct {
 	// Topic is the Ledge topic name, for logs.
 	Topic string
 	// Source is the partition's owner.
-	Source UplinkSource
+	Source Source
 
 	// Seeds are Kafka bootstrap brokers, host:port.
 	Seeds []string
 	// To is the Kafka topic. It must exist.
 	To           string
-	Partitioning UplinkPartitioning
-	Overflow     UplinkOverflow
+	Partitioning Partitioning
+	Overflow     Overflow
 	// KafkaOpts are extra client options: TLS (kgo.DialTLSConfig), SASL
 	// (kgo.SASL), compression (default snappy), linger. The transactional
 	// and partitioner options are set by the forwarder and override these.
@@ -160,7 +160,7 @@ type UplinkConfig struct {
 	beforeCommit func() error
 }
 
-func (c UplinkConfig) withDefaults() UplinkConfig {
+func (c Config) withDefaults() Config {
 	if c.MaxTxnBytes <= 0 {
 		c.MaxTxnBytes = 4 << 20
 	}
@@ -199,54 +199,54 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// UplinkTransactionalID is the Kafka transactional id (and the name of the
+// TransactionalID is the Kafka transactional id (and the name of the
 // consumer group holding the position) of a partition's forwarder.
-func UplinkTransactionalID(nodeID string, topic fence.TopicID, partition uint32) string {
+func TransactionalID(nodeID string, topic fence.TopicID, partition uint32) string {
 	return "ledge-uplink." + nodeID + "." + topic.String() + "." + strconv.FormatUint(uint64(partition), 10)
 }
 
-// ErrUplinkFenced: another forwarder initialized the same transactional id
+// ErrFenced: another forwarder initialized the same transactional id
 // with a newer producer epoch. Do not retry: the newer forwarder owns the
 // partition's uplink.
-var ErrUplinkFenced = errors.New("node: uplink fenced by a newer forwarder with the same transactional id")
+var ErrFenced = errors.New("node: uplink fenced by a newer forwarder with the same transactional id")
 
-// ErrUplinkConfig: the uplink's configuration cannot work (no seeds, no
+// ErrConfig: the uplink's configuration cannot work (no seeds, no
 // target topic, the target topic is missing or has too few partitions for
 // "same" partitioning). Fix the configuration; retrying does not help,
 // except for a target topic that is created later.
-var ErrUplinkConfig = errors.New("node: uplink configuration")
+var ErrConfig = errors.New("node: uplink configuration")
 
-// UplinkState is a forwarder's phase.
-type UplinkState uint8
+// State is a forwarder's phase.
+type State uint8
 
 const (
-	UplinkConnecting UplinkState = iota // initializing the producer, reading the position
-	UplinkForwarding                    // connected; forwarding or caught up
-	UplinkBackoff                       // waiting after a failure (Kafka unreachable, ...)
-	UplinkFenced                        // fenced by a newer forwarder: stopped for good
-	UplinkStopped                       // Run returned
+	Connecting State = iota // initializing the producer, reading the position
+	Forwarding              // connected; forwarding or caught up
+	Backoff                 // waiting after a failure (Kafka unreachable, ...)
+	Fenced                  // fenced by a newer forwarder: stopped for good
+	Stopped                 // Run returned
 )
 
 // String names the state.
-func (s UplinkState) String() string {
+func (s State) String() string {
 	switch s {
-	case UplinkConnecting:
+	case Connecting:
 		return "connecting"
-	case UplinkForwarding:
+	case Forwarding:
 		return "forwarding"
-	case UplinkBackoff:
+	case Backoff:
 		return "backoff"
-	case UplinkFenced:
+	case Fenced:
 		return "fenced"
 	}
 	return "stopped"
 }
 
-// UplinkStatus is what metrics, `ledge uplink status` and the status page
+// Status is what metrics, `ledge uplink status` and the status page
 // show of a forwarder.
-type UplinkStatus struct {
+type Status struct {
 	TransactionalID string
-	State           UplinkState
+	State           State
 	// Position is the next Ledge offset to forward (committed in Kafka);
 	// valid once Known.
 	Position uint64
@@ -272,12 +272,12 @@ type UplinkStatus struct {
 	LastError string
 
 	// Overflow is the uplink's retention policy.
-	Overflow UplinkOverflow
+	Overflow Overflow
 	// FailingSince is when the current run of failed steps began (Kafka
 	// unreachable, transactions refused); zero once Kafka answers again.
 	FailingSince time.Time
 	// Backoff is the wait in progress after the latest failure and RetryAt
-	// its end; zero unless State is UplinkBackoff.
+	// its end; zero unless State is Backoff.
 	Backoff time.Duration
 	RetryAt time.Time
 	// HeldBack is how many records retention, at its latest run, kept only
@@ -292,13 +292,13 @@ type UplinkStatus struct {
 // uplinkStats is the forwarder's status under a mutex.
 type uplinkStats struct {
 	mu       sync.Mutex
-	s        UplinkStatus
+	s        Status
 	oldest   int64  // unix ms of the oldest record not yet forwarded, 0 unknown
 	logStart uint64 // the partition's, as last seen
 	nowFunc  func() time.Time
 	// source, when set, is read at every snapshot: the lag in records is
 	// never older than the status itself, even while Kafka is away.
-	source UplinkSource
+	source Source
 	// holds counts the retention runs held back, as last seen.
 	holds uint64
 }
@@ -309,7 +309,7 @@ type retentionHolder interface {
 	RetentionHold() owner.RetentionHold
 }
 
-func (u *uplinkStats) update(fn func(s *UplinkStatus)) {
+func (u *uplinkStats) update(fn func(s *Status)) {
 	u.mu.Lock()
 	fn(&u.s)
 	u.lagLocked()
@@ -346,7 +346,7 @@ func (u *uplinkStats) setOldest(ms int64, onlyIfUnknown bool) {
 	u.mu.Unlock()
 }
 
-func (u *uplinkStats) snapshot() UplinkStatus {
+func (u *uplinkStats) snapshot() Status {
 	if u.source != nil {
 		st := u.source.State()
 		u.observe(st)

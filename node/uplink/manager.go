@@ -1,4 +1,4 @@
-package node
+package uplink
 
 import (
 	"cmp"
@@ -17,24 +17,24 @@ import (
 // ErrNoUplink: the topic has no uplink. Do not retry.
 var ErrNoUplink = errors.New("node: the topic has no uplink")
 
-// UplinksConfig configures a node's uplinks.
-type UplinksConfig struct {
+// ManagerConfig configures a node's uplinks.
+type ManagerConfig struct {
 	// NodeID is part of every transactional id.
 	NodeID string
 	// Meta persists the uplink specs.
 	Meta owner.Metadata
 	// Partitions resolves a topic name to its id and its partitions'
 	// owners, in partition order.
-	Partitions func(topic string) (fence.TopicID, []UplinkSource, error)
+	Partitions func(topic string) (fence.TopicID, []Source, error)
 	// Template supplies the forwarders' tuning (timeouts, backoff, clock,
 	// logger); its identity, source and Kafka fields are ignored.
-	Template UplinkConfig
+	Template Config
 }
 
-// Uplinks runs the forwarders of a node's uplinks: one per partition of
+// Manager runs the forwarders of a node's uplinks: one per partition of
 // every topic with an uplink. Its methods are safe for concurrent use.
-type Uplinks struct {
-	cfg UplinksConfig
+type Manager struct {
+	cfg ManagerConfig
 	log *slog.Logger
 
 	mu      sync.Mutex
@@ -42,33 +42,33 @@ type Uplinks struct {
 }
 
 type runningUplink struct {
-	spec   UplinkSpec
+	spec   Spec
 	fwds   []*Forwarder
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// UplinkInfo is one uplink with its partitions' status.
-type UplinkInfo struct {
-	Spec       UplinkSpec
-	Partitions []UplinkStatus
+// Info is one uplink with its partitions' status.
+type Info struct {
+	Spec       Spec
+	Partitions []Status
 }
 
-// NewUplinks returns a manager with nothing running; Start starts the
+// NewManager returns a manager with nothing running; Start starts the
 // persisted uplinks.
-func NewUplinks(cfg UplinksConfig) *Uplinks {
+func NewManager(cfg ManagerConfig) *Manager {
 	log := cfg.Template.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Uplinks{cfg: cfg, log: log, running: map[fence.TopicID]*runningUplink{}}
+	return &Manager{cfg: cfg, log: log, running: map[fence.TopicID]*runningUplink{}}
 }
 
 // Start starts every persisted uplink whose topic still exists under the
 // same id. An uplink of a topic that was deleted or re-created since is
 // left stopped and logged: it belongs to the old topic id.
-func (u *Uplinks) Start(ctx context.Context) error {
-	specs, err := LoadUplinkSpecs(u.cfg.Meta)
+func (u *Manager) Start(ctx context.Context) error {
+	specs, err := LoadSpecs(u.cfg.Meta)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (u *Uplinks) Start(ctx context.Context) error {
 // Add persists an uplink for spec.Topic (its TopicID is filled in) and
 // starts it; an existing uplink of the topic is replaced. The forwarders
 // resume from the positions committed in Kafka, if any.
-func (u *Uplinks) Add(ctx context.Context, spec UplinkSpec) error {
+func (u *Manager) Add(ctx context.Context, spec Spec) error {
 	id, srcs, err := u.cfg.Partitions(spec.Topic)
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func (u *Uplinks) Add(ctx context.Context, spec UplinkSpec) error {
 		return err
 	}
 	u.stop(id)
-	if err := SaveUplinkSpec(ctx, u.cfg.Meta, spec); err != nil {
+	if err := SaveSpec(ctx, u.cfg.Meta, spec); err != nil {
 		return err
 	}
 	return u.start(context.WithoutCancel(ctx), spec, srcs)
@@ -110,45 +110,45 @@ func (u *Uplinks) Add(ctx context.Context, spec UplinkSpec) error {
 
 // Remove stops and forgets the uplink of topic. Records not yet forwarded
 // stay in the topic; retention is no longer held back for them.
-func (u *Uplinks) Remove(ctx context.Context, topic string) error {
+func (u *Manager) Remove(ctx context.Context, topic string) error {
 	id, ok := u.idOf(topic)
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNoUplink, topic)
 	}
 	u.stop(id)
-	return RemoveUplinkSpec(ctx, u.cfg.Meta, id)
+	return RemoveSpec(ctx, u.cfg.Meta, id)
 }
 
 // List returns the running uplinks, by topic name.
-func (u *Uplinks) List() []UplinkInfo {
+func (u *Manager) List() []Info {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	out := make([]UplinkInfo, 0, len(u.running))
+	out := make([]Info, 0, len(u.running))
 	for _, r := range u.running {
-		info := UplinkInfo{Spec: r.spec}
+		info := Info{Spec: r.spec}
 		for _, f := range r.fwds {
 			info.Partitions = append(info.Partitions, f.Status())
 		}
 		out = append(out, info)
 	}
-	slices.SortFunc(out, func(a, b UplinkInfo) int { return cmp.Compare(a.Spec.Topic, b.Spec.Topic) })
+	slices.SortFunc(out, func(a, b Info) int { return cmp.Compare(a.Spec.Topic, b.Spec.Topic) })
 	return out
 }
 
 // Status returns the uplink of topic.
-func (u *Uplinks) Status(topic string) (UplinkInfo, error) {
+func (u *Manager) Status(topic string) (Info, error) {
 	for _, info := range u.List() {
 		if info.Spec.Topic == topic {
 			return info, nil
 		}
 	}
-	return UplinkInfo{}, fmt.Errorf("%w: %s", ErrNoUplink, topic)
+	return Info{}, fmt.Errorf("%w: %s", ErrNoUplink, topic)
 }
 
 // RetentionFloor is the lowest offset retention may keep on the
 // partition: ok false when nothing holds it back (no uplink, or overflow
 // drop-oldest).
-func (u *Uplinks) RetentionFloor(id fence.TopicID, partition uint32) (uint64, bool) {
+func (u *Manager) RetentionFloor(id fence.TopicID, partition uint32) (uint64, bool) {
 	u.mu.Lock()
 	r := u.running[id]
 	u.mu.Unlock()
@@ -158,8 +158,8 @@ func (u *Uplinks) RetentionFloor(id fence.TopicID, partition uint32) (uint64, bo
 	return r.fwds[partition].RetentionFloor()
 }
 
-// now reads the forwarders' clock.
-func (u *Uplinks) now() time.Time {
+// Now reads the forwarders' clock (what their lag ages are measured by).
+func (u *Manager) Now() time.Time {
 	if u.cfg.Template.Now != nil {
 		return u.cfg.Template.Now()
 	}
@@ -167,7 +167,7 @@ func (u *Uplinks) now() time.Time {
 }
 
 // Close stops every forwarder and waits for them.
-func (u *Uplinks) Close() {
+func (u *Manager) Close() {
 	u.mu.Lock()
 	ids := make([]fence.TopicID, 0, len(u.running))
 	for id := range u.running {
@@ -179,7 +179,7 @@ func (u *Uplinks) Close() {
 	}
 }
 
-func (u *Uplinks) idOf(topic string) (fence.TopicID, bool) {
+func (u *Manager) idOf(topic string) (fence.TopicID, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for id, r := range u.running {
@@ -190,7 +190,7 @@ func (u *Uplinks) idOf(topic string) (fence.TopicID, bool) {
 	return fence.TopicID{}, false
 }
 
-func (u *Uplinks) start(ctx context.Context, spec UplinkSpec, srcs []UplinkSource) error {
+func (u *Manager) start(ctx context.Context, spec Spec, srcs []Source) error {
 	opts, err := spec.KafkaOpts()
 	if err != nil {
 		return err
@@ -221,7 +221,7 @@ func (u *Uplinks) start(ctx context.Context, spec UplinkSpec, srcs []UplinkSourc
 	return nil
 }
 
-func (u *Uplinks) stop(id fence.TopicID) {
+func (u *Manager) stop(id fence.TopicID) {
 	u.mu.Lock()
 	r := u.running[id]
 	delete(u.running, id)

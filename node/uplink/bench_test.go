@@ -1,4 +1,4 @@
-package node
+package uplink
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
+	"github.com/ledgemq/ledge/node/uplink/uplinktest"
 	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -18,7 +19,7 @@ import (
 // throughput on the same engine (in-memory file system, durability none) in
 // the same run. Both report MB/s of record values and records/s.
 //
-//	go test ./node -run '^$' -bench 'Uplink' -benchtime 20000x
+//	go test ./node/uplink -run '^$' -bench 'Uplink' -benchtime 20000x
 func BenchmarkUplink(b *testing.B) {
 	const perBatch, size = 100, 1024
 	batch := uplinkBenchBatch(b, perBatch, size)
@@ -37,14 +38,14 @@ func BenchmarkUplink(b *testing.B) {
 
 	b.Run("forward-kafka", func(b *testing.B) {
 		o := ownertest.EngineOwner(b, vfs.NewMem(), "data", engine.DurabilityNone)
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, uplinkKafkaTopic))
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, uplinktest.Topic))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(c.Close)
-		f, err := NewForwarder(UplinkConfig{
+		f, err := NewForwarder(Config{
 			NodeID: "bench", TopicID: o.State().Topic, Source: o, Topic: "bench",
-			Seeds: c.ListenAddrs(), To: uplinkKafkaTopic, PollWait: time.Millisecond,
+			Seeds: c.ListenAddrs(), To: uplinktest.Topic, PollWait: time.Millisecond,
 			Logger: slog.New(slog.DiscardHandler),
 		})
 		if err != nil {

@@ -1,4 +1,4 @@
-package node
+package uplink
 
 import (
 	"bytes"
@@ -15,19 +15,15 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
+	"github.com/ledgemq/ledge/node/uplink/uplinktest"
 	"github.com/ledgemq/ledge/record"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-const uplinkKafkaTopic = "central"
 
 // uplinkWorld is a Ledge topic of a few partitions on the in-memory log and
 // a kfake cluster with the target topic.
 type uplinkWorld struct {
 	t      testing.TB
-	kafka  *kfake.Cluster
+	kafka  *uplinktest.Kafka
 	topic  fence.TopicID
 	logs   []*ownertest.Log
 	owners []*owner.Owner
@@ -38,12 +34,7 @@ type uplinkWorld struct {
 
 func newUplinkWorld(t testing.TB, partitions int) *uplinkWorld {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), uplinkKafkaTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	w := &uplinkWorld{t: t, kafka: c, topic: fence.TopicID{0xab, 1}, values: make([][]string, partitions)}
+	w := &uplinkWorld{t: t, kafka: uplinktest.NewKafka(t, partitions), topic: fence.TopicID{0xab, 1}, values: make([][]string, partitions)}
 	m := ownertest.NewMeta()
 	for i := range partitions {
 		l := ownertest.NewLog(m, "p"+strconv.Itoa(i))
@@ -79,22 +70,12 @@ func (w *uplinkWorld) produce(p, n int) {
 	}
 }
 
-// fastKafka makes the client give up quickly on an unreachable cluster,
-// so that the forwarder's own backoff (injected, instant) is exercised.
-func fastKafka() []kgo.Opt {
-	return []kgo.Opt{
-		kgo.RetryBackoffFn(func(int) time.Duration { return time.Millisecond }),
-		kgo.RequestRetries(2),
-		kgo.RecordRetries(2),
-	}
-}
-
-func (w *uplinkWorld) forwarder(p int, mod func(*UplinkConfig)) *Forwarder {
+func (w *uplinkWorld) forwarder(p int, mod func(*Config)) *Forwarder {
 	w.t.Helper()
-	cfg := UplinkConfig{
+	cfg := Config{
 		NodeID: "edge-1", TopicID: w.topic, Partition: uint32(p), Topic: "events",
-		Source: w.owners[p], Seeds: w.kafka.ListenAddrs(), To: uplinkKafkaTopic,
-		KafkaOpts: fastKafka(),
+		Source: w.owners[p], Seeds: w.kafka.ListenAddrs(), To: uplinktest.Topic,
+		KafkaOpts: uplinktest.FastKafka(),
 		PollWait:  time.Millisecond,
 		// Bounds a step while Kafka is unreachable (the outage test).
 		StepTimeout: 250 * time.Millisecond,
@@ -133,54 +114,10 @@ func (w *uplinkWorld) drain(f *Forwarder, p, maxFailures int) {
 	}
 }
 
-// readCommitted reads the Kafka topic with a read_committed consumer, up to
-// an end marker written to every partition afterwards (so that everything
-// before it is decided), and returns the values and ledge offsets per
-// partition.
+// readCommitted reads back what Kafka committed, per partition.
 func (w *uplinkWorld) readCommitted() (values [][]string, offsets [][]uint64) {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n := len(w.logs)
-	marker, err := kgo.NewClient(kgo.SeedBrokers(w.kafka.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer marker.Close()
-	for p := range n {
-		if err := marker.ProduceSync(ctx, &kgo.Record{Topic: uplinkKafkaTopic, Partition: int32(p), Value: []byte("end")}).FirstErr(); err != nil {
-			w.t.Fatal(err)
-		}
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(w.kafka.ListenAddrs()...), kgo.ConsumeTopics(uplinkKafkaTopic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer cl.Close()
-	values, offsets = make([][]string, n), make([][]uint64, n)
-	ended := 0
-	for ended < n {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			w.t.Fatalf("reading back: %v (%d of %d partitions ended)", err, ended, n)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if string(r.Value) == "end" && len(r.Headers) == 0 {
-				ended++
-				return
-			}
-			var off uint64
-			for _, h := range r.Headers {
-				if h.Key == HeaderLedgeOffset {
-					off, _ = strconv.ParseUint(string(h.Value), 10, 64)
-				}
-			}
-			values[r.Partition] = append(values[r.Partition], string(r.Value))
-			offsets[r.Partition] = append(offsets[r.Partition], off)
-		})
-	}
-	return values, offsets
+	return w.kafka.ReadCommitted(HeaderLedgeOffset)
 }
 
 // checkExactlyOnce: what Kafka holds, read committed, is what Ledge holds,
@@ -212,7 +149,7 @@ func TestUplinkForwardsExactlyOnceInOrder(t *testing.T) {
 	fs := make([]*Forwarder, 3)
 	for p := range 3 {
 		w.produce(p, 250+p*10)
-		fs[p] = w.forwarder(p, func(c *UplinkConfig) { c.MaxTxnBytes = 2 << 10 })
+		fs[p] = w.forwarder(p, func(c *Config) { c.MaxTxnBytes = 2 << 10 })
 		w.drain(fs[p], p, 0)
 	}
 	for p := range 3 { // a second round continues from the committed position
@@ -270,7 +207,7 @@ func TestUplinkKilledMidTransaction(t *testing.T) {
 	ok.Close()
 
 	w.produce(0, 50)
-	dying := w.forwarder(0, func(c *UplinkConfig) { c.beforeCommit = func() error { return errKilled } })
+	dying := w.forwarder(0, func(c *Config) { c.beforeCommit = func() error { return errKilled } })
 	if _, err := dying.Step(context.Background()); !errors.Is(err, errKilled) {
 		t.Fatalf("step: %v, want the injected kill", err)
 	}
@@ -294,7 +231,7 @@ func TestUplinkResumesAfterKafkaOutage(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	w.produce(0, 40)
 	var waits atomic.Int64
-	f := w.forwarder(0, func(c *UplinkConfig) {
+	f := w.forwarder(0, func(c *Config) {
 		c.MaxTxnBytes = 1 << 10
 		c.Wait = func(ctx context.Context, _ time.Duration) error { waits.Add(1); return ctx.Err() }
 	})
@@ -306,10 +243,10 @@ func TestUplinkResumesAfterKafkaOutage(t *testing.T) {
 	}
 	var down atomic.Bool
 	down.Store(true)
-	refused := w.refuseWhile(&down)
+	refused := w.kafka.RefuseWhile(&down)
 
 	// Kafka comes back after the third backoff; the lag is visible before.
-	var lagDuringOutage UplinkStatus
+	var lagDuringOutage Status
 	f.cfg.Wait = func(ctx context.Context, _ time.Duration) error {
 		if waits.Add(1) == 3 {
 			lagDuringOutage = f.Status()
@@ -321,7 +258,7 @@ func TestUplinkResumesAfterKafkaOutage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hw := w.owners[0].State().HighWatermark
-	f.cfg.Source = pollHook{UplinkSource: w.owners[0], before: func(req owner.PollRequest) {
+	f.cfg.Source = pollHook{Source: w.owners[0], before: func(req owner.PollRequest) {
 		if req.Offset >= hw {
 			cancel()
 		}
@@ -329,7 +266,7 @@ func TestUplinkResumesAfterKafkaOutage(t *testing.T) {
 	if err := f.Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("run: %v", err)
 	}
-	if lagDuringOutage.LagRecords == 0 || lagDuringOutage.Failures < 3 || lagDuringOutage.State != UplinkBackoff {
+	if lagDuringOutage.LagRecords == 0 || lagDuringOutage.Failures < 3 || lagDuringOutage.State != Backoff {
 		t.Fatalf("status during the outage: %+v", lagDuringOutage)
 	}
 	if refused.Load() == 0 || waits.Load() == 0 {
@@ -337,21 +274,6 @@ func TestUplinkResumesAfterKafkaOutage(t *testing.T) {
 	}
 	got, _ := w.readCommitted()
 	w.checkExactlyOnce(got)
-}
-
-// refuseWhile makes the cluster close the connection of every request
-// while down is set, and returns the count of refused requests.
-func (w *uplinkWorld) refuseWhile(down *atomic.Bool) *atomic.Int64 {
-	var n atomic.Int64
-	w.kafka.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
-		w.kafka.KeepControl()
-		if !down.Load() {
-			return nil, nil, false
-		}
-		n.Add(1)
-		return nil, errors.New("unreachable"), true
-	})
-	return &n
 }
 
 // TestUplinkZombieIsFenced: a second forwarder with the same
@@ -364,7 +286,7 @@ func TestUplinkZombieIsFenced(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	w.produce(0, 30)
 	var logs uplinkLogBuffer
-	zombie := w.forwarder(0, func(c *UplinkConfig) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	zombie := w.forwarder(0, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	w.drain(zombie, 0, 0)
 
 	successor := w.forwarder(0, nil)
@@ -373,16 +295,16 @@ func TestUplinkZombieIsFenced(t *testing.T) {
 
 	w.produce(0, 10)
 	_, err := zombie.Step(context.Background())
-	if !errors.Is(err, ErrUplinkFenced) {
-		t.Fatalf("zombie step: %v, want ErrUplinkFenced", err)
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("zombie step: %v, want ErrFenced", err)
 	}
-	if s := zombie.Status(); s.State != UplinkFenced {
+	if s := zombie.Status(); s.State != Fenced {
 		t.Fatalf("zombie state %v", s.State)
 	}
 	if !bytes.Contains(logs.Bytes(), []byte("newer producer epoch")) || !bytes.Contains(logs.Bytes(), []byte(zombie.TransactionalID())) {
 		t.Fatalf("the log does not say why: %s", logs.Bytes())
 	}
-	if err := zombie.Run(context.Background()); !errors.Is(err, ErrUplinkFenced) {
+	if err := zombie.Run(context.Background()); !errors.Is(err, ErrFenced) {
 		t.Fatalf("zombie run: %v", err)
 	}
 	w.drain(successor, 0, 0)
@@ -392,13 +314,13 @@ func TestUplinkZombieIsFenced(t *testing.T) {
 
 // pollHook calls before ahead of every poll.
 type pollHook struct {
-	UplinkSource
+	Source
 	before func(owner.PollRequest)
 }
 
 func (h pollHook) Poll(ctx context.Context, req owner.PollRequest) (owner.PollResult, error) {
 	h.before(req)
-	return h.UplinkSource.Poll(ctx, req)
+	return h.Source.Poll(ctx, req)
 }
 
 type uplinkLogBuffer struct {

@@ -1,4 +1,4 @@
-package node
+package uplink
 
 import (
 	"context"
@@ -24,13 +24,13 @@ func TestUplinkLagVisibleWhileKafkaIsAway(t *testing.T) {
 	w.produce(0, 25) // record timestamps 1_700_000_000_000
 	var down atomic.Bool
 	down.Store(true)
-	w.refuseWhile(&down)
+	w.kafka.RefuseWhile(&down)
 
 	start := time.UnixMilli(1_700_000_000_000).Add(90 * time.Minute)
 	now := start
 	var f *Forwarder
-	var seen []UplinkStatus
-	f = w.forwarder(0, func(c *UplinkConfig) {
+	var seen []Status
+	f = w.forwarder(0, func(c *Config) {
 		c.Now = func() time.Time { return now }
 		c.MinBackoff, c.MaxBackoff = time.Second, 4*time.Second
 		c.Wait = func(ctx context.Context, d time.Duration) error {
@@ -44,7 +44,7 @@ func TestUplinkLagVisibleWhileKafkaIsAway(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f.cfg.Source = pollHook{UplinkSource: w.owners[0], before: func(req owner.PollRequest) {
+	f.cfg.Source = pollHook{Source: w.owners[0], before: func(req owner.PollRequest) {
 		if req.MaxBytes != 1 && req.Offset >= 25 { // caught up (not the lag's peek)
 			cancel()
 		}
@@ -56,7 +56,7 @@ func TestUplinkLagVisibleWhileKafkaIsAway(t *testing.T) {
 		t.Fatalf("%d backoffs, want 4", len(seen))
 	}
 	first := seen[0]
-	if first.State != UplinkBackoff || first.Known || first.LagRecords != 25 || first.LagAge != 90*time.Minute ||
+	if first.State != Backoff || first.Known || first.LagRecords != 25 || first.LagAge != 90*time.Minute ||
 		first.Backoff != time.Second || !first.RetryAt.Equal(start.Add(time.Second)) ||
 		!first.FailingSince.Equal(start) || first.Failures != 1 || first.LastError == "" {
 		t.Fatalf("first backoff: %+v", first)
@@ -84,7 +84,7 @@ func TestUplinkLagVisibleWhileKafkaIsAway(t *testing.T) {
 func TestUplinkShowsRetentionHeldBack(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	var now time.Time
-	f := w.forwarder(0, func(c *UplinkConfig) {
+	f := w.forwarder(0, func(c *Config) {
 		now = time.UnixMilli(1_700_000_000_000)
 		c.Now = func() time.Time { return now }
 	})

@@ -1,4 +1,4 @@
-package node
+package uplink
 
 import (
 	"context"
@@ -19,11 +19,11 @@ import (
 // offset (decimal), so that a Kafka consumer can audit order and gaps.
 const HeaderLedgeOffset = "ledge-offset"
 
-// Forwarder forwards one Ledge partition to Kafka (see UplinkConfig). Run
+// Forwarder forwards one Ledge partition to Kafka (see Config). Run
 // drives it; Step is one transaction. Status and RetentionFloor may be
 // called from any goroutine; Run and Step from one at a time.
 type Forwarder struct {
-	cfg   UplinkConfig
+	cfg   Config
 	txnID string
 	stats uplinkStats
 
@@ -43,19 +43,19 @@ type Forwarder struct {
 }
 
 // NewForwarder returns a forwarder; it connects on its first step.
-func NewForwarder(cfg UplinkConfig) (*Forwarder, error) {
+func NewForwarder(cfg Config) (*Forwarder, error) {
 	cfg = cfg.withDefaults()
 	switch {
 	case cfg.Source == nil:
-		return nil, fmt.Errorf("%w: no source partition", ErrUplinkConfig)
+		return nil, fmt.Errorf("%w: no source partition", ErrConfig)
 	case len(cfg.Seeds) == 0:
-		return nil, fmt.Errorf("%w: no Kafka seed brokers", ErrUplinkConfig)
+		return nil, fmt.Errorf("%w: no Kafka seed brokers", ErrConfig)
 	case cfg.To == "":
-		return nil, fmt.Errorf("%w: no Kafka topic", ErrUplinkConfig)
+		return nil, fmt.Errorf("%w: no Kafka topic", ErrConfig)
 	case cfg.NodeID == "":
-		return nil, fmt.Errorf("%w: no node id", ErrUplinkConfig)
+		return nil, fmt.Errorf("%w: no node id", ErrConfig)
 	}
-	f := &Forwarder{cfg: cfg, txnID: UplinkTransactionalID(cfg.NodeID, cfg.TopicID, cfg.Partition)}
+	f := &Forwarder{cfg: cfg, txnID: TransactionalID(cfg.NodeID, cfg.TopicID, cfg.Partition)}
 	f.stats.nowFunc = cfg.Now
 	f.stats.source = cfg.Source
 	f.stats.s.TransactionalID = f.txnID
@@ -67,7 +67,7 @@ func NewForwarder(cfg UplinkConfig) (*Forwarder, error) {
 func (f *Forwarder) TransactionalID() string { return f.txnID }
 
 // Status returns the forwarder's state and lag.
-func (f *Forwarder) Status() UplinkStatus { return f.stats.snapshot() }
+func (f *Forwarder) Status() Status { return f.stats.snapshot() }
 
 // RetentionFloor is the lowest offset retention may keep: under the block
 // policy, the position not yet forwarded (ok true once the position is
@@ -75,7 +75,7 @@ func (f *Forwarder) Status() UplinkStatus { return f.stats.snapshot() }
 // expresses by treating !ok as floor 0 when the policy is block). Under
 // drop-oldest there is no floor: ok is false.
 func (f *Forwarder) RetentionFloor() (offset uint64, ok bool) {
-	if f.cfg.Overflow == UplinkDropOldest {
+	if f.cfg.Overflow == DropOldest {
 		return 0, false
 	}
 	f.posMu.Lock()
@@ -86,11 +86,11 @@ func (f *Forwarder) RetentionFloor() (offset uint64, ok bool) {
 // Run forwards until ctx ends or the forwarder is fenced. Failures (Kafka
 // unreachable, a transaction refused) back off exponentially between
 // MinBackoff and MaxBackoff and resume from the position committed in
-// Kafka. It returns ErrUplinkFenced, or ctx's error.
+// Kafka. It returns ErrFenced, or ctx's error.
 func (f *Forwarder) Run(ctx context.Context) error {
-	defer f.stats.update(func(s *UplinkStatus) {
-		if s.State != UplinkFenced {
-			s.State = UplinkStopped
+	defer f.stats.update(func(s *Status) {
+		if s.State != Fenced {
+			s.State = Stopped
 		}
 	})
 	backoff := f.cfg.MinBackoff
@@ -103,17 +103,17 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			f.Close()
 			return ctx.Err()
-		case errors.Is(err, ErrUplinkFenced):
+		case errors.Is(err, ErrFenced):
 			return err
 		}
 		now := f.cfg.Now()
-		f.stats.update(func(s *UplinkStatus) { s.State, s.Backoff, s.RetryAt = UplinkBackoff, backoff, now.Add(backoff) })
+		f.stats.update(func(s *Status) { s.State, s.Backoff, s.RetryAt = Backoff, backoff, now.Add(backoff) })
 		f.cfg.Logger.Warn("uplink: step failed; backing off",
 			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "to", f.cfg.To,
 			"backoff", backoff, "err", err)
 		f.refreshLag(ctx)
 		werr := f.cfg.Wait(ctx, backoff)
-		f.stats.update(func(s *UplinkStatus) { s.Backoff, s.RetryAt = 0, time.Time{} })
+		f.stats.update(func(s *Status) { s.Backoff, s.RetryAt = 0, time.Time{} })
 		if werr != nil {
 			f.Close()
 			return werr
@@ -143,17 +143,17 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 	n, err := f.step(ctx)
 	if err != nil && ctx.Err() == nil {
 		if isFenced(err) {
-			f.stats.update(func(s *UplinkStatus) { s.State = UplinkFenced; s.LastError = err.Error() })
+			f.stats.update(func(s *Status) { s.State = Fenced; s.LastError = err.Error() })
 			f.cfg.Logger.Error("uplink: fenced: another forwarder initialized the same transactional id "+
 				"with a newer producer epoch (a restored backup of this node, or a second process); "+
 				"this forwarder stops and never writes again",
 				"transactional_id", f.txnID, "topic", f.cfg.Topic, "partition", f.cfg.Partition, "err", err)
 			f.Close()
-			f.fenced = fmt.Errorf("%w (transactional id %s): %v", ErrUplinkFenced, f.txnID, err)
+			f.fenced = fmt.Errorf("%w (transactional id %s): %v", ErrFenced, f.txnID, err)
 			return 0, f.fenced
 		}
 		now := f.cfg.Now()
-		f.stats.update(func(s *UplinkStatus) {
+		f.stats.update(func(s *Status) {
 			s.Failures++
 			s.LastError = err.Error()
 			if s.FailingSince.IsZero() {
@@ -161,7 +161,7 @@ func (f *Forwarder) Step(ctx context.Context) (int, error) {
 			}
 		})
 	} else if err == nil {
-		f.stats.update(func(s *UplinkStatus) { s.FailingSince = time.Time{} })
+		f.stats.update(func(s *Status) { s.FailingSince = time.Time{} })
 	}
 	return n, err
 }
@@ -210,7 +210,7 @@ func firstTimestamp(batch []byte, from uint64) (int64, bool) {
 }
 
 func isFenced(err error) bool {
-	return errors.Is(err, ErrUplinkFenced) || errors.Is(err, kerr.ProducerFenced) ||
+	return errors.Is(err, ErrFenced) || errors.Is(err, kerr.ProducerFenced) ||
 		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
 
@@ -248,7 +248,7 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 		// transaction commits a position beyond them.
 		if pos := f.position(); res.Next > pos {
 			f.setPosition(res.Next, res.State.History)
-			f.stats.update(func(s *UplinkStatus) { s.Position = res.Next })
+			f.stats.update(func(s *Status) { s.Position = res.Next })
 		}
 		return 0, nil
 	}
@@ -264,8 +264,8 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 	f.stats.setOldest(0, false)
 	// A backlog remains: its oldest record's age is the lag's age now.
 	f.peekOldest(ctx, res.Next, f.cfg.Source.State().HighWatermark)
-	f.stats.update(func(s *UplinkStatus) {
-		s.Position, s.Known, s.State = res.Next, true, UplinkForwarding
+	f.stats.update(func(s *Status) {
+		s.Position, s.Known, s.State = res.Next, true, Forwarding
 		s.Forwarded += uint64(len(recs))
 		s.Transactions++
 		s.HighWatermark = max(s.HighWatermark, res.State.HighWatermark)
@@ -378,7 +378,7 @@ func (f *Forwarder) records(batches [][]byte) ([]*kgo.Record, error) {
 				Value:     r.Value,
 				Timestamp: unixMilli(r.Timestamp),
 			}
-			if f.cfg.Partitioning == UplinkSamePartition {
+			if f.cfg.Partitioning == SamePartition {
 				kr.Partition = int32(f.cfg.Partition)
 			}
 			kr.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+1)
@@ -431,14 +431,14 @@ func (f *Forwarder) reconcile(st owner.PartitionState) {
 		why := "retention deleted them (overflow drop-oldest)"
 		if h != st.History {
 			why = "the partition was purged"
-		} else if f.cfg.Overflow == UplinkBlock {
+		} else if f.cfg.Overflow == Block {
 			why = "retention deleted them although the uplink's overflow policy is block"
 		}
-		f.stats.update(func(s *UplinkStatus) { s.Dropped += n; s.Position = st.LogStart })
+		f.stats.update(func(s *Status) { s.Dropped += n; s.Position = st.LogStart })
 		f.cfg.Logger.Warn("uplink: records gone before they were forwarded: "+why,
 			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", pos, "to", st.LogStart, "dropped", n)
 	case pos > st.HighWatermark:
-		f.stats.update(func(s *UplinkStatus) { s.Position = st.HighWatermark })
+		f.stats.update(func(s *Status) { s.Position = st.HighWatermark })
 		f.cfg.Logger.Warn("uplink: the partition lost records that were already forwarded (lossy recovery); "+
 			"forwarding resumes at the new high watermark",
 			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "position", pos, "high_watermark", st.HighWatermark)

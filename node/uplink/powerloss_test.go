@@ -1,4 +1,4 @@
-package node_test
+package uplink_test
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/internal/sim"
-	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -45,7 +45,7 @@ type powerWorld struct {
 	eng   *engine.Engine
 	topic fence.TopicID
 	owner *owner.Owner
-	fwd   *node.Forwarder
+	fwd   *uplink.Forwarder
 
 	next  int             // the next value's number
 	sent  map[string]bool // every value produced, acknowledged or not
@@ -128,7 +128,7 @@ func (w *powerWorld) open(create bool) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.fwd, err = node.NewForwarder(node.UplinkConfig{
+	w.fwd, err = uplink.NewForwarder(uplink.Config{
 		NodeID: "edge-1", TopicID: t.ID(), Topic: "events", Source: w.owner,
 		Seeds: w.kafka.ListenAddrs(), To: powerKafkaTopic,
 		KafkaOpts: []kgo.Opt{
@@ -308,7 +308,7 @@ func (w *powerWorld) kafkaValues() []string {
 // were already forwarded: Kafka keeps them (once), and the records the
 // new history puts at their offsets are forwarded too.
 //
-//	go test ./node -run TestUplinkPowerLoss -uplink-power-seeds 200
+//	go test ./node/uplink -run TestUplinkPowerLoss -uplink-power-seeds 200
 //
 // covers: G46
 func TestUplinkPowerLoss(t *testing.T) {

@@ -1,4 +1,4 @@
-package node
+package uplink
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const uplinkPositionPartition = 0
 // their open transaction), checks the target topic and reads the
 // position back from Kafka.
 func (f *Forwarder) connect(ctx context.Context) error {
-	f.stats.update(func(s *UplinkStatus) { s.State = UplinkConnecting })
+	f.stats.update(func(s *Status) { s.State = Connecting })
 	// No record delivery timeout: kgo measures it from the record's
 	// timestamp, which is the Ledge record's (possibly hours old at the
 	// edge). Each step has a deadline instead (StepTimeout).
@@ -45,12 +45,12 @@ func (f *Forwarder) connect(ctx context.Context) error {
 		kgo.TransactionalID(f.txnID),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 	)
-	if f.cfg.Partitioning == UplinkSamePartition {
+	if f.cfg.Partitioning == SamePartition {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUplinkConfig, err)
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	f.cl = cl
 	if _, _, err := cl.ProducerID(ctx); err != nil {
@@ -75,8 +75,8 @@ func (f *Forwarder) connect(ctx context.Context) error {
 		h = st.History
 	}
 	f.setPosition(pos, h)
-	f.stats.update(func(s *UplinkStatus) {
-		s.Position, s.Known, s.State = pos, true, UplinkForwarding
+	f.stats.update(func(s *Status) {
+		s.Position, s.Known, s.State = pos, true, Forwarding
 		s.FailingSince = time.Time{} // Kafka answers again
 	})
 	f.cfg.Logger.Info("uplink: connected",
@@ -100,13 +100,13 @@ func (f *Forwarder) checkTopic(ctx context.Context) error {
 	rt := resp.Topics[0]
 	if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
 		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return fmt.Errorf("%w: Kafka topic %q does not exist", ErrUplinkConfig, f.cfg.To)
+			return fmt.Errorf("%w: Kafka topic %q does not exist", ErrConfig, f.cfg.To)
 		}
 		return fmt.Errorf("node: uplink metadata of %q: %w", f.cfg.To, err)
 	}
-	if f.cfg.Partitioning == UplinkSamePartition && int(f.cfg.Partition) >= len(rt.Partitions) {
+	if f.cfg.Partitioning == SamePartition && int(f.cfg.Partition) >= len(rt.Partitions) {
 		return fmt.Errorf("%w: Kafka topic %q has %d partitions; partitioning \"same\" needs partition %d",
-			ErrUplinkConfig, f.cfg.To, len(rt.Partitions), f.cfg.Partition)
+			ErrConfig, f.cfg.To, len(rt.Partitions), f.cfg.Partition)
 	}
 	f.kafkaTopicID = rt.TopicID
 	return nil
@@ -289,7 +289,7 @@ func (f *Forwarder) resolvePosition(st owner.PartitionState, pos uint64, h fence
 // were forwarded.
 func (f *Forwarder) noteDropped(from, to uint64, why string) {
 	n := to - from
-	f.stats.update(func(s *UplinkStatus) { s.Dropped += n })
+	f.stats.update(func(s *Status) { s.Dropped += n })
 	f.cfg.Logger.Warn("uplink: records gone before they were forwarded: "+why,
 		"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", from, "to", to, "dropped", n)
 }

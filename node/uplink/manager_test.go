@@ -1,9 +1,8 @@
-package node
+package uplink
 
 import (
 	"context"
 	"errors"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
+	"github.com/ledgemq/ledge/node/uplink/uplinktest"
 )
 
 // TestUplinksAddRunRemove: an uplink added through the manager is
@@ -25,29 +25,29 @@ func TestUplinksAddRunRemove(t *testing.T) {
 
 	var caughtUp sync.WaitGroup
 	caughtUp.Add(2)
-	srcs := make([]UplinkSource, 2)
+	srcs := make([]Source, 2)
 	for p := range 2 {
 		hw := w.owners[p].State().HighWatermark
 		var once sync.Once
-		srcs[p] = pollHook{UplinkSource: w.owners[p], before: func(req owner.PollRequest) {
+		srcs[p] = pollHook{Source: w.owners[p], before: func(req owner.PollRequest) {
 			if req.Offset >= hw {
 				once.Do(caughtUp.Done)
 			}
 		}}
 	}
-	partitions := func(topic string) (fence.TopicID, []UplinkSource, error) {
+	partitions := func(topic string) (fence.TopicID, []Source, error) {
 		if topic != "events" {
 			return fence.TopicID{}, nil, errors.New("unknown topic")
 		}
 		return w.topic, srcs, nil
 	}
-	template := UplinkConfig{
-		KafkaOpts: fastKafka(), PollWait: time.Millisecond, StepTimeout: time.Second,
+	template := Config{
+		KafkaOpts: uplinktest.FastKafka(), PollWait: time.Millisecond, StepTimeout: time.Second,
 		Wait: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 	}
-	u := NewUplinks(UplinksConfig{NodeID: "edge-1", Meta: meta, Partitions: partitions, Template: template})
+	u := NewManager(ManagerConfig{NodeID: "edge-1", Meta: meta, Partitions: partitions, Template: template})
 	ctx := context.Background()
-	spec := UplinkSpec{Topic: "events", Seeds: w.kafka.ListenAddrs(), To: uplinkKafkaTopic}
+	spec := Spec{Topic: "events", Seeds: w.kafka.ListenAddrs(), To: uplinktest.Topic}
 	if err := u.Add(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -66,15 +66,15 @@ func TestUplinksAddRunRemove(t *testing.T) {
 	got, _ := w.readCommitted()
 	w.checkExactlyOnce(got)
 
-	specs, err := LoadUplinkSpecs(meta)
-	if err != nil || len(specs) != 1 || specs[0].To != uplinkKafkaTopic {
+	specs, err := LoadSpecs(meta)
+	if err != nil || len(specs) != 1 || specs[0].To != uplinktest.Topic {
 		t.Fatalf("persisted specs %+v, %v", specs, err)
 	}
 
 	// A node restarted after the topic was re-created does not start the
 	// old topic's uplink.
-	recreated := NewUplinks(UplinksConfig{NodeID: "edge-1", Meta: meta, Template: template,
-		Partitions: func(string) (fence.TopicID, []UplinkSource, error) { return fence.TopicID{9}, srcs, nil }})
+	recreated := NewManager(ManagerConfig{NodeID: "edge-1", Meta: meta, Template: template,
+		Partitions: func(string) (fence.TopicID, []Source, error) { return fence.TopicID{9}, srcs, nil }})
 	if err := recreated.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +82,14 @@ func TestUplinksAddRunRemove(t *testing.T) {
 		t.Fatalf("started the uplink of a re-created topic: %+v", l)
 	}
 
-	again := NewUplinks(UplinksConfig{NodeID: "edge-1", Meta: meta, Partitions: partitions, Template: template})
+	again := NewManager(ManagerConfig{NodeID: "edge-1", Meta: meta, Partitions: partitions, Template: template})
 	if err := again.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := again.Remove(ctx, "events"); err != nil {
 		t.Fatal(err)
 	}
-	if specs, _ := LoadUplinkSpecs(meta); len(specs) != 0 {
+	if specs, _ := LoadSpecs(meta); len(specs) != 0 {
 		t.Fatalf("removed uplink still persisted: %+v", specs)
 	}
 	if err := again.Remove(ctx, "events"); !errors.Is(err, ErrNoUplink) {
@@ -99,43 +99,18 @@ func TestUplinksAddRunRemove(t *testing.T) {
 
 // TestUplinkSpecValidate refuses what cannot work.
 func TestUplinkSpecValidate(t *testing.T) {
-	ok := UplinkSpec{Topic: "t", Seeds: []string{"k:9092"}, To: "central"}
+	ok := Spec{Topic: "t", Seeds: []string{"k:9092"}, To: "central"}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for name, bad := range map[string]UplinkSpec{
+	for name, bad := range map[string]Spec{
 		"no seeds":  {Topic: "t", To: "central"},
 		"bad seed":  {Topic: "t", Seeds: []string{"k"}, To: "central"},
 		"no target": {Topic: "t", Seeds: []string{"k:9092"}},
-		"sasl":      {Topic: "t", Seeds: []string{"k:9092"}, To: "c", SASL: &UplinkSASL{Mechanism: "GSSAPI"}},
+		"sasl":      {Topic: "t", Seeds: []string{"k:9092"}, To: "c", SASL: &SASL{Mechanism: "GSSAPI"}},
 	} {
-		if err := bad.Validate(); !errors.Is(err, ErrUplinkConfig) {
-			t.Errorf("%s: %v, want ErrUplinkConfig", name, err)
+		if err := bad.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
 		}
-	}
-}
-
-// TestNodeIDIsStable: the node id is created once and read back after a
-// restart, so transactional ids survive restarts (and backups).
-func TestNodeIDIsStable(t *testing.T) {
-	m := ownertest.NewMeta()
-	id, err := LoadOrCreateNodeID(context.Background(), m)
-	if err != nil || id == "" {
-		t.Fatalf("id %q: %v", id, err)
-	}
-	again, err := LoadOrCreateNodeID(context.Background(), m.Restart())
-	if err != nil || again != id {
-		t.Fatalf("after a restart: %q (%v), want %q", again, err, id)
-	}
-}
-
-// TestUplinkSpecWireRoundTrip: the admin requests carry every field of a
-// spec.
-func TestUplinkSpecWireRoundTrip(t *testing.T) {
-	spec := UplinkSpec{Topic: "events", Seeds: []string{"k:9092"}, To: "central", Partitioning: UplinkByKey,
-		Overflow: UplinkDropOldest, TLS: &UplinkTLS{CAFile: "/ca"}, SASL: &UplinkSASL{Mechanism: "PLAIN", User: "u", PasswordFile: "/pw"}}
-	got := uplinkSpecFromWire(uplinkInfoToWire(UplinkInfo{Spec: spec}, time.Now()).Spec)
-	if !reflect.DeepEqual(got, spec) {
-		t.Fatalf("got %+v, want %+v", got, spec)
 	}
 }

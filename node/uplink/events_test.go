@@ -1,13 +1,13 @@
-package node
+package uplink
 
 import (
 	"bytes"
 	"log/slog"
-	"slices"
 	"testing"
 
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
+	"github.com/ledgemq/ledge/node/uplink/uplinktest"
 )
 
 // keep returns w.values[p] restricted to the offset ranges [from, to).
@@ -19,15 +19,6 @@ func (w *uplinkWorld) keep(p int, ranges ...[2]int) []string {
 	return out
 }
 
-func checkValues(t *testing.T, got, want []string) {
-	t.Helper()
-	if !slices.Equal(got, want) {
-		t.Fatalf("Kafka holds %d records %v..., want %d %v...", len(got), head(got), len(want), head(want))
-	}
-}
-
-func head(s []string) []string { return s[:min(len(s), 3)] }
-
 // TestUplinkPurgeSkipsUnforwardedRecords: records of a purged history that
 // were not forwarded yet are gone; the forwarder counts them as dropped,
 // says so, and forwards the new history from its start.
@@ -36,7 +27,7 @@ func head(s []string) []string { return s[:min(len(s), 3)] }
 func TestUplinkPurgeSkipsUnforwardedRecords(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	var logs uplinkLogBuffer
-	f := w.forwarder(0, func(c *UplinkConfig) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	f := w.forwarder(0, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	w.produce(0, 20)
 	w.drain(f, 0, 0)
 	w.produce(0, 10) // offsets 20..29, never forwarded
@@ -52,7 +43,7 @@ func TestUplinkPurgeSkipsUnforwardedRecords(t *testing.T) {
 		t.Fatalf("the log does not say the partition was purged: %s", logs.Bytes())
 	}
 	got, _ := w.readCommitted()
-	checkValues(t, got[0], w.keep(0, [2]int{0, 20}, [2]int{30, 35}))
+	uplinktest.CheckValues(t, got[0], w.keep(0, [2]int{0, 20}, [2]int{30, 35}))
 }
 
 // TestUplinkDropOldestCountsDropped: under drop-oldest, records retention
@@ -63,8 +54,8 @@ func TestUplinkPurgeSkipsUnforwardedRecords(t *testing.T) {
 func TestUplinkDropOldestCountsDropped(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	var logs uplinkLogBuffer
-	f := w.forwarder(0, func(c *UplinkConfig) {
-		c.Overflow = UplinkDropOldest
+	f := w.forwarder(0, func(c *Config) {
+		c.Overflow = DropOldest
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	w.produce(0, 30)
@@ -83,7 +74,7 @@ func TestUplinkDropOldestCountsDropped(t *testing.T) {
 		t.Fatalf("the log does not name the policy: %s", logs.Bytes())
 	}
 	got, _ := w.readCommitted()
-	checkValues(t, got[0], w.keep(0, [2]int{0, 30}, [2]int{40, 55}))
+	uplinktest.CheckValues(t, got[0], w.keep(0, [2]int{0, 30}, [2]int{40, 55}))
 }
 
 // TestUplinkBlockHoldsRetentionFloor: under block, the retention floor is
@@ -131,5 +122,5 @@ func TestUplinkRecreatedTopicStartsAfresh(t *testing.T) {
 		t.Fatalf("forwarded %d, want the 7 records of the new topic", s.Forwarded)
 	}
 	got, _ := w.readCommitted()
-	checkValues(t, got[0], append(before, w.values[0]...))
+	uplinktest.CheckValues(t, got[0], append(before, w.values[0]...))
 }
