@@ -1,7 +1,3 @@
-// Command ledge is the Ledge message node and its command-line client.
-//
-// One binary serves the node (ledge serve), administers it (topics, tokens,
-// plugins) and talks to it as a client (produce, consume).
 package main
 
 import (
