@@ -9,31 +9,38 @@
 //   - node/owner: the partition owner, the only writer of a partition's
 //     progress (polls, commits, produce, state, purge, retention), and the
 //     producer and session registries it consults. Every fence check of
-//     docs/FENCING.md is called from here.
+//     docs/FENCING.md is called from there.
+//   - node/group: the consumer group coordinator (epochs, assignors,
+//     reconciliation, commit policies of groups).
 //   - node/uplink: the Kafka forwarder of a topic, and the manager of a
 //     node's uplinks.
 //   - node/kafka: the Kafka protocol listener, an adapter onto this
 //     package.
 //   - node/statuspage: the status page's HTML.
 //   - node (this package): Open and Config, topics, tokens, plugins, the
-//     group coordinator, the request handlers, and the node's HTTP
-//     endpoints (metrics, health, status).
+//     request handlers of the protocol (groups and uplinks included), and
+//     the node's HTTP endpoints (metrics, health, status).
 //
 // # Import rules
 //
-// Imports flow one way, and each rule is one a reviewer can check with
-// go list:
+// Imports flow one way:
 //
-//	cmd/ledge → node → {node/owner, node/uplink, node/kafka, node/statuspage}
-//	node/uplink → node/owner
-//	node/owner → {engine, fence, transport/wire}
+//	cmd/ledge → node → {node/owner, node/group, node/uplink, node/kafka, node/statuspage}
+//	node/group, node/uplink → node/owner
+//	node/owner → {engine, fence, record, transport/wire}
+//
+// Each rule can be checked with go list:
 //
 //   - node/owner imports nothing of node/...: it learns of group members
 //     through its Members interface, which the coordinator implements, and
 //     of its storage through PartitionLog and Metadata.
+//   - node/group drives owners only through PartitionAssigner (Assign,
+//     Unassign), and reads their logs only to report a group's offsets.
 //   - node/uplink reaches a partition only through its owner (an
 //     uplink.Source is an *owner.Owner): it never opens a log or a
 //     metadata key of a partition itself.
+//   - node/group and node/uplink do not import each other, and neither
+//     serves a request: the handlers that do are this package's.
 //   - node/kafka imports neither node nor the owner: node adapts itself to
 //     the listener's interfaces.
 //   - Packages named ...test (node/owner/ownertest,

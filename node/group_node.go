@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -17,14 +18,14 @@ import (
 type nodeGroupTopics struct{ n *Node }
 
 // groupTopics returns the node's topics for OpenGroups.
-func (n *Node) groupTopics() GroupTopics { return nodeGroupTopics{n} }
+func (n *Node) groupTopics() group.GroupTopics { return nodeGroupTopics{n} }
 
-func (t nodeGroupTopics) GroupTopic(name string) (fence.TopicID, []PartitionAssigner, bool) {
+func (t nodeGroupTopics) GroupTopic(name string) (fence.TopicID, []group.PartitionAssigner, bool) {
 	tp, err := t.n.lookup(name, [16]byte{})
 	if err != nil || tp.deleted() {
 		return fence.TopicID{}, nil, false
 	}
-	parts := make([]PartitionAssigner, len(tp.owners))
+	parts := make([]group.PartitionAssigner, len(tp.owners))
 	for i, o := range tp.owners {
 		parts[i] = o
 	}
@@ -58,28 +59,12 @@ func (t nodeGroupTopics) GroupOffset(topic string, partition uint32, group strin
 }
 
 // groupOffsetOf reads a group's committed offset on a partition and
-// resolves it in the partition's current history.
-func groupOffsetOf(id fence.TopicID, partition uint32, log owner.PartitionLog, group string) wire.GroupOffset {
-	st := log.State()
-	out := wire.GroupOffset{Partition: partition, Resolved: st.LogStart, HighWatermark: st.HighWatermark}
-	// The caller names the topic.
-	b, ok, err := log.Bookmark(owner.GroupBookmarkKey(group))
+// resolves it in the partition's current history; an error becomes the
+// offset's status.
+func groupOffsetOf(id fence.TopicID, partition uint32, log owner.PartitionLog, name string) wire.GroupOffset {
+	out, err := group.ResolveOffset(id, partition, log, name)
 	if err != nil {
 		out.Status, out.Message = StatusOf(err)
-		return out
-	}
-	if !ok {
-		return out
-	}
-	out.HasOffset, out.Offset, out.History = true, b.Offset, uint64(b.History)
-	p := fence.Partition{Topic: id, Index: partition, History: st.History, LogStart: st.LogStart, HighWatermark: st.HighWatermark}
-	res, err := fence.ResolveBookmark(p, log.Lineage(), b.Offset, b.History)
-	if err != nil {
-		out.Status, out.Message = StatusOf(err)
-		return out
-	}
-	if res.Outcome == fence.ResumeAt {
-		out.Resolved = res.Offset
 	}
 	return out
 }
@@ -89,13 +74,13 @@ type authorize func(topic string, want wire.Scope) error
 
 // serveJoin serves a join from a connection whose remote IP address is
 // host ("" when unknown).
-func (gs *Groups) serveJoin(ctx context.Context, allow authorize, host string, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
+func serveJoin(gs *group.Groups, ctx context.Context, allow authorize, host string, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
 	for _, t := range m.Topics {
 		if err := allow(t, wire.ScopeConsume); err != nil {
 			return nil, err
 		}
 	}
-	a, err := gs.Join(ctx, JoinRequest{
+	a, err := gs.Join(ctx, group.JoinRequest{
 		Group: m.Group, Member: m.MemberID, Topics: m.Topics, Assignor: m.Assignor,
 		SessionTimeout: m.SessionTimeout, RebalanceTimeout: m.RebalanceTimeout,
 		ClientID: m.ClientID, Host: host,
@@ -106,11 +91,11 @@ func (gs *Groups) serveJoin(ctx context.Context, allow authorize, host string, m
 	return &wire.JoinGroupReply{MemberAssignment: a}, nil
 }
 
-func (gs *Groups) serveHeartbeat(ctx context.Context, allow authorize, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
+func serveHeartbeat(gs *group.Groups, ctx context.Context, allow authorize, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
 	if err := allow("", wire.ScopeConsume); err != nil {
 		return nil, err
 	}
-	a, err := gs.Heartbeat(ctx, HeartbeatRequest{
+	a, err := gs.Heartbeat(ctx, group.HeartbeatRequest{
 		Group: m.Group, Member: m.MemberID, Epoch: fence.MemberEpoch(m.MemberEpoch), Owned: m.Owned,
 	})
 	if err != nil {
@@ -119,7 +104,7 @@ func (gs *Groups) serveHeartbeat(ctx context.Context, allow authorize, m *wire.H
 	return &wire.HeartbeatReply{MemberAssignment: a}, nil
 }
 
-func (gs *Groups) serveLeave(ctx context.Context, allow authorize, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
+func serveLeave(gs *group.Groups, ctx context.Context, allow authorize, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
 	if err := allow("", wire.ScopeConsume); err != nil {
 		return nil, err
 	}
@@ -129,7 +114,7 @@ func (gs *Groups) serveLeave(ctx context.Context, allow authorize, m *wire.Leave
 	return &wire.LeaveGroupReply{}, nil
 }
 
-func (gs *Groups) serveDescribe(_ context.Context, allow authorize, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
+func serveDescribe(gs *group.Groups, _ context.Context, allow authorize, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
 	if err := allow("", wire.ScopeConsume); err != nil {
 		return nil, err
 	}
@@ -137,7 +122,7 @@ func (gs *Groups) serveDescribe(_ context.Context, allow authorize, m *wire.Desc
 	return &d, nil
 }
 
-func (gs *Groups) serveList(_ context.Context, allow authorize, _ *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
+func serveList(gs *group.Groups, _ context.Context, allow authorize, _ *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
 	if err := allow("", wire.ScopeConsume); err != nil {
 		return nil, err
 	}
@@ -146,4 +131,14 @@ func (gs *Groups) serveList(_ context.Context, allow authorize, _ *wire.ListGrou
 
 // Groups returns the node's consumer-group coordinator, for the status
 // page and metrics.
-func (n *Node) Groups() *Groups { return n.groups }
+func (n *Node) Groups() *group.Groups { return n.groups }
+
+func serveDelete(gs *group.Groups, ctx context.Context, allow authorize, m *wire.DeleteGroupRequest) (*wire.DeleteGroupReply, error) {
+	if err := allow("", wire.ScopeAdmin); err != nil {
+		return nil, err
+	}
+	if err := gs.Delete(ctx, m.Group); err != nil {
+		return nil, err
+	}
+	return &wire.DeleteGroupReply{}, nil
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgemq/ledge/record"
 
+	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -115,7 +116,7 @@ func TestE2EGroupCommitPolicyFollowsThePolicyAndDropsFencedProposals(t *testing.
 	var fenced atomic.Int32
 	fence := func() {
 		fenced.Add(1)
-		a, err := tn.groups.Join(context.Background(), JoinRequest{Group: "g", Member: "a", Topics: []string{"frames"}})
+		a, err := tn.groups.Join(context.Background(), group.JoinRequest{Group: "g", Member: "a", Topics: []string{"frames"}})
 		if err != nil {
 			t.Error(err)
 		}

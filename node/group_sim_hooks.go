@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -9,17 +10,17 @@ import (
 // GroupTopicFunc looks up a live topic for the group coordinator: its id,
 // the assigners of its partitions (their owners, or wrappers around them)
 // and their logs, by partition index. ok is false when there is none.
-type GroupTopicFunc func(name string) (id fence.TopicID, parts []PartitionAssigner, logs []owner.PartitionLog, ok bool)
+type GroupTopicFunc func(name string) (id fence.TopicID, parts []group.PartitionAssigner, logs []owner.PartitionLog, ok bool)
 
 // NewGroupTopics returns the GroupTopics of a set of topics kept outside
 // a Node (a harness that builds its own owners), answering as the node's
 // own does: GroupOffset reads and resolves the group's bookmark on the
 // partition's log.
-func NewGroupTopics(lookup GroupTopicFunc) GroupTopics { return funcGroupTopics(lookup) }
+func NewGroupTopics(lookup GroupTopicFunc) group.GroupTopics { return funcGroupTopics(lookup) }
 
 type funcGroupTopics GroupTopicFunc
 
-func (f funcGroupTopics) GroupTopic(name string) (fence.TopicID, []PartitionAssigner, bool) {
+func (f funcGroupTopics) GroupTopic(name string) (fence.TopicID, []group.PartitionAssigner, bool) {
 	id, parts, _, ok := f(name)
 	return id, parts, ok
 }

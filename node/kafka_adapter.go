@@ -214,31 +214,31 @@ func (s *kafkaSession) GroupOffsets(_ context.Context, group string, ps []wire.T
 
 func (s *kafkaSession) JoinGroup(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
 	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
-		return r.n.groups.serveJoin(ctx, r.allow, s.host, m)
+		return serveJoin(r.n.groups, ctx, r.allow, s.host, m)
 	})
 }
 
 func (s *kafkaSession) Heartbeat(ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
 	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
-		return r.n.groups.serveHeartbeat(ctx, r.allow, m)
+		return serveHeartbeat(r.n.groups, ctx, r.allow, m)
 	})
 }
 
 func (s *kafkaSession) LeaveGroup(ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
 	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
-		return r.n.groups.serveLeave(ctx, r.allow, m)
+		return serveLeave(r.n.groups, ctx, r.allow, m)
 	})
 }
 
 func (s *kafkaSession) DescribeGroup(ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
 	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
-		return r.n.groups.serveDescribe(ctx, r.allow, m)
+		return serveDescribe(r.n.groups, ctx, r.allow, m)
 	})
 }
 
 func (s *kafkaSession) ListGroups(ctx context.Context) (*wire.ListGroupsReply, error) {
 	return kafkaCall(ctx, s, &wire.ListGroupsRequest{}, func(r *request, ctx context.Context, m *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
-		return r.n.groups.serveList(ctx, r.allow, m)
+		return serveList(r.n.groups, ctx, r.allow, m)
 	})
 }
 

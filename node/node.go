@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/uplink"
@@ -178,7 +179,7 @@ type Node struct {
 	sessions  *owner.Sessions
 	tokens    *tokens
 	plugins   *pluginRegistry
-	groups    *Groups
+	groups    *group.Groups
 	uplinks   *uplink.Manager
 	certs     *certs.Store
 	ln        *quic.Listener
@@ -263,7 +264,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	// The group coordinator exists before the owners: each owner asks it
 	// who holds its partition.
-	if n.groups, err = OpenGroups(GroupsConfig{Meta: n.meta, Topics: n.groupTopics(), Now: cfg.Now, Logger: cfg.Logger}); err != nil {
+	if n.groups, err = group.OpenGroups(group.GroupsConfig{Meta: n.meta, Topics: n.groupTopics(), Now: cfg.Now, Logger: cfg.Logger}); err != nil {
 		return fmt.Errorf("node: consumer groups: %w", err)
 	}
 	stored, err := n.storage.Topics()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -60,15 +61,13 @@ type pluginRecord struct {
 	QuarantinedAt time.Time `json:"quarantinedAt,omitzero"`
 }
 
-// policyRecord is a commit policy attached to a named consumer (or kept
-// in a group's record); an empty Plugin detaches it.
-type policyRecord struct {
-	V      int               `json:"v"`
-	Plugin string            `json:"plugin"`
-	Params map[string]string `json:"params,omitempty"`
-}
+// policyRecord is a commit policy attached to a named consumer; a group
+// keeps its own in its record (group.PolicyRecord).
+type policyRecord = group.PolicyRecord
 
-const pluginRecordVersion = 1
+// pluginRecordVersion is the version of the plugin registry's records,
+// those of plugins and of policies alike.
+const pluginRecordVersion = group.RecordVersion
 
 // pluginRegistry is the node's plugin state. The host (a WebAssembly
 // runtime) is created with the first plugin, so a node without plugins

@@ -413,27 +413,27 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 		return r.servePlugins(ctx)
 	case wire.KindJoinGroup:
 		return serve(ctx, r, &wire.JoinGroupRequest{}, func(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
-			return r.n.groups.serveJoin(ctx, r.allow, r.host, m)
+			return serveJoin(r.n.groups, ctx, r.allow, r.host, m)
 		})
 	case wire.KindHeartbeat:
 		return serve(ctx, r, &wire.HeartbeatRequest{}, func(ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
-			return r.n.groups.serveHeartbeat(ctx, r.allow, m)
+			return serveHeartbeat(r.n.groups, ctx, r.allow, m)
 		})
 	case wire.KindLeaveGroup:
 		return serve(ctx, r, &wire.LeaveGroupRequest{}, func(ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
-			return r.n.groups.serveLeave(ctx, r.allow, m)
+			return serveLeave(r.n.groups, ctx, r.allow, m)
 		})
 	case wire.KindDescribeGroup:
 		return serve(ctx, r, &wire.DescribeGroupRequest{}, func(ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
-			return r.n.groups.serveDescribe(ctx, r.allow, m)
+			return serveDescribe(r.n.groups, ctx, r.allow, m)
 		})
 	case wire.KindListGroups:
 		return serve(ctx, r, &wire.ListGroupsRequest{}, func(ctx context.Context, m *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
-			return r.n.groups.serveList(ctx, r.allow, m)
+			return serveList(r.n.groups, ctx, r.allow, m)
 		})
 	case wire.KindDeleteGroup:
 		return serve(ctx, r, &wire.DeleteGroupRequest{}, func(ctx context.Context, m *wire.DeleteGroupRequest) (*wire.DeleteGroupReply, error) {
-			return r.n.groups.serveDelete(ctx, r.allow, m)
+			return serveDelete(r.n.groups, ctx, r.allow, m)
 		})
 	case wire.KindGetState, wire.KindCommitWithState:
 		return r.serveState(ctx)

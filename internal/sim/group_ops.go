@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -34,7 +34,7 @@ func (w *World) join(c *simMember, assignor wire.GroupAssignor) string {
 	gm := w.gm
 	gm.used = true
 	gm.act = groupAct{kind: "join", member: c.id}
-	a, err := w.groups.Join(w.Ctx, node.JoinRequest{
+	a, err := w.groups.Join(w.Ctx, group.JoinRequest{
 		Group: simGroup, Member: c.id, Topics: w.names, Assignor: assignor,
 		SessionTimeout: simSession, RebalanceTimeout: simRebalance,
 	})
@@ -65,7 +65,7 @@ func (w *World) heartbeat(c *simMember, slow bool) string {
 		act.owned[tp] = true
 	}
 	gm.act = act
-	a, err := w.groups.Heartbeat(w.Ctx, node.HeartbeatRequest{Group: simGroup, Member: c.id, Epoch: c.epoch, Owned: owned})
+	a, err := w.groups.Heartbeat(w.Ctx, group.HeartbeatRequest{Group: simGroup, Member: c.id, Epoch: c.epoch, Owned: owned})
 	gm.act = groupAct{}
 	if err != nil {
 		if a, ok := fence.ActionOf(err); ok && a == fence.Rejoin {

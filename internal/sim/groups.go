@@ -10,11 +10,12 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// The consumer-group simulation: a node.Groups coordinator wired over the
+// The consumer-group simulation: a group.Groups coordinator wired over the
 // World's owners as the node wires it (opened from the metadata store
 // before the owners, answering their member checks, installing every
 // change of a partition's holder as a step of the partition's owner), and
@@ -160,7 +161,7 @@ func newGroupModel() *groupModel {
 // openGroups opens the coordinator from the metadata store, as a node
 // does before it builds its owners.
 func (w *World) openGroups() error {
-	g, err := node.OpenGroups(node.GroupsConfig{
+	g, err := group.OpenGroups(group.GroupsConfig{
 		Meta: w.meta, Topics: node.NewGroupTopics(w.groupTopic), Now: time.Now,
 		HeartbeatInterval: simHeartbeat, SessionTimeout: simSession, RebalanceTimeout: simRebalance,
 		EpochBlock: simEpochBlock,
@@ -174,12 +175,12 @@ func (w *World) openGroups() error {
 
 // groupTopic is the coordinator's view of the World's live topics: each
 // owner wrapped so that the model sees what it is told.
-func (w *World) groupTopic(name string) (fence.TopicID, []node.PartitionAssigner, []owner.PartitionLog, bool) {
+func (w *World) groupTopic(name string) (fence.TopicID, []group.PartitionAssigner, []owner.PartitionLog, bool) {
 	t := w.topics[name]
 	if t == nil {
 		return fence.TopicID{}, nil, nil, false
 	}
-	parts := make([]node.PartitionAssigner, len(t.Parts))
+	parts := make([]group.PartitionAssigner, len(t.Parts))
 	logs := make([]owner.PartitionLog, len(t.Parts))
 	for i, p := range t.Parts {
 		parts[i], logs[i] = assigner{w: w, p: p}, p.log

@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 )
 
@@ -50,7 +50,7 @@ type World struct {
 
 	// groups is the running process's group coordinator; gm the model of
 	// the group the members share.
-	groups *node.Groups
+	groups *group.Groups
 	gm     *groupModel
 
 	metaFailed bool

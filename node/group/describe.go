@@ -1,8 +1,10 @@
-package node
+package group
 
 import (
 	"slices"
 
+	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -75,4 +77,26 @@ func (gs *Groups) List() []wire.GroupSummary {
 		})
 	}
 	return out
+}
+
+// ResolveOffset reads a group's committed offset on a partition and
+// resolves it in the partition's current history. The caller names the
+// topic; on an error the offset says what is known of the partition.
+func ResolveOffset(id fence.TopicID, partition uint32, log owner.PartitionLog, group string) (wire.GroupOffset, error) {
+	st := log.State()
+	out := wire.GroupOffset{Partition: partition, Resolved: st.LogStart, HighWatermark: st.HighWatermark}
+	b, ok, err := log.Bookmark(owner.GroupBookmarkKey(group))
+	if err != nil || !ok {
+		return out, err
+	}
+	out.HasOffset, out.Offset, out.History = true, b.Offset, uint64(b.History)
+	p := fence.Partition{Topic: id, Index: partition, History: st.History, LogStart: st.LogStart, HighWatermark: st.HighWatermark}
+	res, err := fence.ResolveBookmark(p, log.Lineage(), b.Offset, b.History)
+	if err != nil {
+		return out, err
+	}
+	if res.Outcome == fence.ResumeAt {
+		out.Resolved = res.Offset
+	}
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package node
+package group
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// Group scenarios (testdata/group): a coordinator over in-memory topics and
+// Group scenarios (testdata): a coordinator over in-memory topics and
 // real partition owners. Members are simulated clients: each remembers
 // the epoch and assignment of its last reply and what it owns; a
 // heartbeat reports what it owns and then gives up what the reply
@@ -408,7 +408,7 @@ func renderGroupPoll(r owner.PollResult, err error) string {
 }
 
 func TestGroupScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata/group", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			s := &groupScenario{

@@ -1,4 +1,4 @@
-package node
+package group
 
 import (
 	"context"
@@ -28,13 +28,13 @@ import (
 // ErrGroupNotEmpty: a group with members cannot be deleted. Not
 // retryable as such: stop its members (they leave) or wait for their
 // sessions to expire, then delete again. It is an invalid argument
-// (errors.Is(err, ErrInvalidArgument)).
-var ErrGroupNotEmpty = fmt.Errorf("%w: the group has members", ErrInvalidArgument)
+// (errors.Is(err, errInvalidArgument)).
+var ErrGroupNotEmpty = fmt.Errorf("%w: the group has members", errInvalidArgument)
 
 // ErrUnknownGroup: the request names a group the node does not have. It
-// is an invalid argument (errors.Is(err, ErrInvalidArgument)); not
+// is an invalid argument (errors.Is(err, errInvalidArgument)); not
 // retryable.
-var ErrUnknownGroup = fmt.Errorf("%w: unknown group", ErrInvalidArgument)
+var ErrUnknownGroup = fmt.Errorf("%w: unknown group", errInvalidArgument)
 
 // consumerDeleter is a partition owner that deletes a group's progress
 // (its bookmark and state) in one batch, as an owner step: *Owner's
@@ -59,14 +59,14 @@ func checkGroupName(name string) error {
 // is created (empty), so that a policy can be set before the first member
 // joins. The policy is durable when SetPolicy returns; polls see it from
 // then on.
-func (gs *Groups) SetPolicy(ctx context.Context, name string, pol policyRecord) error {
+func (gs *Groups) SetPolicy(ctx context.Context, name string, pol PolicyRecord) error {
 	if err := checkGroupName(name); err != nil {
 		return err
 	}
 	if pol.Plugin == "" {
-		pol = policyRecord{}
+		pol = PolicyRecord{}
 	} else {
-		pol.V = pluginRecordVersion
+		pol.V = RecordVersion
 		pol.Params = maps.Clone(pol.Params)
 	}
 	gs.mu.Lock()
@@ -104,9 +104,9 @@ func (gs *Groups) SetPolicy(ctx context.Context, name string, pol policyRecord) 
 }
 
 // Policy returns the commit policy attached to the group called name.
-func (gs *Groups) Policy(name string) (policyRecord, bool) {
+func (gs *Groups) Policy(name string) (PolicyRecord, bool) {
 	if gs == nil {
-		return policyRecord{}, false
+		return PolicyRecord{}, false
 	}
 	gs.viewMu.RLock()
 	p, ok := gs.policies[name]
@@ -151,7 +151,7 @@ func (gs *Groups) Delete(ctx context.Context, name string) error {
 		}
 		for i, p := range parts {
 			d, err := deleteGroupOffset(ctx, p, name)
-			if errors.Is(err, ErrTopicDeleted) {
+			if errors.Is(err, errTopicDeleted) {
 				continue // its offsets went with it
 			}
 			if err != nil {
@@ -196,20 +196,10 @@ func deleteGroupOffset(ctx context.Context, p PartitionAssigner, group string) (
 }
 
 // policyToWire is a stored policy as the wire carries it, keys sorted.
-func policyToWire(p policyRecord) wire.Filter {
+func policyToWire(p PolicyRecord) wire.Filter {
 	f := wire.Filter{Name: p.Plugin}
 	for _, k := range sortedKeys(p.Params) {
 		f.Params = append(f.Params, wire.FilterParam{Key: k, Value: p.Params[k]})
 	}
 	return f
-}
-
-func (gs *Groups) serveDelete(ctx context.Context, allow authorize, m *wire.DeleteGroupRequest) (*wire.DeleteGroupReply, error) {
-	if err := allow("", wire.ScopeAdmin); err != nil {
-		return nil, err
-	}
-	if err := gs.Delete(ctx, m.Group); err != nil {
-		return nil, err
-	}
-	return &wire.DeleteGroupReply{}, nil
 }

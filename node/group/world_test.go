@@ -1,4 +1,4 @@
-package node
+package group
 
 import (
 	"context"
@@ -86,7 +86,10 @@ func (tt *testTopics) GroupOffset(topic string, partition uint32, group string) 
 	if t == nil || int(partition) >= len(t.logs) {
 		return wire.GroupOffset{Topic: topic, Partition: partition, Status: wire.StatusUnknownPartition}
 	}
-	o := groupOffsetOf(t.id, partition, t.logs[partition], group)
+	o, err := ResolveOffset(t.id, partition, t.logs[partition], group)
+	if err != nil {
+		o.Status, o.Message = wire.StatusOf(err), err.Error()
+	}
 	o.Topic = topic
 	return o
 }

@@ -1,4 +1,4 @@
-package node
+package group
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-var groupSeeds = flag.Int("group.seeds", 100, "seeds of TestGroupRandomized")
+var groupSeeds = flag.Int("seeds", 100, "seeds of TestGroupRandomized")
 
 // groupSim drives a group of simulated members through joins, leaves,
 // heartbeats (prompt, slow, lost), pauses past the session timeout, polls,

@@ -1,4 +1,4 @@
-package node
+package group
 
 import (
 	"context"
@@ -55,7 +55,7 @@ const (
 )
 
 // PartitionAssigner is a partition owner as the coordinator drives it;
-// *Owner is one. Both methods are owner steps.
+// *owner.Owner is one. Both methods are owner steps.
 type PartitionAssigner interface {
 	Assign(group, member string, assignmentEpoch fence.MemberEpoch)
 	Unassign(group string)
@@ -155,7 +155,7 @@ type Groups struct {
 	// owner → view never waits on mu.
 	viewMu   sync.RWMutex
 	view     map[memberKey]fence.MemberEpoch
-	policies map[string]policyRecord
+	policies map[string]PolicyRecord
 }
 
 type memberKey struct{ group, member string }
@@ -182,7 +182,7 @@ type group struct {
 	// stored is the subscription last written to metadata.
 	stored []string
 	// policy is the group's commit policy (Plugin "" for none).
-	policy policyRecord
+	policy PolicyRecord
 	// unborn: created in memory, no record of it written yet.
 	unborn bool
 }
@@ -229,7 +229,7 @@ func OpenGroups(cfg GroupsConfig) (*Groups, error) {
 	}
 	gs := &Groups{
 		cfg: cfg, groups: map[string]*group{}, tombs: map[string]fence.MemberEpoch{},
-		view: map[memberKey]fence.MemberEpoch{}, policies: map[string]policyRecord{},
+		view: map[memberKey]fence.MemberEpoch{}, policies: map[string]PolicyRecord{},
 	}
 	err := loadGroupRecords(cfg.Meta, func(name string, rec groupRecord) {
 		if rec.deleted {

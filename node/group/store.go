@@ -1,4 +1,4 @@
-package node
+package group
 
 import (
 	"encoding/binary"
@@ -54,7 +54,7 @@ type groupRecord struct {
 	ids      []fence.TopicID // of topics, by index
 	deleted  bool
 	// policy is the group's commit policy; Plugin "" for none.
-	policy policyRecord
+	policy PolicyRecord
 }
 
 func groupKey(name string) []byte { return append(append([]byte(nil), keyGroups...), name...) }
@@ -185,7 +185,7 @@ func (r *groupRecord) decodeTail(rest []byte) ([]byte, error) {
 		r.policy.Params[k] = v
 	}
 	if r.policy.Plugin != "" {
-		r.policy.V = pluginRecordVersion
+		r.policy.V = RecordVersion
 	} else if len(r.policy.Params) > 0 {
 		return nil, fmt.Errorf("%w: policy parameters without a policy", errGroupRecord)
 	}

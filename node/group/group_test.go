@@ -1,4 +1,4 @@
-package node
+package group
 
 import (
 	"context"
@@ -192,57 +192,6 @@ func TestGroupRecordRoundTrip(t *testing.T) {
 	for _, bad := range [][]byte{append(b, 0), append([]byte{9}, b[1:]...), append([]byte{1, 7}, b[2:]...)} {
 		if _, err := decodeGroupRecord(bad); !errors.Is(err, errGroupRecord) {
 			t.Fatalf("% x: err %v", bad, err)
-		}
-	}
-}
-
-func TestGroupHandlers(t *testing.T) {
-	ctx := context.Background()
-	w := newGroupWorld(t)
-	w.createTopic("t", 2)
-	allowAll := func(string, wire.Scope) error { return nil }
-	deny := func(topic string, _ wire.Scope) error {
-		return &wire.Error{Status: wire.StatusForbidden, Message: topic}
-	}
-	if _, err := w.groups.serveJoin(ctx, deny, "", &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}}); !errors.Is(err, wire.StatusForbidden) {
-		t.Fatalf("join without the scope: %v", err)
-	}
-	j, err := w.groups.serveJoin(ctx, allowAll, "192.0.2.7", &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}, ClientID: "sensor-7"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.MemberID == "" || len(j.Assignment) != 2 || j.HeartbeatInterval <= 0 || j.SessionTimeout <= 0 {
-		t.Fatalf("join reply %+v", j)
-	}
-	hb, err := w.groups.serveHeartbeat(ctx, allowAll, &wire.HeartbeatRequest{Group: "g", MemberID: j.MemberID, MemberEpoch: j.MemberEpoch,
-		Owned: []wire.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}})
-	if err != nil || hb.MemberEpoch != j.MemberEpoch {
-		t.Fatalf("heartbeat: %+v, %v", hb, err)
-	}
-	d, err := w.groups.serveDescribe(ctx, allowAll, &wire.DescribeGroupRequest{Group: "g"})
-	if err != nil || d.State != wire.GroupStable || len(d.Members) != 1 || len(d.Offsets) != 2 || d.Offsets[0].MemberID != j.MemberID {
-		t.Fatalf("describe: %+v, %v", d, err)
-	}
-	if m := d.Members[0]; m.ClientID != "sensor-7" || m.Host != "192.0.2.7" {
-		t.Fatalf("described member has client id %q and host %q, want the join's sensor-7 from 192.0.2.7", m.ClientID, m.Host)
-	}
-	l, err := w.groups.serveList(ctx, allowAll, &wire.ListGroupsRequest{})
-	if err != nil || len(l.Groups) != 1 || l.Groups[0].Members != 1 || l.Groups[0].Topics[0] != "t" {
-		t.Fatalf("list: %+v, %v", l, err)
-	}
-	if _, err := w.groups.serveLeave(ctx, allowAll, &wire.LeaveGroupRequest{Group: "g", MemberID: j.MemberID}); err != nil {
-		t.Fatal(err)
-	}
-	if d := w.groups.Describe("g"); d.State != wire.GroupEmpty || len(d.Members) != 0 {
-		t.Fatalf("after leave: %+v", d)
-	}
-	if d := w.groups.Describe("nope"); d.State != wire.GroupEmpty || d.Group != "nope" {
-		t.Fatalf("unknown group: %+v", d)
-	}
-	// Encoded through the wire: the replies are valid messages.
-	for _, m := range []wire.Message{j, hb, d, l} {
-		if _, err := m.Encode(nil); err != nil {
-			t.Fatalf("%T: %v", m, err)
 		}
 	}
 }
