@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
@@ -198,35 +199,80 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 	if err != nil {
 		return nil, err
 	}
-	if len(m.Partitions) == 0 {
-		return nil, invalidArgument("a poll needs at least one partition")
-	}
-	c, err := consumerOf(m.Consumer)
+	c, err := r.pollConsumer(m)
 	if err != nil {
 		return nil, err
 	}
-	for i := range m.Partitions {
-		if err := r.allow(m.Partitions[i].Topic, wire.ScopeConsume); err != nil {
-			return nil, err
-		}
-	}
-	n := r.n
-	total := int(m.MaxBytes)
-	if total == 0 {
-		total = DefaultPollBytes
-	}
-	total = min(total, n.cfg.MaxPollBytes)
-	share := max(total/len(m.Partitions), 1)
-	// Records are shared out like bytes; 0 bounds nothing.
-	messages := 0
-	if m.MaxMessages > 0 {
-		messages = max(int(m.MaxMessages)/len(m.Partitions), 1)
+	rep := &wire.PollReply{Partitions: make([]wire.PollPartitionReply, len(m.Partitions))}
+	plan := r.planPoll(ctx, m, c, filter, rep)
+	if len(plan.polls) == 0 {
+		return rep, nil
 	}
 
-	rep := &wire.PollReply{Partitions: make([]wire.PollPartitionReply, len(m.Partitions))}
-	polls := make([]owner.PartitionPoll, 0, len(m.Partitions))
-	where := make([]int, 0, len(m.Partitions))
-	topics := make([]*topic, len(m.Partitions))
+	n := r.n
+	wait := min(m.MaxWait, n.cfg.MaxPollWait)
+	parked := n.park(wait)
+	if parked {
+		defer n.unpark()
+	}
+	overLimit := wait > 0 && !parked
+	if !parked {
+		wait = 0 // at the limit, the poll does not wait
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, stop := range []func() bool{
+		context.AfterFunc(n.drain, cancel),
+		watchTopics(plan.topics, cancel),
+	} {
+		defer stop()
+	}
+
+	found := r.replyPoll(ctx, m, c, filter != nil, plan, pollKept(pctx, plan.polls, wait), rep)
+	if overLimit && !found {
+		return nil, fmt.Errorf("%w: %d long polls are parked already; poll again later", ErrBusy, n.cfg.MaxParkedPolls)
+	}
+	return rep, nil
+}
+
+// pollConsumer checks what a poll asks before anything is read: at least
+// one partition, a valid consumer, and the consume scope on every topic.
+func (r *request) pollConsumer(m *wire.PollRequest) (owner.Consumer, error) {
+	if len(m.Partitions) == 0 {
+		return owner.Consumer{}, invalidArgument("a poll needs at least one partition")
+	}
+	c, err := consumerOf(m.Consumer)
+	if err != nil {
+		return owner.Consumer{}, err
+	}
+	for i := range m.Partitions {
+		if err := r.allow(m.Partitions[i].Topic, wire.ScopeConsume); err != nil {
+			return owner.Consumer{}, err
+		}
+	}
+	return c, nil
+}
+
+// pollPlan is a poll resolved into its owners' requests: polls[j] serves
+// the poll's partition where[j]; topics[i] is the topic of partition i
+// (nil where it does not exist).
+type pollPlan struct {
+	polls  []owner.PartitionPoll
+	where  []int
+	topics []*topic
+}
+
+// planPoll resolves each partition of a poll into its owner's request,
+// sharing the poll's byte and record budget out evenly. A partition that
+// cannot be polled (unknown, refused position) gets its status in rep at
+// once, and no request.
+func (r *request) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filter *pollFilter, rep *wire.PollReply) pollPlan {
+	share, messages := r.n.pollShares(m)
+	plan := pollPlan{
+		polls:  make([]owner.PartitionPoll, 0, len(m.Partitions)),
+		where:  make([]int, 0, len(m.Partitions)),
+		topics: make([]*topic, len(m.Partitions)),
+	}
 	for i := range m.Partitions {
 		p, out := &m.Partitions[i], &rep.Partitions[i]
 		t, o, err := r.partitionOf(p.Topic, p.TopicID, p.Partition)
@@ -241,46 +287,62 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 				if filter != nil {
 					req.Transform = filter.transform(t.name, p.Partition, int(t.cfg.MaxBatchBytes))
 				}
-				polls = append(polls, owner.PartitionPoll{Owner: o, Request: req})
-				where = append(where, i)
+				plan.polls = append(plan.polls, owner.PartitionPoll{Owner: o, Request: req})
+				plan.where = append(plan.where, i)
 			}
 		}
-		topics[i] = t
+		plan.topics[i] = t
 		if err != nil {
 			out.Status, out.Message = StatusOf(err)
 			fillState(out, t, p.Partition)
 		}
 	}
-	if len(polls) == 0 {
-		return rep, nil
-	}
+	return plan
+}
 
-	wait := min(m.MaxWait, n.cfg.MaxPollWait)
-	overLimit := false
-	if wait > 0 {
-		select {
-		case n.parked <- struct{}{}:
-			defer func() { <-n.parked }()
-			if n.onPark != nil {
-				n.onPark()
-			}
-		default:
-			wait, overLimit = 0, true
+// pollShares divides a poll's byte budget (bounded by the node's) and its
+// record budget evenly among its partitions; 0 records bounds nothing.
+func (n *Node) pollShares(m *wire.PollRequest) (share, messages int) {
+	total := int(m.MaxBytes)
+	if total == 0 {
+		total = DefaultPollBytes
+	}
+	total = min(total, n.cfg.MaxPollBytes)
+	share = max(total/len(m.Partitions), 1)
+	if m.MaxMessages > 0 {
+		messages = max(int(m.MaxMessages)/len(m.Partitions), 1)
+	}
+	return share, messages
+}
+
+// park takes one of the node's places for a poll that may wait; false
+// when the poll would not wait or every place is taken. A place taken is
+// given back with unpark.
+func (n *Node) park(wait time.Duration) bool {
+	if wait <= 0 {
+		return false
+	}
+	select {
+	case n.parked <- struct{}{}:
+		if n.onPark != nil {
+			n.onPark()
 		}
+		return true
+	default:
+		return false
 	}
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for _, stop := range []func() bool{
-		context.AfterFunc(n.drain, cancel),
-		watchTopics(topics, cancel),
-	} {
-		defer stop()
-	}
+}
 
-	found := false
-	for j, res := range pollKept(pctx, polls, wait) {
-		i := where[j]
-		p, out, t := &m.Partitions[i], &rep.Partitions[i], topics[i]
+// unpark gives a parking place back.
+func (n *Node) unpark() { <-n.parked }
+
+// replyPoll fills rep with the results of the planned polls, applies the
+// commit policies to what was delivered, and keeps the delivered batches
+// for the reply's writer. found says some partition delivered records.
+func (r *request) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filtered bool, plan pollPlan, results []owner.PartitionResult, rep *wire.PollReply) (found bool) {
+	for j, res := range results {
+		i := plan.where[j]
+		p, out, t := &m.Partitions[i], &rep.Partitions[i], plan.topics[i]
 		if res.Err != nil {
 			out.Status, out.Message = StatusOf(r.pollError(ctx, t, res.Err))
 			fillState(out, t, p.Partition)
@@ -288,21 +350,18 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 		}
 		found = found || len(res.Result.Batches) > 0
 		r.polled = append(r.polled, res.Result)
-		r.n.applyPolicy(ctx, polls[j].Owner, c, t.name, p.Partition, res.Result)
+		r.n.applyPolicy(ctx, plan.polls[j].Owner, c, t.name, p.Partition, res.Result)
 		tok, _ := res.Result.Token.MarshalBinary()
 		st := res.Result.State
 		*out = wire.PollPartitionReply{
 			TopicID: t.id, History: uint64(st.History), StartOffset: st.LogStart, HighWatermark: st.HighWatermark,
 			Next: res.Result.Next, Token: tok, Payload: wire.PayloadStored, BatchParts: res.Result.Batches,
 		}
-		if filter != nil {
+		if filtered {
 			out.Payload = wire.PayloadFiltered
 		}
 	}
-	if overLimit && !found {
-		return nil, fmt.Errorf("%w: %d long polls are parked already; poll again later", ErrBusy, n.cfg.MaxParkedPolls)
-	}
-	return rep, nil
+	return found
 }
 
 // pollError says why a partition of a poll failed. A poll interrupted by
