@@ -52,29 +52,12 @@ func (p *Partition) syncOnce(active vfs.File) error {
 	d := &p.dur
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p.mu.Lock()
-	if p.failed != nil {
-		err := p.failed
-		p.mu.Unlock()
+	w, err := p.takeUnsynced()
+	if err != nil {
 		return err
 	}
-	target := p.writtenEnd
-	segs := p.unsyncedSegs
-	p.unsyncedSegs = nil
-	recs := p.unsyncedProd
-	p.unsyncedProd = nil
-	dirDirty := p.dirDirty
-	p.dirDirty = false
-	var act *segment
-	var actSize int64
-	var actEnd uint64
-	if n := len(p.segs); n > 0 {
-		act = p.segs[n-1]
-		actSize, actEnd = act.size, act.end
-	}
-	p.mu.Unlock()
 	defer func() {
-		for _, s := range segs {
+		for _, s := range w.segs {
 			s.release()
 		}
 	}()
@@ -84,55 +67,28 @@ func (p *Partition) syncOnce(active vfs.File) error {
 		p.failLocked(err, nil)
 		return p.failed
 	}
-	sealed := false
-	for _, s := range segs {
-		h := s.rf
-		if s == act && active != nil {
-			h = active
-		}
-		t0 := time.Now()
-		err := h.SyncData()
-		p.stats.syncs.Add(1)
-		p.stats.syncNanos.Add(uint64(time.Since(t0)))
-		if err != nil {
-			p.stats.syncFailures.Add(1)
-			return fail(fmt.Errorf("fsync %s: %w", s.path, err))
-		}
+	if err := p.fsyncSegments(w.segs, w.act, active); err != nil {
+		return fail(err)
 	}
-	for _, s := range segs {
-		p.mu.Lock()
-		done := !s.sealed || s.indexed
-		var idx []byte
-		if !done {
-			idx = s.encodeIndex()
-		}
-		p.mu.Unlock()
-		if done {
-			continue
-		}
-		if err := writeIndexFile(p.e.fs, s, idx); err != nil {
-			return fail(fmt.Errorf("write the index of %s: %w", s.path, err))
-		}
-		p.mu.Lock()
-		s.indexed = true
-		p.mu.Unlock()
-		sealed, dirDirty = true, true
+	sealed, err := p.indexSealed(w.segs)
+	if err != nil {
+		return fail(err)
 	}
-	if dirDirty {
+	if w.dirDirty || sealed {
 		if err := syncDir(p.e.fs, p.dir); err != nil {
 			return fail(err)
 		}
 	}
-	for _, r := range recs {
+	for _, r := range w.recs {
 		applyProducer(d.prod, r)
 	}
-	d.asOf = max(d.asOf, target)
+	d.asOf = max(d.asOf, w.target)
 	p.mu.Lock()
-	p.syncedEnd = max(p.syncedEnd, target)
-	if act != nil {
+	p.syncedEnd = max(p.syncedEnd, w.target)
+	if w.act != nil {
 		// The end of the data, not target: after an unclean recovery
 		// numbering resumes above a gap that holds no record.
-		p.checkpoint = checkpoint{seg: act.base, pos: actSize, end: actEnd}
+		p.checkpoint = checkpoint{seg: w.act.base, pos: w.actSize, end: w.actEnd}
 	}
 	if p.cfg.Durability == DurabilityAlways {
 		p.notifyLocked()
@@ -151,6 +107,83 @@ func (p *Partition) syncOnce(active vfs.File) error {
 		}
 	}
 	return nil
+}
+
+// syncWork is what one syncOnce makes durable: everything written up to
+// target, in segs (each holding a reference), with the producer records
+// recs, and the directory if its entries changed. act is the active
+// segment, with its size and end as they were then: the checkpoint.
+type syncWork struct {
+	target   uint64
+	segs     []*segment
+	recs     []prodRec
+	dirDirty bool
+	act      *segment
+	actSize  int64
+	actEnd   uint64
+}
+
+// takeUnsynced takes what was written and not yet fsynced, or returns the
+// partition's failure: a failed partition is never fsynced again.
+func (p *Partition) takeUnsynced() (syncWork, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failed != nil {
+		return syncWork{}, p.failed
+	}
+	w := syncWork{target: p.writtenEnd, segs: p.unsyncedSegs, recs: p.unsyncedProd, dirDirty: p.dirDirty}
+	p.unsyncedSegs, p.unsyncedProd, p.dirDirty = nil, nil, false
+	if n := len(p.segs); n > 0 {
+		w.act = p.segs[n-1]
+		w.actSize, w.actEnd = w.act.size, w.act.end
+	}
+	return w, nil
+}
+
+// fsyncSegments fdatasyncs segs, the active one act through active (the
+// flusher's write handle) when given.
+func (p *Partition) fsyncSegments(segs []*segment, act *segment, active vfs.File) error {
+	for _, s := range segs {
+		h := s.rf
+		if s == act && active != nil {
+			h = active
+		}
+		t0 := time.Now()
+		err := h.SyncData()
+		p.stats.syncs.Add(1)
+		p.stats.syncNanos.Add(uint64(time.Since(t0)))
+		if err != nil {
+			p.stats.syncFailures.Add(1)
+			return fmt.Errorf("fsync %s: %w", s.path, err)
+		}
+	}
+	return nil
+}
+
+// indexSealed writes the index file of each sealed segment of segs that
+// has none, now that the segment is durable; sealed reports whether it
+// wrote one (the directory then needs an fsync).
+func (p *Partition) indexSealed(segs []*segment) (sealed bool, err error) {
+	for _, s := range segs {
+		p.mu.Lock()
+		done := !s.sealed || s.indexed
+		var idx []byte
+		if !done {
+			idx = s.encodeIndex()
+		}
+		p.mu.Unlock()
+		if done {
+			continue
+		}
+		if err := writeIndexFile(p.e.fs, s, idx); err != nil {
+			return sealed, fmt.Errorf("write the index of %s: %w", s.path, err)
+		}
+		p.mu.Lock()
+		s.indexed = true
+		p.mu.Unlock()
+		sealed = true
+	}
+	return sealed, nil
 }
 
 // cleanupDue reports whether a cleanup may have something to do: a
