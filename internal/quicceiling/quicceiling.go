@@ -108,26 +108,8 @@ func runRawStream(ctx context.Context, size int, done func(i int) bool) (Result,
 	}
 	defer ln.Close()
 
-	type result struct {
-		n   int64
-		end time.Time
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		qc, err := ln.Accept(ctx)
-		if err != nil {
-			res <- result{err: err}
-			return
-		}
-		qs, err := qc.AcceptStream(ctx)
-		if err != nil {
-			res <- result{err: err}
-			return
-		}
-		n, err := io.CopyBuffer(io.Discard, qs, make([]byte, streamBufferSize))
-		res <- result{n: n, end: time.Now(), err: err}
-	}()
+	res := make(chan sinkResult, 1)
+	go func() { res <- sink(ctx, ln) }()
 
 	csock, err := quic.ListenUDP(loopback)
 	if err != nil {
@@ -163,7 +145,7 @@ func runRawStream(ctx context.Context, size int, done func(i int) bool) (Result,
 	if err := qs.Close(); err != nil {
 		return Result{}, err
 	}
-	var r result
+	var r sinkResult
 	select {
 	case r = <-res:
 	case <-ctx.Done():
@@ -179,4 +161,27 @@ func runRawStream(ctx context.Context, size int, done func(i int) bool) (Result,
 		c.MessagesPerSec = c.BytesPerSec / float64(size)
 	}
 	return c, nil
+}
+
+// sinkResult is what the server end of the raw stream read, and when it
+// read the end.
+type sinkResult struct {
+	n   int64
+	end time.Time
+	err error
+}
+
+// sink is the server end: it accepts one connection and one stream and
+// reads the stream to its end, discarding.
+func sink(ctx context.Context, ln *quicgo.Listener) sinkResult {
+	qc, err := ln.Accept(ctx)
+	if err != nil {
+		return sinkResult{err: err}
+	}
+	qs, err := qc.AcceptStream(ctx)
+	if err != nil {
+		return sinkResult{err: err}
+	}
+	n, err := io.CopyBuffer(io.Discard, qs, make([]byte, streamBufferSize))
+	return sinkResult{n: n, end: time.Now(), err: err}
 }
