@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ledgemq/ledge/internal/syncbuf"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -21,7 +22,7 @@ import (
 type serveProcess struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *strings.Builder
+	stderr *syncbuf.Buffer
 	exited chan error
 }
 
@@ -48,8 +49,8 @@ func startServe(t *testing.T, bin, dir string) *serveProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProcess{cmd: cmd, stderr: &strings.Builder{}, exited: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter{w: p.stderr}
+	p := &serveProcess{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan error, 1)}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,17 +76,6 @@ func startServe(t *testing.T, bin, dir string) *serveProcess {
 		t.Fatalf("ledge serve did not start listening\n%s", p.stderr)
 	}
 	return p
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // TestE2ECrashKeepsAcknowledged kills `ledge serve` (SIGKILL) while a

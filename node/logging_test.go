@@ -4,15 +4,15 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/ledgemq/ledge/internal/syncbuf"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
 func TestLogRecoveredOneLinePerPartition(t *testing.T) {
 	store := newMemStorage()
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	tn := startNode(t, store, func(cfg *Config) { cfg.Logger = slog.New(slog.NewTextHandler(&buf, nil)) })
 	c := tn.mustDial(t, tn.admin)
 	c.createTopic("orders", wire.TopicConfig{Partitions: 2})
@@ -22,7 +22,7 @@ func TestLogRecoveredOneLinePerPartition(t *testing.T) {
 	p := store.topic("orders").Partitions[0].(*memPartition)
 	p.SetFailed(errors.New("corrupt segment"))
 
-	buf.reset()
+	buf.Reset()
 	tn.logRecovered()
 	var lines []string
 	for _, l := range strings.Split(buf.String(), "\n") {
@@ -39,28 +39,4 @@ func TestLogRecoveredOneLinePerPartition(t *testing.T) {
 	if !strings.Contains(lines[1], "level=INFO") || !strings.Contains(lines[1], "high_watermark=2") || !strings.Contains(lines[1], "history_epoch=1") {
 		t.Errorf("served partition: %s", lines[1])
 	}
-}
-
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) reset() {
-	s.mu.Lock()
-	s.b.Reset()
-	s.mu.Unlock()
 }

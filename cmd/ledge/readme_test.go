@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/internal/syncbuf"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -205,7 +205,7 @@ func runUntil(t *testing.T, ctx context.Context, dir string, env []string, line,
 	args := strings.Fields(line)
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, strings.TrimPrefix(args[0], "./")), args[1:]...)
 	cmd.Dir, cmd.Env = dir, env
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Start(); err != nil {
@@ -224,22 +224,4 @@ func runUntil(t *testing.T, ctx context.Context, dir string, env []string, line,
 		t.Fatalf("%s after Ctrl-C: %v\n%s", line, err, stderr.String())
 	}
 	return out.String()
-}
-
-// lockedBuffer is a buffer a process writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

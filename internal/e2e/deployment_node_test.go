@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -11,10 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ledgemq/ledge/internal/syncbuf"
 )
 
 // buildLedge builds the ledge binary, as operators run it.
@@ -39,7 +39,7 @@ type servedLedge struct {
 
 	cmd    *exec.Cmd
 	exited chan error
-	logs   lockedBuffer
+	logs   syncbuf.Buffer
 
 	readyTimes    []time.Duration // exec to /readyz 200
 	shutdownTimes []time.Duration // SIGTERM to exit
@@ -77,7 +77,7 @@ func (s *servedLedge) start() time.Time {
 	for deadline := time.Now().Add(safety); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		select {
 		case err := <-exited:
-			s.t.Fatalf("ledge serve exited before it was ready: %v\n%s", err, s.logs.tail(20))
+			s.t.Fatalf("ledge serve exited before it was ready: %v\n%s", err, s.logs.Tail(20))
 		default:
 		}
 		resp, err := client.Get("http://" + s.http + "/readyz")
@@ -91,7 +91,7 @@ func (s *servedLedge) start() time.Time {
 			return ready
 		}
 	}
-	s.t.Fatalf("ledge serve not ready\n%s", s.logs.tail(20))
+	s.t.Fatalf("ledge serve not ready\n%s", s.logs.Tail(20))
 	return time.Time{}
 }
 
@@ -108,11 +108,11 @@ func (s *servedLedge) stop(sig syscall.Signal) {
 		if sig == syscall.SIGTERM {
 			s.shutdownTimes = append(s.shutdownTimes, time.Since(sent))
 			if err != nil {
-				s.t.Fatalf("ledge serve after SIGTERM: %v\n%s", err, s.logs.tail(20))
+				s.t.Fatalf("ledge serve after SIGTERM: %v\n%s", err, s.logs.Tail(20))
 			}
 		}
 	case <-time.After(safety):
-		s.t.Fatalf("ledge serve did not exit after %v\n%s", sig, s.logs.tail(20))
+		s.t.Fatalf("ledge serve did not exit after %v\n%s", sig, s.logs.Tail(20))
 	}
 }
 
@@ -137,29 +137,6 @@ func (s *servedLedge) client(args ...string) *exec.Cmd {
 		cmd.Env = append(cmd.Env, "LEDGE_TOKEN="+strings.TrimSpace(string(tok)))
 	}
 	return cmd
-}
-
-// lockedBuffer collects output written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *lockedBuffer) tail(n int) string {
-	lines := strings.Split(strings.TrimSpace(l.String()), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // median returns the median of ds and how many there were, for a report.

@@ -68,7 +68,7 @@ func TestFullDisk(t *testing.T) {
 	s.waitLog("metadata: background error")
 	s.stop(syscall.SIGTERM)
 	if !strings.Contains(s.logs.String(), "stopped during start-up") {
-		t.Fatalf("SIGTERM during recovery:\n%s", s.logs.tail(5))
+		t.Fatalf("SIGTERM during recovery:\n%s", s.logs.Tail(5))
 	}
 
 	// Space freed: it starts, and appends resume by themselves.
@@ -84,7 +84,7 @@ func TestFullDisk(t *testing.T) {
 		t.Errorf("%d metadata error lines in a few seconds", n)
 	}
 	if strings.Contains(s.logs.String(), "partition failed") {
-		t.Errorf("a partition failed on a full disk:\n%s", s.logs.tail(20))
+		t.Errorf("a partition failed on a full disk:\n%s", s.logs.Tail(20))
 	}
 }
 
@@ -171,5 +171,5 @@ func (s *servedLedge) waitLog(text string) {
 			return
 		}
 	}
-	s.t.Fatalf("the node never logged %q:\n%s", text, s.logs.tail(10))
+	s.t.Fatalf("the node never logged %q:\n%s", text, s.logs.Tail(10))
 }

@@ -58,3 +58,15 @@ func createTopic(t testing.TB, c *sdk.Client, name string, cfg sdk.TopicConfig) 
 	}
 	return info
 }
+
+// servedNode starts a node as startNode does and returns a context
+// bounding the test and a dial function: each call connects a new SDK
+// client with the node's admin credentials.
+func servedNode(t *testing.T) (context.Context, func() *sdk.Client) {
+	t.Helper()
+	n := startNode(t, nil)
+	return testContext(t), func() *sdk.Client {
+		t.Helper()
+		return dial(t, n)
+	}
+}

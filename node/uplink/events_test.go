@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/ledgemq/ledge/internal/syncbuf"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/node/uplink/uplinktest"
@@ -26,7 +27,7 @@ func (w *uplinkWorld) keep(p int, ranges ...[2]int) []string {
 // covers: G42
 func TestUplinkPurgeSkipsUnforwardedRecords(t *testing.T) {
 	w := newUplinkWorld(t, 1)
-	var logs uplinkLogBuffer
+	var logs syncbuf.Buffer
 	f := w.forwarder(0, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	w.produce(0, 20)
 	w.drain(f, 0, 0)
@@ -53,7 +54,7 @@ func TestUplinkPurgeSkipsUnforwardedRecords(t *testing.T) {
 // covers: G42
 func TestUplinkDropOldestCountsDropped(t *testing.T) {
 	w := newUplinkWorld(t, 1)
-	var logs uplinkLogBuffer
+	var logs syncbuf.Buffer
 	f := w.forwarder(0, func(c *Config) {
 		c.Overflow = DropOldest
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))

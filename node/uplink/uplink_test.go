@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/internal/syncbuf"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/node/uplink/uplinktest"
@@ -285,7 +285,7 @@ func TestUplinkResumesAfterKafkaOutage(t *testing.T) {
 func TestUplinkZombieIsFenced(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	w.produce(0, 30)
-	var logs uplinkLogBuffer
+	var logs syncbuf.Buffer
 	zombie := w.forwarder(0, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	w.drain(zombie, 0, 0)
 
@@ -321,21 +321,4 @@ type pollHook struct {
 func (h pollHook) Poll(ctx context.Context, req owner.PollRequest) (owner.PollResult, error) {
 	h.before(req)
 	return h.Source.Poll(ctx, req)
-}
-
-type uplinkLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *uplinkLogBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *uplinkLogBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
 }

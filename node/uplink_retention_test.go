@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/internal/syncbuf"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/node/uplink/uplinktest"
@@ -29,7 +30,7 @@ type uplinkNode struct {
 	ops    *opsServer
 	kafka  *uplinktest.Kafka // the cluster, its refusal switch and its reader
 	down   atomic.Bool
-	logs   syncBuffer
+	logs   syncbuf.Buffer
 	owner  *owner.Owner
 	values []string
 
