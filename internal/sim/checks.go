@@ -231,6 +231,15 @@ func (w *World) checkRecovered(p *Partition) {
 		case ok && !(c.durable != nil && *c.durable == nb) && !slices.Contains(c.later, nb):
 			w.violate("%s: bookmark of %s is %+v after recovery; it was durably %v, later %v", p, name, nb, c.durable, c.later)
 		}
+		if name == groupConsumer {
+			// A state written with a bookmark the crash lost is lost with
+			// it: the same offset may be committed again with another.
+			for _, lb := range c.later {
+				if !(ok && lb == nb) && !(c.durable != nil && *c.durable == lb) {
+					delete(m.states, lb)
+				}
+			}
+		}
 		if ok {
 			c.durable, c.later = &nb, nil
 			if _, err := resolve(nb, st); err != nil {
