@@ -14,19 +14,23 @@
 //     reconciliation, commit policies of groups).
 //   - node/uplink: the Kafka forwarder of a topic, and the manager of a
 //     node's uplinks.
+//   - node/ops: the HTTP endpoints for operators: metrics, health,
+//     readiness, the status API and page.
 //   - node/kafka: the Kafka protocol listener, an adapter onto this
 //     package.
 //   - node/statuspage: the status page's HTML.
 //   - node (this package): Open and Config, topics, tokens, plugins, the
 //     request handlers of the protocol (groups and uplinks included), and
-//     the node's HTTP endpoints (metrics, health, status).
+//     the snapshots of its state that node/ops reads.
 //
 // # Import rules
 //
 // Imports flow one way:
 //
-//	cmd/ledge → node → {node/owner, node/group, node/uplink, node/kafka, node/statuspage}
-//	node/group, node/uplink → node/owner
+//	cmd/ledge → {node, node/ops}
+//	node → {node/owner, node/group, node/uplink, node/ops, node/kafka}
+//	node/ops → {node/uplink, node/statuspage}
+//	node/group, node/uplink, node/ops → node/owner
 //	node/owner → {engine, fence, record, transport/wire}
 //
 // Each rule can be checked with go list:
@@ -41,9 +45,11 @@
 //     metadata key of a partition itself.
 //   - node/group and node/uplink do not import each other, and neither
 //     serves a request: the handlers that do are this package's.
+//   - node/ops reads a node only through its Source interface, which
+//     *Node implements; it never imports node, and changes nothing.
 //   - node/kafka imports neither node nor the owner: node adapts itself to
 //     the listener's interfaces.
 //   - Packages named ...test (node/owner/ownertest,
-//     node/uplink/uplinktest) are test support: only _test.go files import
-//     them.
+//     node/uplink/uplinktest, node/ops/opstest) are test support: only
+//     _test.go files import them.
 package node

@@ -3,6 +3,8 @@ package node
 import (
 	"encoding/json"
 	"errors"
+	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/node/ops/opstest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,16 +18,16 @@ import (
 
 // opsServer is an HTTPServer behind an httptest listener.
 type opsServer struct {
-	*HTTPServer
+	*ops.HTTPServer
 	url string
 }
 
-func newOpsServer(t *testing.T, cfg HTTPConfig) *opsServer {
+func newOpsServer(t *testing.T, cfg ops.HTTPConfig) *opsServer {
 	t.Helper()
 	if cfg.Version == "" {
 		cfg.Version = "test"
 	}
-	s := NewHTTPServer(cfg)
+	s := ops.NewHTTPServer(cfg)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return &opsServer{HTTPServer: s, url: ts.URL}
@@ -47,13 +49,13 @@ func (s *opsServer) get(t testing.TB, path string) (int, string) {
 }
 
 // status fetches /api/status.
-func (s *opsServer) status(t testing.TB) Status {
+func (s *opsServer) status(t testing.TB) ops.Status {
 	t.Helper()
 	code, body := s.get(t, "/api/status")
 	if code != http.StatusOK {
 		t.Fatalf("/api/status: %d %s", code, body)
 	}
-	var st Status
+	var st ops.Status
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("/api/status: %v\n%s", err, body)
 	}
@@ -63,7 +65,7 @@ func (s *opsServer) status(t testing.TB) Status {
 // instrument points cfg's metrics hooks at m: the fsync timings, and the
 // request path when the node's Config has its Metrics field. It reports
 // whether the request path is instrumented.
-func instrument(cfg *Config, m *PromMetrics) bool {
+func instrument(cfg *Config, m *ops.PromMetrics) bool {
 	cfg.FS = m.WrapFS(cfg.FS, nil)
 	f := reflect.ValueOf(cfg).Elem().FieldByName("Metrics")
 	if !f.IsValid() || !f.CanSet() || !reflect.TypeOf(m).AssignableTo(f.Type()) {
@@ -74,7 +76,7 @@ func instrument(cfg *Config, m *PromMetrics) bool {
 }
 
 func TestReadinessFollowsTheNodesLife(t *testing.T) {
-	s := newOpsServer(t, HTTPConfig{})
+	s := newOpsServer(t, ops.HTTPConfig{})
 
 	// The process is live before the node is open; it is not ready.
 	if code, body := s.get(t, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
@@ -109,10 +111,10 @@ func TestReadinessFollowsTheNodesLife(t *testing.T) {
 	if st.Health.Ready || st.Topics[0].Partitions[1].Failed == "" || st.Topics[0].Partitions[0].Failed != "" {
 		t.Errorf("status with a failed partition: %+v", st.Health)
 	}
-	if v := mustMetric(t, s.Metrics(), "ledge_partition_failed", "topic", "orders", "partition", "1"); v != 1 {
+	if v := opstest.MustMetric(t, s.Metrics().Registry(), "ledge_partition_failed", "topic", "orders", "partition", "1"); v != 1 {
 		t.Errorf("ledge_partition_failed = %v", v)
 	}
-	if v := mustMetric(t, s.Metrics(), "ledge_ready"); v != 0 {
+	if v := opstest.MustMetric(t, s.Metrics().Registry(), "ledge_ready"); v != 0 {
 		t.Errorf("ledge_ready = %v", v)
 	}
 	p.SetFailed(nil)
@@ -131,7 +133,7 @@ func TestReadinessFollowsTheNodesLife(t *testing.T) {
 }
 
 func TestEndpointsAndHeaders(t *testing.T) {
-	s := newOpsServer(t, HTTPConfig{})
+	s := newOpsServer(t, ops.HTTPConfig{})
 	resp, err := http.Get(s.url + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +176,7 @@ func TestEndpointsAndHeaders(t *testing.T) {
 }
 
 func TestStartHTTPListensAndCloses(t *testing.T) {
-	s, err := StartHTTP(HTTPConfig{Listen: "127.0.0.1:0"})
+	s, err := ops.StartHTTP(ops.HTTPConfig{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestStartHTTPListensAndCloses(t *testing.T) {
 	if _, err := http.Get("http://" + s.Addr() + "/healthz"); err == nil {
 		t.Error("the listener still answers after Close")
 	}
-	if _, err := StartHTTP(HTTPConfig{Listen: "127.0.0.1:99999"}); err == nil || !strings.Contains(err.Error(), "127.0.0.1:99999") {
+	if _, err := ops.StartHTTP(ops.HTTPConfig{Listen: "127.0.0.1:99999"}); err == nil || !strings.Contains(err.Error(), "127.0.0.1:99999") {
 		t.Errorf("a bad address: %v", err)
 	}
 }
@@ -200,7 +202,7 @@ func TestStartHTTPListensAndCloses(t *testing.T) {
 func TestStatusUptimeFollowsTheClock(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
-	s := newOpsServer(t, HTTPConfig{Now: clock})
+	s := newOpsServer(t, ops.HTTPConfig{Now: clock})
 	now = now.Add(90 * time.Second)
 	st := s.status(t)
 	if st.Node.UptimeSeconds != 90 || st.Node.Version != "test" || !st.Time.Equal(now) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/kafka"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -22,7 +23,7 @@ func (n *Node) listenKafka() error {
 		tcfg = &tls.Config{GetCertificate: n.certs.GetCertificate, MinVersion: tls.VersionTLS12}
 	}
 	kcfg := kafka.Config{Listen: n.cfg.KafkaListen, TLS: tcfg, Backend: kafkaBackend{n}, Logger: n.log}
-	if pm, ok := n.cfg.Metrics.(*PromMetrics); ok {
+	if pm, ok := n.cfg.Metrics.(*ops.PromMetrics); ok {
 		m, err := kafka.RegisterMetrics(pm.Registry())
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ledgemq/ledge/fence"
 	kafkalistener "github.com/ledgemq/ledge/node/kafka"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/node/uplink/uplinktest"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -26,7 +30,7 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	}
 	doc := string(b)
 
-	ops := newOpsServer(t, HTTPConfig{})
+	ops := newOpsServer(t, ops.HTTPConfig{})
 	m := ops.Metrics()
 	tn := startNode(t, nil, func(cfg *Config) { instrument(cfg, m) })
 	ops.Attach(tn.Node)
@@ -49,7 +53,17 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	// The request path's metrics appear once observed.
 	m.RequestDone(wire.KindProduce, wire.StatusOK, time.Millisecond)
 	m.FenceRejected(wire.KindCommit, fence.CodeStaleHistory)
-	m.observeFsync("segment", time.Millisecond, os.ErrClosed)
+	failing := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileSync {
+			return os.ErrClosed
+		}
+		return nil
+	}))
+	seg, err := m.WrapFS(failing, slog.New(slog.DiscardHandler)).Create("00000000.log", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = seg.Sync() // a failed segment fsync, observed
 	km, err := kafkalistener.RegisterMetrics(m.Registry())
 	if err != nil {
 		t.Fatal(err)

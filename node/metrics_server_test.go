@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/node/ops/opstest"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -12,7 +14,7 @@ import (
 // engine through produce, consume, commit and purge, and checks what
 // /metrics and /api/status say after each step.
 func TestMetricsAfterProduceConsumeCommitPurge(t *testing.T) {
-	ops := newOpsServer(t, HTTPConfig{})
+	ops := newOpsServer(t, ops.HTTPConfig{})
 	m := ops.Metrics()
 	var wired bool
 	tn := startNode(t, nil, func(cfg *Config) {
@@ -25,7 +27,7 @@ func TestMetricsAfterProduceConsumeCommitPurge(t *testing.T) {
 
 	gauge := func(name string, labels ...string) float64 {
 		t.Helper()
-		return mustMetric(t, m, name, labels...)
+		return opstest.MustMetric(t, m.Registry(), name, labels...)
 	}
 	part := []string{"topic", "orders", "partition", "0"}
 	billing := append(part[:4:4], "consumer", "billing", "kind", "consumer")

@@ -6,7 +6,9 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -55,9 +57,10 @@ type spaceReporter interface {
 // Space is the engine's no-space state and reserve.
 func (s *engineStorage) Space() engine.SpaceStatus { return s.e.Space() }
 
-// diskSpace returns what storage says of its disk (ok false: it says
-// nothing, as an in-memory model does).
-func (n *Node) diskSpace() (engine.SpaceStatus, bool) {
+// DiskSpace returns what storage says of its disk (ok false: it says
+// nothing, as an in-memory model does), for the HTTP endpoints
+// (ops.Source).
+func (n *Node) DiskSpace() (engine.SpaceStatus, bool) {
 	r, ok := n.storage.(spaceReporter)
 	if !ok {
 		return engine.SpaceStatus{}, false
@@ -69,15 +72,19 @@ func (n *Node) diskSpace() (engine.SpaceStatus, bool) {
 // ready (reads, commits, purge, retention and deletion go on; appends are
 // refused with the retryable not-enough-space status and resume by
 // themselves once space is freed); the detail says so.
-func (n *Node) diskCheck() (Check, bool) {
-	sp, ok := n.diskSpace()
+func (n *Node) diskCheck() (ops.Check, bool) {
+	sp, ok := n.DiskSpace()
 	if !ok {
-		return Check{}, false
+		return ops.Check{}, false
 	}
-	c := Check{Name: "disk", OK: true, Detail: "room for appends"}
+	c := ops.Check{Name: "disk", OK: true, Detail: "room for appends"}
 	if sp.Full {
 		c.Detail = fmt.Sprintf("full since %s: appends refused (retryable) until space is freed; reads, commits, purge and retention go on",
 			sp.Since.UTC().Format(time.RFC3339))
 	}
 	return c, true
 }
+
+// Uplinks returns the node's uplink manager, for the HTTP endpoints
+// (ops.Source).
+func (n *Node) Uplinks() *uplink.Manager { return n.uplinks }

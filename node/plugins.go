@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ledgemq/ledge/node/group"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -473,14 +474,14 @@ func pluginInfoToWire(i plugins.Info) wire.PluginInfo {
 
 // Plugins returns what the status page and /metrics read of the node's
 // plugins (HTTPServer.AttachPlugins).
-func (n *Node) Plugins() PluginLister { return n.plugins }
+func (n *Node) Plugins() ops.PluginLister { return n.plugins }
 
 // PluginStatuses implements PluginLister over the host's counters.
-func (reg *pluginRegistry) PluginStatuses() []PluginStatus {
+func (reg *pluginRegistry) PluginStatuses() []ops.PluginStatus {
 	infos := reg.list()
-	out := make([]PluginStatus, 0, len(infos))
+	out := make([]ops.PluginStatus, 0, len(infos))
 	for _, i := range infos {
-		out = append(out, PluginStatus{
+		out = append(out, ops.PluginStatus{
 			Name: i.Name, Kind: i.Kind.String(), Calls: i.Calls, Failures: i.Failures,
 			Timeouts: i.Timeouts, Traps: i.Traps, Strikes: i.Strikes, State: i.State.String(),
 		})

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"github.com/ledgemq/ledge/node/ops"
 	"os"
 	"os/exec"
 	"regexp"
@@ -26,7 +27,7 @@ func browser(t *testing.T) string {
 // rendered page shows the topic, its offsets and the consumer's lag.
 func TestStatusPageInABrowser(t *testing.T) {
 	bin := browser(t)
-	ops, err := StartHTTP(HTTPConfig{Listen: "127.0.0.1:0", Version: "test"})
+	ops, err := ops.StartHTTP(ops.HTTPConfig{Listen: "127.0.0.1:0", Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

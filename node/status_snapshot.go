@@ -7,91 +7,41 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/transport/quic"
-	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // What the status page and the scrape-time collectors read from a node.
 // It is read-only: nothing here changes a log or a consumer's progress,
 // and the owners' locks are never taken.
 
-// nodeSnapshot is a node's state at one moment.
-type nodeSnapshot struct {
-	listen    string
-	dataDir   string
-	topics    []topicSnapshot
-	transport quic.Stats
-	parked    int
-	maxParked int
-	diskFree  uint64
-	diskTotal uint64
-}
-
-type topicSnapshot struct {
-	name  string
-	id    fence.TopicID
-	cfg   wire.TopicConfig
-	parts []partitionSnapshot
-}
-
-type partitionSnapshot struct {
-	index     uint32
-	state     owner.LogState
-	size      int64 // -1: unknown
-	stats     engine.PartitionStats
-	hasStats  bool // the storage keeps stats (the engine does)
-	consumers []consumerSnapshot
-}
-
-// consumerSnapshot is one bookmark on a partition, resolved in the
-// partition's current history.
-type consumerSnapshot struct {
-	name      string
-	kind      string // "consumer" or "group"
-	committed owner.Bookmark
-	position  uint64
-	lag       uint64
-}
-
-// snapshotDepth says how much a snapshot reads.
-type snapshotDepth uint8
-
-const (
-	// offsetsOnly reads the partitions' states and counters: what the
-	// throughput sampler needs.
-	offsetsOnly snapshotDepth = iota
-	// everything also reads sizes on disk, disk usage and every bookmark
-	// (a metadata scan per partition).
-	everything
-)
-
-// snapshot reads the node's state.
-func (n *Node) snapshot(depth snapshotDepth) nodeSnapshot {
-	s := nodeSnapshot{
-		listen:    n.Addr(),
-		dataDir:   n.cfg.DataDir,
-		transport: n.Stats(),
-		parked:    len(n.parked),
-		maxParked: cap(n.parked),
+// Snapshot reads the node's state to the given depth, for the HTTP
+// endpoints (ops.Source).
+func (n *Node) Snapshot(depth ops.Depth) ops.Snapshot {
+	s := ops.Snapshot{
+		Listen:    n.Addr(),
+		DataDir:   n.cfg.DataDir,
+		Transport: n.Stats(),
+		Parked:    len(n.parked),
+		MaxParked: cap(n.parked),
 	}
-	if depth == everything {
+	if depth == ops.Everything {
 		if u, err := n.cfg.FS.GetDiskUsage(n.cfg.DataDir); err == nil {
-			s.diskFree, s.diskTotal = u.AvailBytes, u.TotalBytes
+			s.DiskFree, s.DiskTotal = u.AvailBytes, u.TotalBytes
 		}
 	}
 	for _, t := range n.topicList() {
-		ts := topicSnapshot{name: t.name, id: t.id, cfg: t.cfg}
+		ts := ops.TopicSnapshot{Name: t.name, ID: t.id, Config: t.cfg}
 		for i, l := range t.logs {
-			ps := partitionSnapshot{index: uint32(i), state: l.State(), size: -1}
-			ps.stats, ps.hasStats = logStats(l)
-			if depth == everything {
-				ps.size = n.partitionSize(t.id, i)
-				ps.consumers = consumersOf(l, ps.state)
+			ps := ops.PartitionSnapshot{Index: uint32(i), State: l.State(), Size: -1}
+			ps.Stats, ps.HasStats = logStats(l)
+			if depth == ops.Everything {
+				ps.Size = n.partitionSize(t.id, i)
+				ps.Consumers = consumersOf(l, ps.State)
 			}
-			ts.parts = append(ts.parts, ps)
+			ts.Parts = append(ts.Parts, ps)
 		}
-		s.topics = append(s.topics, ts)
+		s.Topics = append(s.Topics, ts)
 	}
 	return s
 }
@@ -161,30 +111,30 @@ func listBookmarks(l owner.PartitionLog, fn func(consumer string, b owner.Bookma
 // consumersOf resolves every bookmark of a log in its current history.
 // Bookmark keys are the owner's: "c/<name>" for named consumers and
 // "g/<group>" for groups.
-func consumersOf(l owner.PartitionLog, st owner.LogState) []consumerSnapshot {
-	var out []consumerSnapshot
+func consumersOf(l owner.PartitionLog, st owner.LogState) []ops.ConsumerSnapshot {
+	var out []ops.ConsumerSnapshot
 	var lineage []fence.HistoryTransition
 	p := fence.Partition{History: st.History, LogStart: st.LogStart, HighWatermark: st.HighWatermark}
 	_ = listBookmarks(l, func(key string, b owner.Bookmark) error {
-		var c consumerSnapshot
+		var c ops.ConsumerSnapshot
 		switch {
 		case strings.HasPrefix(key, "c/"):
-			c.name, c.kind = key[2:], "consumer"
+			c.Name, c.Kind = key[2:], "consumer"
 		case strings.HasPrefix(key, "g/"):
-			c.name, c.kind = key[2:], "group"
+			c.Name, c.Kind = key[2:], "group"
 		default:
 			return nil
 		}
 		if lineage == nil {
 			lineage = l.Lineage()
 		}
-		c.committed = b
-		c.position = st.LogStart
+		c.Committed = b
+		c.Position = st.LogStart
 		if res, err := fence.ResolveBookmark(p, lineage, b.Offset, b.History); err == nil {
-			c.position = max(res.Offset, st.LogStart)
+			c.Position = max(res.Offset, st.LogStart)
 		}
-		if st.HighWatermark > c.position {
-			c.lag = st.HighWatermark - c.position
+		if st.HighWatermark > c.Position {
+			c.Lag = st.HighWatermark - c.Position
 		}
 		out = append(out, c)
 		return nil
@@ -192,10 +142,10 @@ func consumersOf(l owner.PartitionLog, st owner.LogState) []consumerSnapshot {
 	return out
 }
 
-// readinessChecks are the node's own readiness conditions: its QUIC
+// ReadinessChecks are the node's own readiness conditions: its QUIC
 // listener accepts connections, and no partition has failed.
-func (n *Node) readinessChecks() []Check {
-	listener := Check{Name: "listener", OK: true, Detail: "QUIC on " + n.Addr()}
+func (n *Node) ReadinessChecks() []ops.Check {
+	listener := ops.Check{Name: "listener", OK: true, Detail: "QUIC on " + n.Addr()}
 	select {
 	case <-n.ln.Draining():
 		listener.OK, listener.Detail = false, "the QUIC listener is draining"
@@ -204,7 +154,7 @@ func (n *Node) readinessChecks() []Check {
 			listener.OK, listener.Detail = false, "the node is shutting down"
 		}
 	}
-	parts := Check{Name: "partitions", OK: true}
+	parts := ops.Check{Name: "partitions", OK: true}
 	var failed []string
 	total := 0
 	for _, t := range n.topicList() {
@@ -225,7 +175,7 @@ func (n *Node) readinessChecks() []Check {
 	} else {
 		parts.Detail = fmt.Sprintf("%d partitions serving", total)
 	}
-	checks := []Check{listener, parts}
+	checks := []ops.Check{listener, parts}
 	if disk, ok := n.diskCheck(); ok {
 		checks = append(checks, disk)
 	}

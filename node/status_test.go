@@ -1,12 +1,13 @@
 package node
 
 import (
+	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/node/ops/opstest"
 	"reflect"
 	"testing"
 
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
-	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // listedLog is a ownertest.Log whose bookmarks can be listed, as the engine's.
@@ -34,7 +35,7 @@ func TestConsumersOfResolveBookmarksInTheCurrentHistory(t *testing.T) {
 	l.marks["c/billing"] = owner.Bookmark{Offset: 4, History: 1}
 	l.marks["x/other"] = owner.Bookmark{Offset: 1, History: 1} // not a consumer's key
 	got := consumersOf(l, l.State())
-	if len(got) != 1 || got[0].name != "billing" || got[0].kind != "consumer" || got[0].position != 4 || got[0].lag != 2 {
+	if len(got) != 1 || got[0].Name != "billing" || got[0].Kind != "consumer" || got[0].Position != 4 || got[0].Lag != 2 {
 		t.Fatalf("before purge: %+v", got)
 	}
 
@@ -48,9 +49,9 @@ func TestConsumersOfResolveBookmarksInTheCurrentHistory(t *testing.T) {
 	}
 	l.marks["g/shipping"] = owner.Bookmark{Offset: 7, History: 2}
 	got = consumersOf(l, l.State())
-	want := []consumerSnapshot{
-		{name: "billing", kind: "consumer", committed: owner.Bookmark{Offset: 4, History: 1}, position: 6, lag: 2},
-		{name: "shipping", kind: "group", committed: owner.Bookmark{Offset: 7, History: 2}, position: 7, lag: 1},
+	want := []ops.ConsumerSnapshot{
+		{Name: "billing", Kind: "consumer", Committed: owner.Bookmark{Offset: 4, History: 1}, Position: 6, Lag: 2},
+		{Name: "shipping", Kind: "group", Committed: owner.Bookmark{Offset: 7, History: 2}, Position: 7, Lag: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after purge:\n got %+v\nwant %+v", got, want)
@@ -61,65 +62,24 @@ func TestConsumersOfResolveBookmarksInTheCurrentHistory(t *testing.T) {
 	l.RetainFrom(7)
 	l.marks["c/audit"] = owner.Bookmark{Offset: 6, History: 2}
 	for _, c := range consumersOf(l, l.State()) {
-		if c.name == "audit" && (c.position != 7 || c.lag != 1) {
+		if c.Name == "audit" && (c.Position != 7 || c.Lag != 1) {
 			t.Errorf("below the log start: %+v", c)
 		}
-	}
-}
-
-// fakeGroups is a coordinator with one group of two members.
-type fakeGroups struct{}
-
-func (fakeGroups) List() []wire.GroupSummary {
-	return []wire.GroupSummary{{Group: "shipping", State: wire.GroupStable, GroupEpoch: 7, Members: 2, Topics: []string{"orders", "returns"}}}
-}
-
-func (fakeGroups) Describe(name string) wire.DescribeGroupReply {
-	return wire.DescribeGroupReply{Group: name, State: wire.GroupStable, GroupEpoch: 7, Members: []wire.GroupMember{
-		{MemberID: "m1", MemberEpoch: 7, Assignment: []wire.AssignedPartition{{Topic: "orders", Partition: 0, AssignmentEpoch: 5}}},
-		{MemberID: "m2", MemberEpoch: 7, ClientID: "sensor-7", Host: "192.0.2.7", Assignment: []wire.AssignedPartition{{Topic: "orders", Partition: 1, AssignmentEpoch: 7}}},
-	}}
-}
-
-func TestAddGroups(t *testing.T) {
-	in := []ConsumerStatus{
-		{Name: "billing", Kind: "consumer", Topic: "orders", Partitions: []ConsumerPartition{{Partition: 0}}},
-		{Name: "shipping", Kind: "group", Topic: "orders", Lag: 3, Partitions: []ConsumerPartition{{Partition: 0, Lag: 1}, {Partition: 1, Lag: 2}}},
-	}
-	out := addGroups(fakeGroups{}, in)
-	if len(out) != 3 {
-		t.Fatalf("%d consumers: %+v", len(out), out)
-	}
-	if out[0].Members != nil || out[0].State != "" {
-		t.Errorf("a named consumer got group fields: %+v", out[0])
-	}
-	g := out[1]
-	if g.State != wire.GroupStable.String() || g.Epoch != 7 || len(g.Members) != 2 ||
-		g.Partitions[0].Member != "m1" || g.Partitions[1].Member != "m2" ||
-		!reflect.DeepEqual(g.Members[1], MemberStatus{ID: "m2", ClientID: "sensor-7", Host: "192.0.2.7", Epoch: 7, Assignments: []string{"orders/1"}}) {
-		t.Errorf("group on orders: %+v", g)
-	}
-	// The group has not committed on "returns": it shows, without lag.
-	if r := out[2]; r.Name != "shipping" || r.Topic != "returns" || r.Lag != 0 || len(r.Members) != 2 {
-		t.Errorf("group on returns: %+v", r)
-	}
-	if got := addGroups(nil, in); len(got) != 2 {
-		t.Errorf("no coordinator: %+v", got)
 	}
 }
 
 // fakePlugins is a plugin host with one healthy and one quarantined plugin.
 type fakePlugins struct{}
 
-func (fakePlugins) PluginStatuses() []PluginStatus {
-	return []PluginStatus{
+func (fakePlugins) PluginStatuses() []ops.PluginStatus {
+	return []ops.PluginStatus{
 		{Name: "only-errors", Kind: "filter", Calls: 120, State: "ok"},
 		{Name: "greedy", Kind: "commit-policy", Calls: 9, Failures: 3, Timeouts: 2, Traps: 1, Strikes: 3, State: "quarantined"},
 	}
 }
 
 func TestPluginsOnTheStatusPageAndMetrics(t *testing.T) {
-	ops := newOpsServer(t, HTTPConfig{})
+	ops := newOpsServer(t, ops.HTTPConfig{})
 	tn := startNode(t, newMemStorage(), nil)
 	ops.Attach(tn.Node)
 	ops.AttachPlugins(fakePlugins{})
@@ -135,7 +95,7 @@ func TestPluginsOnTheStatusPageAndMetrics(t *testing.T) {
 		{"ledge_plugin_calls_total", 9}, {"ledge_plugin_failures_total", 3}, {"ledge_plugin_timeouts_total", 2},
 		{"ledge_plugin_traps_total", 1}, {"ledge_plugin_strikes", 3}, {"ledge_plugin_quarantined", 1},
 	} {
-		if got := mustMetric(t, m, tc.name, "plugin", "greedy", "kind", "commit-policy"); got != tc.want {
+		if got := opstest.MustMetric(t, m.Registry(), tc.name, "plugin", "greedy", "kind", "commit-policy"); got != tc.want {
 			t.Errorf("%s = %v; want %v", tc.name, got, tc.want)
 		}
 	}

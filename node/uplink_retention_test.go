@@ -12,6 +12,8 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/internal/syncbuf"
+	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/node/ops/opstest"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/node/uplink/uplinktest"
@@ -127,7 +129,7 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow uplink.Overflow)
 	if err := n.uplinks.Add(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}
-	u.ops = newOpsServer(t, HTTPConfig{})
+	u.ops = newOpsServer(t, ops.HTTPConfig{})
 	u.ops.Attach(n)
 	return u
 }
@@ -178,7 +180,7 @@ func (u *uplinkNode) setTarget(off uint64) {
 	}
 }
 
-func (u *uplinkNode) status() UplinkPartitionStatus {
+func (u *uplinkNode) status() ops.UplinkPartitionStatus {
 	u.t.Helper()
 	st := u.ops.status(u.t)
 	if len(st.Uplinks) != 1 || len(st.Uplinks[0].Partitions) != 1 {
@@ -189,7 +191,7 @@ func (u *uplinkNode) status() UplinkPartitionStatus {
 
 func (u *uplinkNode) metric(name string) float64 {
 	u.t.Helper()
-	return mustMetric(u.t, u.ops.Metrics(), name, "topic", "events", "partition", "0")
+	return opstest.MustMetric(u.t, u.ops.Metrics().Registry(), name, "topic", "events", "partition", "0")
 }
 
 // TestUplinkRetentionWhileKafkaIsAway, end to end on a node and the
@@ -249,7 +251,7 @@ func TestUplinkRetentionWhileKafkaIsAway(t *testing.T) {
 			if got := u.metric("ledge_uplink_lag_records"); got != float64(s.LagRecords) {
 				t.Errorf("ledge_uplink_lag_records = %v, want %d", got, s.LagRecords)
 			}
-			if got := mustMetric(t, u.ops.Metrics(), "ledge_uplink_state", "topic", "events", "partition", "0", "state", "backoff"); got != 1 {
+			if got := opstest.MustMetric(t, u.ops.Metrics().Registry(), "ledge_uplink_state", "topic", "events", "partition", "0", "state", "backoff"); got != 1 {
 				t.Errorf("ledge_uplink_state{state=backoff} = %v", got)
 			}
 			var dropped uint64

@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/internal/config"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/spf13/cobra"
 )
@@ -99,20 +100,20 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 	defer runtime.GOMAXPROCS(procs)
 	// The HTTP listener starts first: /healthz answers and /readyz says
 	// "recovery pending" while a large data directory is recovered.
-	var ops *node.HTTPServer
+	var httpSrv *ops.HTTPServer
 	if cfg.HTTP.Enabled {
 		var err error
-		ops, err = node.StartHTTP(node.HTTPConfig{Listen: cfg.HTTP.Listen, Logger: logger, Version: ver, Pprof: cfg.HTTP.Pprof})
+		httpSrv, err = ops.StartHTTP(ops.HTTPConfig{Listen: cfg.HTTP.Listen, Logger: logger, Version: ver, Pprof: cfg.HTTP.Pprof})
 		if err != nil {
 			return err
 		}
 		defer func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_ = ops.Close(ctx)
+			_ = httpSrv.Close(ctx)
 		}()
-		ncfg.Metrics = ops.Metrics()
-		ncfg.FS = ops.Metrics().WrapFS(vfs.Default, logger)
+		ncfg.Metrics = httpSrv.Metrics()
+		ncfg.FS = httpSrv.Metrics().WrapFS(vfs.Default, logger)
 	}
 	// What the node starts lives on the context it opens with (uplinks):
 	// a stop signal during the start-up cancels it, nothing else does
@@ -131,17 +132,17 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 		// The signal came as the node finished opening: it stops now.
 		go func() { sigs <- stopSignal }()
 	}
-	if ops != nil {
-		ops.Attach(n)
-		ops.AttachGroups(n.Groups())
-		ops.AttachPlugins(n.Plugins())
+	if httpSrv != nil {
+		httpSrv.Attach(n)
+		httpSrv.AttachGroups(n.Groups())
+		httpSrv.AttachPlugins(n.Plugins())
 	}
 	printWelcome(stdout, n, ver)
 	if a := n.KafkaAddr(); a != "" {
 		fmt.Fprintf(stdout, "Kafka listener: %s (SASL/PLAIN; the password is a Ledge token)\n", a)
 	}
-	if ops != nil {
-		fmt.Fprintf(stdout, "Status page: http://%s/ (ledge status prints it here)\n", ops.Addr())
+	if httpSrv != nil {
+		fmt.Fprintf(stdout, "Status page: http://%s/ (ledge status prints it here)\n", httpSrv.Addr())
 	}
 
 	select {
@@ -150,8 +151,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 	case <-ctx.Done():
 		logger.Info("stopping", "reason", context.Cause(ctx))
 	}
-	if ops != nil {
-		ops.Stopping() // not ready from now on
+	if httpSrv != nil {
+		httpSrv.Stopping() // not ready from now on
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +37,7 @@ connections, every topic and partition (offsets, history epoch, size,
 throughput), every named consumer and group with its lag, and plugins.
 
 It reads /api/status from the node's HTTP listener (ledge serve
---http-listen, default ` + node.DefaultHTTPListen + `), which needs no token: keep that
+--http-listen, default ` + ops.DefaultHTTPListen + `), which needs no token: keep that
 listener on loopback or a trusted network. --json prints the document as
 the node sent it, for scripts.`,
 		Example: `  ledge status
@@ -68,7 +68,7 @@ the node sent it, for scripts.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "http-addr", node.DefaultHTTPListen, "the node's HTTP listener, host:port or URL (env "+statusAddrEnv+")")
+	f.StringVar(&addr, "http-addr", ops.DefaultHTTPListen, "the node's HTTP listener, host:port or URL (env "+statusAddrEnv+")")
 	f.BoolVar(&asJSON, "json", false, "print the status document as JSON")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
 	return cmd
@@ -84,8 +84,8 @@ func statusURL(addr string) string {
 }
 
 // fetchStatus reads and decodes a node's status document.
-func fetchStatus(ctx context.Context, addr string) ([]byte, node.Status, error) {
-	var st node.Status
+func fetchStatus(ctx context.Context, addr string) ([]byte, ops.Status, error) {
+	var st ops.Status
 	url := statusURL(addr)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -111,7 +111,7 @@ func fetchStatus(ctx context.Context, addr string) ([]byte, node.Status, error) 
 }
 
 // printStatus writes the status summary for a terminal.
-func printStatus(w io.Writer, st node.Status) error {
+func printStatus(w io.Writer, st ops.Status) error {
 	health := "ready"
 	if !st.Health.Ready {
 		health = "NOT READY: " + st.Health.Reason

@@ -10,26 +10,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 )
 
-func sampleStatus() node.Status {
-	return node.Status{
+func sampleStatus() ops.Status {
+	return ops.Status{
 		Time:      time.Unix(1_700_000_000, 0),
-		Node:      node.NodeInfo{Version: "v1.2.3", UptimeSeconds: 3725, Listen: "127.0.0.1:7420", DataDir: "/var/lib/ledge", DiskFreeBytes: 3 << 30, DiskTotalBytes: 16 << 30},
-		Health:    node.Health{Live: true, Ready: false, Reason: "orders/1 failed: fsync: input/output error"},
-		Transport: node.TransportStatus{ConnectionsOpen: 2, StreamsOpen: 5, MaxParkedPolls: 1024},
-		Topics: []node.TopicStatus{{Name: "orders", Partitions: []node.PartitionStatus{
+		Node:      ops.NodeInfo{Version: "v1.2.3", UptimeSeconds: 3725, Listen: "127.0.0.1:7420", DataDir: "/var/lib/ledge", DiskFreeBytes: 3 << 30, DiskTotalBytes: 16 << 30},
+		Health:    ops.Health{Live: true, Ready: false, Reason: "orders/1 failed: fsync: input/output error"},
+		Transport: ops.TransportStatus{ConnectionsOpen: 2, StreamsOpen: 5, MaxParkedPolls: 1024},
+		Topics: []ops.TopicStatus{{Name: "orders", Partitions: []ops.PartitionStatus{
 			{Partition: 0, LogStart: 8, HighWatermark: 1200, HistoryEpoch: 2, Records: 1192, SizeBytes: 5 << 20, RecordsPerSecond: 12.5, BytesPerSecond: 2048},
 			{Partition: 1, HighWatermark: 7, HistoryEpoch: 1, Records: 7, SizeBytes: -1, Failed: "fsync: input/output error"},
 		}}},
-		Consumers: []node.ConsumerStatus{
-			{Name: "billing", Kind: "consumer", Topic: "orders", Lag: 200, Partitions: []node.ConsumerPartition{{Partition: 0, Position: 1000, Lag: 200}}},
+		Consumers: []ops.ConsumerStatus{
+			{Name: "billing", Kind: "consumer", Topic: "orders", Lag: 200, Partitions: []ops.ConsumerPartition{{Partition: 0, Position: 1000, Lag: 200}}},
 			{Name: "shipping", Kind: "group", Topic: "orders", Lag: 5, State: "stable", Epoch: 4,
-				Members:    []node.MemberStatus{{ID: "m1"}},
-				Partitions: []node.ConsumerPartition{{Partition: 0, Position: 1195, Lag: 5, Member: "m1"}}},
+				Members:    []ops.MemberStatus{{ID: "m1"}},
+				Partitions: []ops.ConsumerPartition{{Partition: 0, Position: 1195, Lag: 5, Member: "m1"}}},
 		},
-		Plugins: []node.PluginStatus{{Name: "greedy", Kind: "commit-policy", Calls: 9, Failures: 3, Timeouts: 2, Traps: 1, Strikes: 3, State: "quarantined"}},
+		Plugins: []ops.PluginStatus{{Name: "greedy", Kind: "commit-policy", Calls: 9, Failures: 3, Timeouts: 2, Traps: 1, Strikes: 3, State: "quarantined"}},
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/spf13/cobra"
 )
@@ -223,7 +223,7 @@ func printUplinkStatus(out io.Writer, u sdk.Uplink) error {
 
 // printStatusUplinks is the uplinks' part of `ledge status`: one line per
 // forwarded partition, nothing when the node has no uplink.
-func printStatusUplinks(w io.Writer, ups []node.UplinkTopicStatus) error {
+func printStatusUplinks(w io.Writer, ups []ops.UplinkTopicStatus) error {
 	if len(ups) == 0 {
 		return nil
 	}

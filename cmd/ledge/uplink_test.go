@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
 )
 
@@ -64,8 +64,8 @@ func TestStatusShowsUplinks(t *testing.T) {
 		t.Fatalf("no uplinks printed %q (%v)", none.String(), err)
 	}
 	var out bytes.Buffer
-	err := printStatusUplinks(&out, []node.UplinkTopicStatus{{Topic: "orders", To: "edge.orders", Overflow: "drop-oldest",
-		Partitions: []node.UplinkPartitionStatus{{Partition: 0, State: "backoff", LagRecords: 1200, LagAgeSeconds: 7200,
+	err := printStatusUplinks(&out, []ops.UplinkTopicStatus{{Topic: "orders", To: "edge.orders", Overflow: "drop-oldest",
+		Partitions: []ops.UplinkPartitionStatus{{Partition: 0, State: "backoff", LagRecords: 1200, LagAgeSeconds: 7200,
 			Dropped: 12, FailingSeconds: 7260}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/transport/quic"
 )
 
@@ -62,7 +63,7 @@ func TestDefaultsAreTheNodeDefaults(t *testing.T) {
 		tr.HandshakeTimeout != quic.DefaultHandshakeTimeout || tr.AuthTimeout != quic.DefaultAuthTimeout || tr.KeepAlivePeriod != 0 {
 		t.Errorf("transport differs from the QUIC defaults: %+v", tr)
 	}
-	if !c.HTTP.Enabled || c.HTTP.Listen != node.DefaultHTTPListen || c.Log.Format != "auto" || c.Log.Level != "info" {
+	if !c.HTTP.Enabled || c.HTTP.Listen != ops.DefaultHTTPListen || c.Log.Format != "auto" || c.Log.Level != "info" {
 		t.Errorf("http %+v, log %+v", c.HTTP, c.Log)
 	}
 	if c.ShutdownTimeout != 30*time.Second {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgemq/ledge/internal/logging"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/transport/quic"
 )
 
@@ -190,7 +191,7 @@ func Keys() []Key {
 		bytesKey("memory_limit", 0, 0, 1<<40, "Go's soft memory limit for the node's own memory: past it the garbage collector works harder and gives memory back sooner (plugins' memory is outside it: plugins.memory_budget bounds that); 0: none, or GOMEMLIMIT when set", func(c *Config) *int64 { return &c.MemoryLimit }),
 
 		boolKey("http.enabled", true, "serve metrics, health checks and the status page over HTTP", func(c *Config) *bool { return &c.HTTP.Enabled }),
-		addressKey("http.listen", node.DefaultHTTPListen, "TCP address of the HTTP listener (/metrics, /healthz, /readyz, /, /api/status)", func(c *Config) *string { return &c.HTTP.Listen }),
+		addressKey("http.listen", ops.DefaultHTTPListen, "TCP address of the HTTP listener (/metrics, /healthz, /readyz, /, /api/status)", func(c *Config) *string { return &c.HTTP.Listen }),
 		boolKey("http.pprof", false, "also serve Go's profiler under /debug/pprof/ on the HTTP listener (it exposes the node's internals: trusted networks only)", func(c *Config) *bool { return &c.HTTP.Pprof }),
 
 		optionalAddressKey("kafka.listen", "TCP address of the Kafka protocol listener, SASL/PLAIN with a Ledge token as the password (empty: none; docs/KAFKA.md)",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,7 +66,7 @@ func TestKafkaRevokedTokenClosesItsConnections(t *testing.T) {
 // with the errors their responses carry, in series that name no
 // connection or client.
 func TestKafkaRequestsInMetrics(t *testing.T) {
-	m := node.NewPromMetrics("test")
+	m := ops.NewPromMetrics("test")
 	n := startNode(t, func(c *node.Config) {
 		c.KafkaListen = "127.0.0.1:0"
 		c.Metrics = m

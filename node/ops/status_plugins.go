@@ -1,4 +1,4 @@
-package node
+package ops
 
 // PluginLister is what the status page and /metrics read of the plugin
 // host: every plugin's kind, counters and state. The node's plugin

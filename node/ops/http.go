@@ -1,4 +1,4 @@
-package node
+package ops
 
 import (
 	"context"
@@ -147,17 +147,17 @@ func (s *HTTPServer) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// Metrics returns the registry: give it to Config.Metrics, and its
-// WrapFS to Config.FS, when opening the node.
+// Metrics returns the registry: give it to node.Config.Metrics, and its
+// WrapFS to node.Config.FS, when opening the node.
 func (s *HTTPServer) Metrics() *PromMetrics { return s.m }
 
-// Attach hands the server the open node: from now on the status page and
-// the metrics read it, and readiness depends on it.
-func (s *HTTPServer) Attach(n *Node) { s.m.Attach(n) }
+// Attach hands the server the open node (a *node.Node): from now on the
+// status page and the metrics read it, and readiness depends on it.
+func (s *HTTPServer) Attach(n Source) { s.m.Attach(n) }
 
 // Stopping says the node is shutting down: /readyz answers 503 from now
 // on, and once the status reads in progress are done nothing reads the
-// node any more. Call it before Node.Close.
+// node any more. Call it before node.Node.Close.
 func (s *HTTPServer) Stopping() {
 	s.stopping.Store(true)
 	s.m.Detach()
@@ -191,7 +191,7 @@ func (s *HTTPServer) sampleLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.status(offsetsOnly)
+			s.status(OffsetsOnly)
 		}
 	}
 }
@@ -201,8 +201,8 @@ func (s *HTTPServer) health() Health {
 	h := Health{Live: true}
 	if s.stopping.Load() {
 		h.Checks = []Check{{Name: "shutdown", OK: false, Detail: "the node is shutting down"}}
-	} else if !s.m.ref.with(func(n *Node) {
-		h.Checks = append([]Check{{Name: "storage", OK: true, Detail: "recovered"}}, n.readinessChecks()...)
+	} else if !s.m.ref.with(func(n Source) {
+		h.Checks = append([]Check{{Name: "storage", OK: true, Detail: "recovered"}}, n.ReadinessChecks()...)
 	}) {
 		h.Checks = []Check{{Name: "storage", OK: false, Detail: "recovery pending: the node is opening its data directory"}}
 	}

@@ -1,4 +1,4 @@
-package node
+package ops
 
 import (
 	"strconv"
@@ -125,39 +125,39 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if known, ok, _ := c.m.readiness(); known {
 		gauge(d.ready, b2f(ok))
 	}
-	c.m.ref.with(func(n *Node) {
-		s := n.snapshot(everything)
+	c.m.ref.with(func(n Source) {
+		s := n.Snapshot(Everything)
 		parts := 0
-		for _, t := range s.topics {
-			for _, p := range t.parts {
+		for _, t := range s.Topics {
+			for _, p := range t.Parts {
 				parts++
-				l := []string{t.name, strconv.FormatUint(uint64(p.index), 10)}
-				st := p.state
+				l := []string{t.Name, strconv.FormatUint(uint64(p.Index), 10)}
+				st := p.State
 				gauge(d.hw, float64(st.HighWatermark), l...)
 				gauge(d.start, float64(st.LogStart), l...)
 				gauge(d.epoch, float64(st.History), l...)
 				gauge(d.records, float64(st.HighWatermark-min(st.LogStart, st.HighWatermark)), l...)
-				if p.size >= 0 {
-					gauge(d.size, float64(p.size), l...)
+				if p.Size >= 0 {
+					gauge(d.size, float64(p.Size), l...)
 				}
 				gauge(d.failed, b2f(st.Failed != nil), l...)
-				if p.hasStats {
-					counter(d.appends, float64(p.stats.Appends), l...)
-					counter(d.appendedBytes, float64(p.stats.AppendedBytes), l...)
-					counter(d.partSyncFailures, float64(p.stats.SyncFailures), l...)
-					counter(d.noSpace, float64(p.stats.NoSpace), l...)
+				if p.HasStats {
+					counter(d.appends, float64(p.Stats.Appends), l...)
+					counter(d.appendedBytes, float64(p.Stats.AppendedBytes), l...)
+					counter(d.partSyncFailures, float64(p.Stats.SyncFailures), l...)
+					counter(d.noSpace, float64(p.Stats.NoSpace), l...)
 				}
-				counter(d.deliveredBytes, float64(c.m.deliveredBytes(t.name, p.index)), l...)
-				for _, cs := range p.consumers {
-					cl := append(l[:2:2], cs.name, cs.kind)
-					gauge(d.committed, float64(cs.position), cl...)
-					gauge(d.lag, float64(cs.lag), cl...)
+				counter(d.deliveredBytes, float64(c.m.deliveredBytes(t.Name, p.Index)), l...)
+				for _, cs := range p.Consumers {
+					cl := append(l[:2:2], cs.Name, cs.Kind)
+					gauge(d.committed, float64(cs.Position), cl...)
+					gauge(d.lag, float64(cs.Lag), cl...)
 				}
 			}
 		}
-		gauge(d.topics, float64(len(s.topics)))
+		gauge(d.topics, float64(len(s.Topics)))
 		gauge(d.partitions, float64(parts))
-		tr := s.transport
+		tr := s.Transport
 		gauge(d.connsOpen, float64(tr.ConnsOpen))
 		counter(d.connsAccepted, float64(tr.ConnsAccepted))
 		counter(d.connsRefused, float64(tr.RefusedLimit), "limit")
@@ -177,13 +177,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.framesTooLarge, float64(tr.FramesTooLarge))
 		counter(d.protocolErrors, float64(tr.ProtocolErrors))
 		counter(d.receivedBytes, float64(tr.BytesRead))
-		gauge(d.parked, float64(s.parked))
-		gauge(d.parkedLimit, float64(s.maxParked))
-		if s.diskTotal > 0 {
-			gauge(d.diskFree, float64(s.diskFree))
-			gauge(d.diskTotal, float64(s.diskTotal))
+		gauge(d.parked, float64(s.Parked))
+		gauge(d.parkedLimit, float64(s.MaxParked))
+		if s.DiskTotal > 0 {
+			gauge(d.diskFree, float64(s.DiskFree))
+			gauge(d.diskTotal, float64(s.DiskTotal))
 		}
-		if sp, ok := n.diskSpace(); ok {
+		if sp, ok := n.DiskSpace(); ok {
 			gauge(d.diskFull, b2f(sp.Full))
 			gauge(d.diskReserved, b2f(sp.Reserved))
 			counter(d.metaBackgroundErrors, float64(sp.MetadataErrors))

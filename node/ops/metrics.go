@@ -1,4 +1,4 @@
-package node
+package ops
 
 import (
 	"net/http"
@@ -42,7 +42,7 @@ type PromMetrics struct {
 // while the node closes its storage.
 type nodeRef struct {
 	mu      sync.RWMutex
-	n       *Node
+	n       Source
 	groups  GroupDescriber
 	plugins PluginLister
 }
@@ -61,7 +61,7 @@ func (r *nodeRef) setGroups(g GroupDescriber) {
 	r.mu.Unlock()
 }
 
-func (r *nodeRef) set(n *Node) {
+func (r *nodeRef) set(n Source) {
 	r.mu.Lock()
 	r.n = n
 	if n == nil {
@@ -72,7 +72,7 @@ func (r *nodeRef) set(n *Node) {
 
 // with runs fn on the attached node, holding it attached meanwhile; it
 // reports false when no node is attached.
-func (r *nodeRef) with(fn func(*Node)) bool {
+func (r *nodeRef) with(fn func(Source)) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.n == nil {
@@ -158,7 +158,7 @@ func (m *PromMetrics) Handler() http.Handler {
 
 // Attach makes the scrape-time collectors report n's state. Before it,
 // only the counters, the runtime and the process are reported.
-func (m *PromMetrics) Attach(n *Node) { m.ref.set(n) }
+func (m *PromMetrics) Attach(n Source) { m.ref.set(n) }
 
 // Detach stops reading the node, once the reads in progress are done.
 // Call it before closing the node.

@@ -1,4 +1,4 @@
-package node
+package ops
 
 import (
 	"strconv"
@@ -61,12 +61,12 @@ func (c *uplinkCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(desc *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v, labels...)
 	}
-	c.m.ref.with(func(n *Node) {
-		if n.uplinks == nil {
+	c.m.ref.with(func(n Source) {
+		if n.Uplinks() == nil {
 			return
 		}
-		now := n.uplinks.Now()
-		for _, info := range n.uplinks.List() {
+		now := n.Uplinks().Now()
+		for _, info := range n.Uplinks().List() {
 			for i, p := range info.Partitions {
 				l := []string{info.Spec.Topic, strconv.Itoa(i)}
 				gauge(d.position, float64(p.Position), l...)

@@ -1,4 +1,4 @@
-package node
+package ops
 
 import (
 	"runtime"
@@ -8,14 +8,14 @@ import (
 )
 
 // Status returns the node's status as the status page shows it.
-func (s *HTTPServer) Status() Status { return s.status(everything) }
+func (s *HTTPServer) Status() Status { return s.status(Everything) }
 
 // status builds the status to the given depth. Every call samples the
 // partitions' counters for the throughput rates.
-func (s *HTTPServer) status(depth snapshotDepth) Status {
+func (s *HTTPServer) status(depth Depth) Status {
 	now := s.cfg.Now()
 	var ms runtime.MemStats
-	if depth == everything {
+	if depth == Everything {
 		runtime.ReadMemStats(&ms) // stops the world briefly: not for the sampler
 	}
 	st := Status{
@@ -36,19 +36,19 @@ func (s *HTTPServer) status(depth snapshotDepth) Status {
 		},
 	}
 	st.Health = s.health()
-	s.m.ref.with(func(n *Node) {
-		snap := n.snapshot(depth)
-		st.Node.Listen, st.Node.DataDir = snap.listen, snap.dataDir
-		st.Node.DiskFreeBytes, st.Node.DiskTotalBytes = snap.diskFree, snap.diskTotal
-		tr := snap.transport
+	s.m.ref.with(func(n Source) {
+		snap := n.Snapshot(depth)
+		st.Node.Listen, st.Node.DataDir = snap.Listen, snap.DataDir
+		st.Node.DiskFreeBytes, st.Node.DiskTotalBytes = snap.DiskFree, snap.DiskTotal
+		tr := snap.Transport
 		st.Transport = TransportStatus{
 			ConnectionsOpen: tr.ConnsOpen, ConnectionsAccepted: tr.ConnsAccepted, ConnectionsRefused: tr.ConnsRefused,
 			AuthFailures: tr.AuthFailures, StreamsOpen: tr.StreamsOpen, RequestsInFlight: tr.RequestsInFlight,
 			InflightBytes: tr.BudgetInUse, InflightBudgetBytes: tr.BudgetCapacity, BackpressureWaits: tr.BudgetWaits,
-			ParkedPolls: snap.parked, MaxParkedPolls: snap.maxParked,
+			ParkedPolls: snap.Parked, MaxParkedPolls: snap.MaxParked,
 		}
 		live := map[rateKey]bool{}
-		for _, t := range snap.topics {
+		for _, t := range snap.Topics {
 			ts, cs := s.topicStatus(t, now, live)
 			st.Topics = append(st.Topics, ts)
 			st.Consumers = append(st.Consumers, cs...)
@@ -58,8 +58,8 @@ func (s *HTTPServer) status(depth snapshotDepth) Status {
 		if p := s.m.ref.plugins; p != nil {
 			st.Plugins = append(st.Plugins, p.PluginStatuses()...)
 		}
-		if depth == everything {
-			st.Uplinks = uplinkStatuses(n.uplinks)
+		if depth == Everything {
+			st.Uplinks = uplinkStatuses(n.Uplinks())
 		}
 	})
 	slices.SortFunc(st.Consumers, func(a, b ConsumerStatus) int {
@@ -75,20 +75,20 @@ func (s *HTTPServer) status(depth snapshotDepth) Status {
 }
 
 // topicStatus describes one topic and the consumers with a bookmark on it.
-func (s *HTTPServer) topicStatus(t topicSnapshot, now time.Time, live map[rateKey]bool) (TopicStatus, []ConsumerStatus) {
+func (s *HTTPServer) topicStatus(t TopicSnapshot, now time.Time, live map[rateKey]bool) (TopicStatus, []ConsumerStatus) {
 	ts := TopicStatus{
-		Name: t.name, ID: t.id.String(),
-		Durability: t.cfg.Durability.String(), Compression: t.cfg.Compression.String(), Timestamps: t.cfg.Timestamps.String(),
-		RetentionAgeSeconds: t.cfg.RetentionAge.Seconds(), RetentionBytes: t.cfg.RetentionBytes,
+		Name: t.Name, ID: t.ID.String(),
+		Durability: t.Config.Durability.String(), Compression: t.Config.Compression.String(), Timestamps: t.Config.Timestamps.String(),
+		RetentionAgeSeconds: t.Config.RetentionAge.Seconds(), RetentionBytes: t.Config.RetentionBytes,
 		Partitions: []PartitionStatus{},
 	}
 	consumers := map[[2]string]*ConsumerStatus{}
 	var order [][2]string
-	for _, p := range t.parts {
-		ls := p.state
+	for _, p := range t.Parts {
+		ls := p.State
 		ps := PartitionStatus{
-			Partition: p.index, LogStart: ls.LogStart, HighWatermark: ls.HighWatermark, HistoryEpoch: uint64(ls.History),
-			SizeBytes: p.size,
+			Partition: p.Index, LogStart: ls.LogStart, HighWatermark: ls.HighWatermark, HistoryEpoch: uint64(ls.History),
+			SizeBytes: p.Size,
 		}
 		if ls.HighWatermark > ls.LogStart {
 			ps.Records = ls.HighWatermark - ls.LogStart
@@ -96,9 +96,9 @@ func (s *HTTPServer) topicStatus(t topicSnapshot, now time.Time, live map[rateKe
 		if ls.Failed != nil {
 			ps.Failed = ls.Failed.Error()
 		}
-		ps.Appends, ps.AppendedBytes = p.stats.Appends, p.stats.AppendedBytes
-		ps.DeliveredBytes = s.m.deliveredBytes(t.name, p.index)
-		k := rateKey{topic: t.name, id: t.id, partition: p.index}
+		ps.Appends, ps.AppendedBytes = p.Stats.Appends, p.Stats.AppendedBytes
+		ps.DeliveredBytes = s.m.deliveredBytes(t.Name, p.Index)
+		k := rateKey{topic: t.Name, id: t.ID, partition: p.Index}
 		live[k] = true
 		ps.RecordsPerSecond, ps.BytesPerSecond = s.rates.observe(k, rateSample{at: now, records: ls.HighWatermark, bytes: ps.AppendedBytes})
 
@@ -106,24 +106,24 @@ func (s *HTTPServer) topicStatus(t topicSnapshot, now time.Time, live map[rateKe
 		ts.Records += ps.Records
 		ts.RecordsPerSecond += ps.RecordsPerSecond
 		ts.BytesPerSecond += ps.BytesPerSecond
-		if p.size < 0 || ts.SizeBytes < 0 {
+		if p.Size < 0 || ts.SizeBytes < 0 {
 			ts.SizeBytes = -1
 		} else {
-			ts.SizeBytes += p.size
+			ts.SizeBytes += p.Size
 		}
 
-		for _, c := range p.consumers {
-			key := [2]string{c.kind, c.name}
+		for _, c := range p.Consumers {
+			key := [2]string{c.Kind, c.Name}
 			cs := consumers[key]
 			if cs == nil {
-				cs = &ConsumerStatus{Name: c.name, Kind: c.kind, Topic: t.name}
+				cs = &ConsumerStatus{Name: c.Name, Kind: c.Kind, Topic: t.Name}
 				consumers[key] = cs
 				order = append(order, key)
 			}
-			cs.Lag += c.lag
+			cs.Lag += c.Lag
 			cs.Partitions = append(cs.Partitions, ConsumerPartition{
-				Partition: p.index, Committed: c.committed.Offset, CommittedHistory: uint64(c.committed.History),
-				Position: c.position, Lag: c.lag,
+				Partition: p.Index, Committed: c.Committed.Offset, CommittedHistory: uint64(c.Committed.History),
+				Position: c.Position, Lag: c.Lag,
 			})
 		}
 	}
