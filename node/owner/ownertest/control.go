@@ -79,7 +79,7 @@ type ReadGate struct {
 	Release chan struct{}
 }
 
-// NewReadGate returns a closed-over gate, neither arrived nor released.
+// NewReadGate returns a gate neither arrived at nor released.
 func NewReadGate() *ReadGate {
 	return &ReadGate{Arrived: make(chan struct{}), Release: make(chan struct{})}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // Meta is an in-memory Metadata with a durable copy: only what a Sync
-// covered survives restart().
+// covered survives Restart.
 type Meta struct {
 	mu      sync.Mutex
 	seq     owner.Ticket
@@ -37,6 +37,7 @@ type metaWrite struct {
 	del        bool
 }
 
+// NewMeta returns an empty in-memory metadata store.
 func NewMeta() *Meta {
 	return &Meta{data: map[string][]byte{}, durable: map[string][]byte{}}
 }
@@ -117,7 +118,7 @@ func (m *Meta) Restart() *Meta {
 }
 
 // Log is an in-memory PartitionLog. Every record is durable at once.
-// Reads can be suspended at their "file read" through readGate.
+// Reads can be suspended at their "file read" (SuspendNextRead).
 type Log struct {
 	meta *Meta
 	key  string // bookmark key prefix
@@ -144,6 +145,8 @@ type storedBatch struct {
 	b          []byte
 }
 
+// NewLog returns an empty in-memory log of history 1 keeping its
+// bookmarks in meta under name.
 func NewLog(meta *Meta, name string) *Log {
 	return &Log{
 		meta:      meta,

@@ -15,6 +15,8 @@ import (
 	"github.com/ledgemq/ledge/record"
 )
 
+// Batch builds a batch of records with the given values (timestamp 1,
+// uncompressed).
 func Batch(t testing.TB, values ...string) []byte {
 	t.Helper()
 	var b record.BatchBuilder
@@ -28,6 +30,8 @@ func Batch(t testing.TB, values ...string) []byte {
 	return batch
 }
 
+// NewOwner builds the owner of l in m, with producer and session
+// registries in m.
 func NewOwner(t testing.TB, topic fence.TopicID, m *Meta, l *Log) *owner.Owner {
 	t.Helper()
 	prods, err := owner.OpenProducers(m)
@@ -45,6 +49,7 @@ func NewOwner(t testing.TB, topic fence.TopicID, m *Meta, l *Log) *owner.Owner {
 	return o
 }
 
+// BenchBatch builds a batch of records values of size bytes each.
 func BenchBatch(b testing.TB, records, size int) []byte {
 	var bb record.BatchBuilder
 	v := make([]byte, size)
@@ -58,6 +63,8 @@ func BenchBatch(b testing.TB, records, size int) []byte {
 	return batch
 }
 
+// RecordsOf returns the values of the records a poll delivered (within
+// its token's range).
 func RecordsOf(t interface{ Fatal(...any) }, r owner.PollResult) []string {
 	var out []string
 	for _, b := range r.Batches {
@@ -81,20 +88,24 @@ type Floor struct {
 	set bool
 }
 
+// Move sets the floor (set false: no floor).
 func (f *Floor) Move(off uint64, set bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.off, f.set = off, set
 }
 
+// Get is the floor as an owner asks it (OwnerConfig.RetentionFloor).
 func (f *Floor) Get() (uint64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.off, f.set
 }
 
+// ScenarioTopic is the topic id the scenario tests use.
 var ScenarioTopic = fence.TopicID{0x1e, 0xd9, 0xe0}
 
+// RenderPoll renders a poll's outcome as the scenario files spell it.
 func RenderPoll(r owner.PollResult, err error) string {
 	if err != nil {
 		return RenderErr(err)
@@ -127,6 +138,8 @@ func RenderPoll(r owner.PollResult, err error) string {
 	return sb.String()
 }
 
+// RenderErr renders an error as the scenario files spell it: a fence
+// rejection by its code and action.
 func RenderErr(err error) string {
 	var fe *fence.Error
 	if errors.As(err, &fe) {
