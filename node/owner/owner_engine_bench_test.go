@@ -16,7 +16,7 @@ import (
 // figures are CPU, not disk): poll and commit with fencing on and off, and
 // produce with and without an idempotent producer.
 //
-//	go test ./node -run '^$' -bench 'OwnerEngine' -count 10 > out.txt
+//	go test ./node/owner -run '^$' -bench 'OwnerEngine' -count 10 > out.txt
 //	benchstat -col /fence out.txt; benchstat -col /idempotent out.txt
 
 // cpuLoop runs op under b.Loop and reports its CPU time per operation.

@@ -21,7 +21,7 @@ import (
 // commit with no change: the time should grow with the bytes written, not
 // with a fixed cost per change.
 //
-//	go test ./node -run '^$' -bench 'OwnerEngineCommitState' -benchtime 200x
+//	go test ./node/owner -run '^$' -bench 'OwnerEngineCommitState' -benchtime 200x
 func BenchmarkOwnerEngineCommitState(b *testing.B) {
 	ctx := context.Background()
 	for _, d := range []engine.Durability{engine.DurabilityAlways, engine.DurabilityInterval, engine.DurabilityNone} {
