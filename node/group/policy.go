@@ -10,10 +10,22 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
+// PolicyRecord is a commit policy attached to a named consumer or kept in
+// a group's record; an empty Plugin detaches it. It is stored as JSON.
+type PolicyRecord struct {
+	V      int               `json:"v"`
+	Plugin string            `json:"plugin"`
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// RecordVersion is the version of the stored policy records (and of the
+// plugin registry's records beside them).
+const RecordVersion = 1
+
 // A group's commit policy and the deletion of a group.
 //
 // A commit policy attached to a group is kept in the group's record (see
-// group_store.go), so it survives a restart with the group. Every poll of
+// store.go), so it survives a restart with the group. Every poll of
 // a member of the group runs it on what the poll delivered, and its
 // proposal becomes a commit carrying that poll's token, which the
 // partition's owner applies only if the token is still current — the
