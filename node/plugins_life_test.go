@@ -319,7 +319,13 @@ func TestFilterFailuresMapToPluginStatuses(t *testing.T) {
 // poll at once with the retryable plugin-busy status naming the plugin,
 // and counts no strike (the memory comes back as calls end).
 func TestFilterRefusedByTheMemoryBudgetFailsThePoll(t *testing.T) {
-	tn := hostileNode(t, t.TempDir(), func(cfg *Config) { cfg.Plugins.MemoryBudget = 16 << 20 })
+	tn := hostileNode(t, t.TempDir(), func(cfg *Config) {
+		cfg.Plugins.MemoryBudget = 16 << 20
+		// The budget refuses the growth inside the call, whatever its
+		// deadline; a long one keeps a loaded machine from cutting the
+		// call before it has grown that far.
+		cfg.Plugins.CallTimeout = time.Minute
+	})
 	c := tn.mustDial(t, tn.admin)
 	c.createTopic("t", wire.TopicConfig{Partitions: 1})
 	if _, err := c.produce(c.main, "t", 0, ownertest.Batch(t, "bait")); err != nil {

@@ -16,8 +16,10 @@ import (
 )
 
 // safety bounds every wait of the end-to-end tests. None of them relies on
-// it for correctness: it only turns a hang into a failure.
-const safety = 30 * time.Second
+// it for correctness: it only turns a hang into a failure. It is long
+// because compiling a Go plugin under the race detector on a loaded
+// machine has taken more than 30 s.
+const safety = 2 * time.Minute
 
 func safetyContext(t testing.TB) context.Context {
 	t.Helper()
