@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/internal/datadir"
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/owner"
@@ -37,19 +38,12 @@ const (
 	DefaultStreamRequests    = 256
 )
 
-// Files of the data directory besides the storage engine's.
-const (
-	// AdminTokenFile holds the admin token minted at first start (0600).
-	AdminTokenFile = "admin.token"
-	// TLSDir holds the CA and the server certificate (see package certs).
-	TLSDir = "tls"
-)
-
 // Config configures a Node. The zero value of every field picks the
 // documented default.
 type Config struct {
-	// DataDir holds the storage engine's files, the TLS material (TLSDir),
-	// the admin token (AdminTokenFile) and the node secret (SecretFile).
+	// DataDir holds the storage engine's files, the TLS material and the
+	// admin token (named in package datadir) and the node secret
+	// (SecretFile).
 	// Default "ledge-data"; created (0700) when missing.
 	DataDir string
 	// Listen is the UDP address of the QUIC listener. Default
@@ -229,9 +223,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		parked: make(chan struct{}, cfg.MaxParkedPolls),
 		paths: Paths{
 			DataDir:    cfg.DataDir,
-			CA:         filepath.Join(cfg.DataDir, TLSDir, certs.CAFile),
-			Cert:       filepath.Join(cfg.DataDir, TLSDir, certs.CertFile),
-			AdminToken: filepath.Join(cfg.DataDir, AdminTokenFile),
+			CA:         filepath.Join(cfg.DataDir, datadir.TLSDir, certs.CAFile),
+			Cert:       filepath.Join(cfg.DataDir, datadir.TLSDir, certs.CertFile),
+			AdminToken: filepath.Join(cfg.DataDir, datadir.AdminTokenFile),
 		},
 	}
 	n.base, n.cancelBase = context.WithCancel(context.Background())
@@ -297,7 +291,7 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	n.certs, err = certs.Open(certs.Options{
-		Dir: filepath.Join(cfg.DataDir, TLSDir), Names: cfg.CertNames, Now: cfg.Now, Logger: cfg.Logger,
+		Dir: filepath.Join(cfg.DataDir, datadir.TLSDir), Names: cfg.CertNames, Now: cfg.Now, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return err

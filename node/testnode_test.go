@@ -78,19 +78,12 @@ type client struct {
 // dial connects and authenticates with token.
 func (tn *testNode) dial(t testing.TB, token string) (*client, error) {
 	t.Helper()
-	return dialNode(t, tn.Addr(), tn.Paths().CA, token)
-}
-
-// dialNode connects to the node at addr, trusting the CA in caFile, and
-// authenticates with token.
-func dialNode(t testing.TB, addr, caFile, token string) (*client, error) {
-	t.Helper()
 	ctx := safetyContext(t)
-	tlsConf, err := quic.ClientTLSConfigFromCAFile(caFile, "")
+	tlsConf, err := quic.ClientTLSConfigFromCAFile(tn.Paths().CA, "")
 	if err != nil {
 		return nil, err
 	}
-	conn, err := quic.Dial(ctx, addr, tlsConf, quic.ClientConfig{})
+	conn, err := quic.Dial(ctx, tn.Addr(), tlsConf, quic.ClientConfig{})
 	if err != nil {
 		return nil, err
 	}

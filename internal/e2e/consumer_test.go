@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 )
 
@@ -324,7 +323,6 @@ func TestErrorsAreTyped(t *testing.T) {
 	if _, err := reader.NewConsumer(ctx, "t", sdk.WithPartitions(5)); !errors.Is(err, sdk.ErrUnknownPartition) {
 		t.Fatalf("consumer of a missing partition: %v", err)
 	}
-	_ = node.AdminTokenFile
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := c.ListTopics(cctx); !errors.Is(err, context.Canceled) || sdk.IsRetryable(err) {
