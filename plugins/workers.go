@@ -40,7 +40,10 @@ import (
 // kernel, where slow plugins run at a lower priority. Measured beside a
 // looping and a memory-growing plugin on 2 cores, the goroutines' p99
 // wait for a P was 0.12 to 7.3 ms with 2 Ps, and 0.05 to 0.23 ms (as
-// without the plugins) with 3; what it costs is in RATIONALE.md.
+// without the plugins) with 3. ledge serve does not raise it: on a quiet
+// machine the honest p99 beside hostile plugins was worse with the extra
+// P, and every node lost a quarter of its produce throughput
+// (RATIONALE.md, Processors for the workers).
 func Processors(cfg Config, procs int) (Config, int) {
 	procs = max(procs, 1)
 	if cfg.MaxConcurrentCalls <= 0 {

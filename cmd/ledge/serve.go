@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -17,7 +16,6 @@ import (
 	"github.com/ledgemq/ledge/internal/config"
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/ops"
-	"github.com/ledgemq/ledge/plugins"
 	"github.com/spf13/cobra"
 )
 
@@ -90,14 +88,10 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 	}
 	ncfg := cfg.Node()
 	ncfg.Logger, ncfg.Version = logger, ver
-	// Plugin code holds a Go processor while it runs: the plugin workers
-	// get processors of their own, the node's code keeps one per CPU
-	// (docs/PLUGINS.md, Memory and CPU).
-	procs := runtime.GOMAXPROCS(0)
-	var withWorkers int
-	ncfg.Plugins, withWorkers = plugins.Processors(ncfg.Plugins, procs)
-	runtime.GOMAXPROCS(withWorkers)
-	defer runtime.GOMAXPROCS(procs)
+	// GOMAXPROCS stays at the CPUs: raising it by the plugin workers cost
+	// every node a quarter of its produce throughput, and beside hostile
+	// plugins it did worse, not better, on a quiet machine
+	// (plugins/RATIONALE.md, Processors for the workers).
 	// The HTTP listener starts first: /healthz answers and /readyz says
 	// "recovery pending" while a large data directory is recovered.
 	var httpSrv *ops.HTTPServer

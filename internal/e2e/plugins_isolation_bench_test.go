@@ -23,9 +23,10 @@ import (
 // to the instance limit and fails) busy. Everything runs in this one
 // process, on the node's default of one plugin worker per CPU but one.
 //
-// It measures two variants: with the plugin workers' Go processors their
-// own, as ledge serve runs it (plugins.Processors raises GOMAXPROCS by
-// the workers), and with GOMAXPROCS at the CPUs. Each round runs, for
+// It measures two variants: GOMAXPROCS at the CPUs, as ledge serve runs
+// it, and with the plugin workers' Go processors their own
+// (plugins.Processors raises GOMAXPROCS by the workers; measured worse,
+// plugins/RATIONALE.md). Each round runs, for
 // each variant, a baseline phase and a hostile one (3 s each), the next
 // round the same phases in reverse order, so that every kind of phase
 // sees the same machine; a hostile phase starts once both plugins have
@@ -47,9 +48,9 @@ func BenchmarkPollBesideHostilePlugins(b *testing.B) {
 		rounds   = 3
 		hostiles = 4
 	)
-	// As ledge serve does: the plugin workers get Go processors of their
-	// own (GOMAXPROCS withWorkers); the other variant leaves GOMAXPROCS
-	// at procs, the workers taking theirs from the node's.
+	// As ledge serve does, GOMAXPROCS stays at procs, the workers taking
+	// their processors from the node's; the other variant gives them
+	// processors of their own (GOMAXPROCS withWorkers).
 	procs := runtime.GOMAXPROCS(0)
 	var withWorkers int
 	n := pluginNode(b, func(cfg *node.Config) {
@@ -166,8 +167,8 @@ func BenchmarkPollBesideHostilePlugins(b *testing.B) {
 		base, beside []phaseFigures
 	}
 	variants := []*variant{
-		{name: "as ledge serve runs it, the workers with processors of their own", procs: withWorkers},
-		{name: "GOMAXPROCS at the CPUs, the workers taking theirs from the node's", procs: procs},
+		{name: "as ledge serve runs it, GOMAXPROCS at the CPUs, the workers taking theirs from the node's", procs: procs},
+		{name: "the workers with processors of their own", procs: withWorkers},
 	}
 	load := loadAverage()
 	b.ResetTimer()
@@ -201,7 +202,7 @@ func BenchmarkPollBesideHostilePlugins(b *testing.B) {
 			ratio, v.name, v.procs, besideP99.Round(time.Microsecond), baseP99.Round(time.Microsecond), len(v.base), verdict)
 		unit := ""
 		if j > 0 {
-			unit = "-cpus"
+			unit = "-ownprocs"
 		}
 		b.ReportMetric(float64(baseP99.Microseconds()), "base-p99-us"+unit)
 		b.ReportMetric(float64(besideP99.Microseconds()), "beside-p99-us"+unit)
