@@ -5,25 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/ledgemq/ledge/sdk"
 )
 
-// Beside a node started with `ledge serve`, Dial finds the node's CA and
-// admin token in ./ledge-data. Elsewhere, name them.
+// Beside a node started with `ledge serve`, sdk.Dial(ctx, "") finds it on
+// 127.0.0.1:7420 and its CA and admin token in ./ledge-data. Elsewhere,
+// name the address and the two files, copied from the node's data
+// directory (FindDataDirFiles says where they are in it). This example
+// dials the node `go test` starts that way; for a remote node the call is
+// the same with its address and the copies:
+//
+//	sdk.Dial(ctx, "edge-7.example.net:7420",
+//		sdk.WithCAFile("/etc/ledge/ca.pem"),
+//		sdk.WithTokenFile("/etc/ledge/token"))
 func ExampleDial() {
 	ctx := context.Background()
-	c, err := sdk.Dial(ctx, "edge-7.example.net:7420",
-		sdk.WithCAFile("/etc/ledge/ca.pem"),
-		sdk.WithTokenFile("/etc/ledge/token"),
+	files, err := sdk.FindDataDirFiles(nodeDataDir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := sdk.Dial(ctx, nodeAddr, // "edge-7.example.net:7420"
+		sdk.WithCAFile(files.CA),            // "/etc/ledge/ca.pem"
+		sdk.WithTokenFile(files.AdminToken), // "/etc/ledge/token"
 		sdk.WithRequestTimeout(10*time.Second),
 	)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.CreateTopic(ctx, "readings", sdk.TopicConfig{
+	if _, err := c.CreateTopic(ctx, "telemetry", sdk.TopicConfig{
 		Partitions:   4,
 		Durability:   sdk.DurabilityAlways,
 		Compression:  sdk.CompressionZstd,
@@ -31,6 +44,14 @@ func ExampleDial() {
 	}); err != nil && !errors.Is(err, sdk.ErrTopicExists) {
 		log.Fatal(err)
 	}
+	d, err := c.DescribeTopic(ctx, "telemetry")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: %d partitions, durability %s, compression %s, records kept %s\n",
+		d.Name, len(d.Partitions), d.Config.Durability, d.Config.Compression, d.Config.RetentionAge)
+	// Output:
+	// telemetry: 4 partitions, durability always, compression zstd, records kept 168h0m0s
 }
 
 // Produce is asynchronous: the callback gets each record's offset, or its
@@ -38,15 +59,24 @@ func ExampleDial() {
 // never duplicate them.
 func ExampleProducer_Produce() {
 	ctx := context.Background()
-	c, err := sdk.Dial(ctx, "")
+	c, err := sdk.Dial(ctx, nodeAddr, sdk.WithDataDir(nodeDataDir)) // beside ./ledge-data: sdk.Dial(ctx, "")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	p, err := c.NewProducer(ctx, "readings", sdk.WithLinger(5*time.Millisecond))
+	if _, err := c.CreateTopic(ctx, "sensors", sdk.TopicConfig{Partitions: 4}); err != nil {
+		log.Fatal(err)
+	}
+	p, err := c.NewProducer(ctx, "sensors", sdk.WithLinger(5*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}
+	var (
+		mu           sync.Mutex // callbacks run on the producer's goroutines
+		perPartition [4]int
+		next         = map[string]uint64{} // each sensor's next offset at least
+		outOfOrder   int
+	)
 	for i := range 1000 {
 		rec := &sdk.Record{
 			Key:     []byte(fmt.Sprintf("sensor-%d", i%16)), // one sensor, one partition, in order
@@ -56,13 +86,28 @@ func ExampleProducer_Produce() {
 		p.Produce(ctx, rec, func(r *sdk.Record, err error) {
 			if err != nil {
 				log.Printf("record %s failed: %v", r.Key, err)
+				return
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			perPartition[r.Partition]++
+			if r.Offset < next[string(r.Key)] {
+				outOfOrder++
+			}
+			next[string(r.Key)] = r.Offset + 1
 		})
 	}
 	// Close flushes: it returns once every record is acknowledged.
 	if err := p.Close(ctx); err != nil {
 		log.Fatal(err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println("records per partition:", perPartition)
+	fmt.Println("acknowledged out of order:", outOfOrder)
+	// Output:
+	// records per partition: [312 188 188 312]
+	// acknowledged out of order: 0
 }
 
 // ProduceSync waits for the acknowledgement and fills in the offset.
@@ -183,6 +228,12 @@ func produce(ctx context.Context, c *sdk.Client, topic string, values ...string)
 	if _, err := c.CreateTopic(ctx, topic, sdk.TopicConfig{Partitions: 1}); err != nil {
 		log.Fatal(err)
 	}
+	produceMore(ctx, c, topic, values...)
+}
+
+// produceMore appends values to a topic, one record at a time: each is
+// a batch of its own.
+func produceMore(ctx context.Context, c *sdk.Client, topic string, values ...string) {
 	p, err := c.NewProducer(ctx, topic)
 	if err != nil {
 		log.Fatal(err)

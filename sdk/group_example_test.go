@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/ledgemq/ledge/sdk"
 )
@@ -12,7 +13,9 @@ import (
 // A member of the group "shipping" reading "parcels" at least once: what
 // a Poll returned is committed by the next Poll, by a revocation or by
 // Close, each commit fenced by the token of the poll that returned the
-// records. Committed shows where the group resumes.
+// records. WithGroupMaxMessages(2) makes the polls small: each record
+// here is a batch of its own, so a poll stops at two. Committed shows
+// where the group resumes.
 func ExampleClient_NewGroupConsumer() {
 	ctx := context.Background()
 	c, err := sdk.Dial(ctx, nodeAddr, sdk.WithDataDir(nodeDataDir)) // beside ./ledge-data: sdk.Dial(ctx, "")
@@ -35,8 +38,12 @@ func ExampleClient_NewGroupConsumer() {
 	defer g.Close(ctx)
 	for read := 0; read < 3; {
 		recs, err := g.Poll(ctx)
-		for _, r := range recs { // records first: some partitions may have delivered
-			fmt.Printf("%s/%d@%d %s\n", r.Topic, r.Partition, r.Offset, r.Value)
+		if len(recs) > 0 { // records first: some partitions may have delivered
+			var got []string
+			for _, r := range recs {
+				got = append(got, fmt.Sprintf("%s/%d@%d %s", r.Topic, r.Partition, r.Offset, r.Value))
+			}
+			fmt.Printf("a poll of %d: %s\n", len(recs), strings.Join(got, ", "))
 		}
 		read += len(recs)
 		switch {
@@ -59,9 +66,8 @@ func ExampleClient_NewGroupConsumer() {
 	}
 	// Output:
 	// assigned [parcels/0]
-	// parcels/0@0 p1
-	// parcels/0@1 p2
-	// parcels/0@2 p3
+	// a poll of 2: parcels/0@0 p1, parcels/0@1 p2
+	// a poll of 1: parcels/0@2 p3
 	// the group resumes parcels/0 at 3
 	// revoked [parcels/0]
 }
