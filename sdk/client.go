@@ -83,7 +83,9 @@ func (c *Client) NodeVersion() string {
 }
 
 // Close closes the connection. Producers and consumers made from the
-// client stop working; close them first to flush and commit.
+// client stop working; close them first to flush and commit. It takes no
+// context because it waits for nothing: the waiting (flushing records,
+// committing offsets) is theirs, bounded by the contexts of their Close.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {

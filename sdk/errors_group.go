@@ -12,19 +12,27 @@ import "github.com/ledgemq/ledge/transport/wire"
 // (a commit the member refused to send) is the client's own.
 const (
 	// ErrUnknownMember: the group does not know the member: its session
-	// expired (no heartbeat within WithSessionTimeout), it left, or the
-	// node restarted. Class rejoin: every partition is lost; the
-	// GroupConsumer rejoins by itself at its next Poll. Do not retry the
-	// commit: another member may be reading the partition now.
+	// expired (no heartbeat within WithSessionTimeout), it left, a process
+	// that joined under its member id left, or the node restarted. Class
+	// rejoin: every partition is lost; the GroupConsumer rejoins by itself
+	// at its next Poll. Do not retry the commit: another member may be
+	// reading the partition now.
 	ErrUnknownMember = wire.StatusUnknownMember
 	// ErrFencedMember: the request names a member epoch that is not this
 	// incarnation's (a newer process joined under the member id, or the
 	// request was made before a rejoin). Class rejoin, as ErrUnknownMember.
+	// The node says it to an earlier incarnation's heartbeats, which the
+	// GroupConsumer handles itself; that incarnation's commits are refused
+	// by what its successor holds: ErrStaleMemberEpoch or
+	// ErrUnassignedPartition while it is in the group, ErrUnknownMember
+	// once it has left.
 	ErrFencedMember = wire.StatusFencedMember
 	// ErrStaleMemberEpoch: the work predates the member's current
 	// assignment of the partition (it lost the partition and received it
-	// again since the poll). Class refresh: drop what was held for the
-	// partition; the next Poll reads it from the group's committed offset.
+	// again since the poll, or a process that joined under its member id
+	// received it). Class refresh: drop what was held for the partition;
+	// the next Poll reads it from the group's committed offset, if the
+	// member holds it again.
 	ErrStaleMemberEpoch = wire.StatusStaleMemberEpoch
 	// ErrUnassignedPartition: the member does not hold the partition.
 	// Class give up for this request: the partition belongs to another

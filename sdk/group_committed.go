@@ -28,7 +28,11 @@ type GroupCommitted struct {
 // node under the member's current epoch, so it includes every commit the
 // node accepted, the automatic ones of AtMostOnce and a commit policy's
 // too. A partition the node no longer counts as the member's has its
-// refusal in Err (ErrUnassignedPartition, ErrStaleMemberEpoch).
+// refusal in Err: ErrUnassignedPartition or ErrStaleMemberEpoch when it
+// moved (to another member, or to a process that joined under this
+// member's id), ErrUnknownMember when the group no longer knows the
+// member. Committed only reports them; Poll acts on them (OnLost, a
+// rejoin) when it meets them itself.
 func (g *GroupConsumer) Committed(ctx context.Context) ([]GroupCommitted, error) {
 	g.mu.Lock()
 	who := g.who
@@ -70,8 +74,13 @@ func (g *GroupConsumer) Committed(ctx context.Context) ([]GroupCommitted, error)
 	return out, nil
 }
 
-// WithGroupMaxMessages bounds the records of one poll. The node returns
-// whole batches, so a poll may hold up to one batch more.
+// WithGroupMaxMessages bounds the records of one poll. The node shares n
+// out among the partitions the poll reads (at least one record each) and
+// returns whole batches, never a part of one: a partition delivers its
+// first batch, and further ones only while its records stay within its
+// share. A poll holds more than n records only when a first batch alone
+// is larger than its partition's share, or when the member reads more
+// partitions than n.
 //
 // Default 10000 (DefaultMaxMessages). Values below 1 keep the default.
 func WithGroupMaxMessages(n int) GroupOption {
