@@ -320,7 +320,7 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	n.work.Go(n.acceptLoop)
-	n.plugins.startLoading() // serving meanwhile: plugins_load.go
+	n.plugins.startLoading(n.drain) // serving meanwhile: plugins_load.go
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)
 	}

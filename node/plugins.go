@@ -101,12 +101,16 @@ type pluginRegistry struct {
 	notLoaded map[string]string
 	loaded    chan struct{} // closed when the loader is done
 	stopLoad  context.CancelFunc
-	closing   bool           // under mu: no more background work
-	bg        sync.WaitGroup // the loader and quarantine writes
+	draining  <-chan struct{} // closed when the node's shutdown begins
+	closing   bool            // under mu: no more background work
+	bg        sync.WaitGroup  // the loader and quarantine writes
 
 	// beforePolicyCommit, when set, runs between a policy's proposal and
-	// its commit (tests make the poll stale there).
+	// its commit (tests make the poll stale there); awaiting, when set,
+	// runs as a poll or a commit policy starts waiting for a plugin still
+	// loading (tests stop the node there).
 	beforePolicyCommit atomic.Pointer[func()]
+	awaiting           atomic.Pointer[func(name string)]
 }
 
 // openPlugins reads the plugin registry. It loads no plugin: the node

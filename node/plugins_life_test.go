@@ -190,6 +190,203 @@ func TestPollNamingAPluginStillLoading(t *testing.T) {
 	}
 }
 
+// heldPlugins restarts the node on dir with the loading of its plugins
+// held (until the test ends), and reports on waiting each time a poll or
+// a commit policy starts waiting for one of them.
+func heldPlugins(t *testing.T, dir string) (tn *testNode, waiting <-chan string) {
+	t.Helper()
+	gate := make(chan struct{})
+	tn = startNode(t, nil, func(cfg *Config) { cfg.DataDir, cfg.FS = dir, wrappedDisk{FS: vfs.Default, gate: gate} })
+	t.Cleanup(func() { close(gate) }) // before the node's own Close
+	ch := make(chan string, 1)
+	hook := func(name string) {
+		select {
+		case ch <- name:
+		default:
+		}
+	}
+	tn.plugins.awaiting.Store(&hook)
+	return tn, ch
+}
+
+// closeWhileHeld closes tn while its plugins are still held loading, and
+// fails unless Close returns (the loading is never released before).
+func closeWhileHeld(t *testing.T, tn *testNode) <-chan error {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- tn.Close(context.Background()) }()
+	return closed
+}
+
+func mustReturn(t *testing.T, what string, closed <-chan error) {
+	t.Helper()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-safetyContext(t).Done():
+		t.Fatalf("%s: Close did not return while the plugin was still loading", what)
+	}
+}
+
+func mustName(t *testing.T, waiting <-chan string, want string) {
+	t.Helper()
+	select {
+	case name := <-waiting:
+		if name != want {
+			t.Fatalf("waiting for plugin %q, want %q", name, want)
+		}
+	case <-safetyContext(t).Done():
+		t.Fatalf("nothing waits for plugin %q", want)
+	}
+}
+
+// A long poll waiting for a plugin still loading does not hold a
+// shutdown: Close answers it at once with the retryable plugin-loading
+// status, saying the node is stopping, and returns though the plugin
+// never finished loading (and the poll's minute is far from over).
+func TestCloseAnswersAPollWaitingForAPluginStillLoading(t *testing.T) {
+	dir := t.TempDir()
+	first := startNode(t, nil, func(cfg *Config) { cfg.DataDir = dir })
+	c := first.mustDial(t, first.admin)
+	c.createTopic("t", wire.TopicConfig{Partitions: 1})
+	c.mustCall(&wire.AddPluginRequest{Name: "prefix", PluginKind: wire.PluginFilter, Module: prefixWasm(t)}, &wire.AddPluginReply{})
+	if _, err := c.produce(c.main, "t", 0, ownertest.Batch(t, "temp 21")); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	second, waiting := heldPlugins(t, dir)
+	c = second.mustDial(t, second.admin)
+	polled := c.send(c.stream(), &wire.PollRequest{Filter: prefixFilter(), MaxWait: time.Minute,
+		Partitions: []wire.PollPartition{{Topic: "t", Position: wire.Position{Mode: wire.PositionFirst}}}})
+	mustName(t, waiting, "prefix")
+
+	closed := closeWhileHeld(t, second)
+	r := <-polled
+	err := r.err
+	if err == nil {
+		err = decodeReply(r.frame, &wire.PollReply{})
+	}
+	if statusOfErr(err) != wire.StatusPluginLoading || !wire.StatusPluginLoading.Retryable() || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("a poll waiting for its plugin at a shutdown: %v, want the retryable plugin-loading status saying the node stops", err)
+	}
+	mustReturn(t, "a poll waiting for its filter", closed)
+}
+
+// A commit policy waiting for its plugin to load does not hold a
+// shutdown either: the poll that delivered the records is answered with
+// them (nothing committed), and Close returns though the policy never
+// finished loading.
+func TestCloseEndsACommitPolicyWaitingToLoad(t *testing.T) {
+	dir := t.TempDir()
+	first := hostileNode(t, dir, nil)
+	c := first.mustDial(t, first.admin)
+	c.createTopic("frames", wire.TopicConfig{Partitions: 1})
+	c.mustCall(&wire.AddPluginRequest{Name: "checkpoint", PluginKind: wire.PluginCommitPolicy,
+		Module: buildPluginWasm(t, "../sdk/plugin/examples/checkpoint")}, &wire.AddPluginReply{})
+	c.mustCall(&wire.AttachConsumerRequest{Name: "decoder"}, &wire.AttachConsumerReply{})
+	c.mustCall(&wire.SetPolicyRequest{Name: "decoder", Policy: wire.Filter{Name: "checkpoint"}}, &wire.SetPolicyReply{})
+	if _, err := c.produce(c.main, "frames", 0, checkpointBatch(t, "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	second, waiting := heldPlugins(t, dir)
+	c = second.mustDial(t, second.admin)
+	var att wire.AttachConsumerReply
+	c.mustCall(&wire.AttachConsumerRequest{Name: "decoder"}, &att)
+	polled := c.send(c.stream(), &wire.PollRequest{Consumer: named("decoder", att.Session),
+		Partitions: []wire.PollPartition{{Topic: "frames", Position: wire.Position{Mode: wire.PositionFirst}}}})
+	mustName(t, waiting, "checkpoint")
+
+	closed := closeWhileHeld(t, second)
+	var rep wire.PollReply
+	r := <-polled
+	err := r.err
+	if err == nil {
+		err = decodeReply(r.frame, &rep)
+	}
+	if err != nil {
+		t.Fatalf("the poll whose policy waits to load, at a shutdown: %v", err)
+	}
+	if got := rep.Partitions[0]; got.Status != wire.StatusOK || !eq(values(t, got.Batches), []string{"0:a", "1:b"}) {
+		t.Fatalf("the poll whose policy waits to load, at a shutdown: %v %q %q", got.Status, got.Message, values(t, got.Batches))
+	}
+	mustReturn(t, "a commit policy waiting to load", closed)
+}
+
+// Adding a quarantined plugin's module again clears its quarantine for
+// good: the record kept across restarts is cleared with it, whether the
+// quarantine had been through a restart already or was just decided.
+func TestReaddingAQuarantinedModuleClearsItAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	strict := func(cfg *Config) { cfg.Plugins.MaxStrikes = 1 }
+	hostile := buildPluginWasm(t, "../plugins/testdata/hostile")
+	spin := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "spin"}}}
+	ok := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "ok"}}}
+	var running *testNode
+	restart := func() *client {
+		t.Helper()
+		if running != nil {
+			if err := running.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		running = hostileNode(t, dir, strict)
+		if err := running.WaitPluginsLoaded(safetyContext(t)); err != nil {
+			t.Fatal(err)
+		}
+		return running.mustDial(t, running.admin)
+	}
+	readd := func(c *client) {
+		t.Helper()
+		var rep wire.AddPluginReply
+		c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter, Module: hostile}, &rep)
+		if rep.Plugin.State != wire.PluginReady {
+			t.Fatalf("re-added: state %v %q, want ok", rep.Plugin.State, rep.Plugin.Reason)
+		}
+	}
+	servesAfterARestart := func(when string) {
+		t.Helper()
+		c := restart()
+		if p := pluginListed(t, c, "hostile"); p.State != wire.PluginReady || p.Quarantined {
+			t.Fatalf("%s, after a restart: state %v %q, want ok", when, p.State, p.Reason)
+		}
+		if got := pollFiltered(t, c, ok, "t", 0)[0]; got.Status != wire.StatusOK || !eq(values(t, got.Batches), []string{"0:bait"}) {
+			t.Fatalf("%s, a poll after a restart: %v %q", when, got.Status, got.Message)
+		}
+	}
+
+	c := restart()
+	c.createTopic("t", wire.TopicConfig{Partitions: 1})
+	if _, err := c.produce(c.main, "t", 0, ownertest.Batch(t, "bait")); err != nil {
+		t.Fatal(err)
+	}
+	readd(c)
+	if got := pollFiltered(t, c, spin, "t", 0)[0]; got.Status != wire.StatusPluginTimeout {
+		t.Fatalf("the spinning poll: %v %q", got.Status, got.Message)
+	}
+	c = restart()
+	if p := pluginListed(t, c, "hostile"); p.State != wire.PluginQuarantined {
+		t.Fatalf("after a restart: state %v, want quarantined", p.State)
+	}
+	readd(c)
+	servesAfterARestart("re-added after a restart in quarantine")
+
+	c = restart()
+	if got := pollFiltered(t, c, spin, "t", 0)[0]; got.Status != wire.StatusPluginTimeout {
+		t.Fatalf("the second spinning poll: %v %q", got.Status, got.Message)
+	}
+	readd(c) // at once: the quarantine's record may still be being written
+	servesAfterARestart("re-added just after its quarantine")
+}
+
 // A poll over three partitions whose filter times out on the first fails
 // every partition with the plugin-timeout status and counts one strike:
 // the filter is not run again within the poll.

@@ -23,14 +23,20 @@ import (
 
 // startLoading loads every registered plugin in the background, one at a
 // time in name order, each under adminMu (an operator's add or remove of
-// the same name is ordered with its load).
-func (reg *pluginRegistry) startLoading() {
+// the same name is ordered with its load). Loading stops when drain ends
+// (a shutdown began): a poll or a commit policy still waiting for a
+// plugin is answered at once, with the retryable plugin-loading status,
+// and the compile under way is abandoned, so a stop never waits for the
+// plugins.
+func (reg *pluginRegistry) startLoading(drain context.Context) {
 	if reg == nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	stopOnDrain := context.AfterFunc(drain, cancel)
 	reg.mu.Lock()
 	reg.stopLoad = cancel
+	reg.draining = drain.Done()
 	names := make([]string, 0, len(reg.loading))
 	for name := range reg.loading {
 		names = append(names, name)
@@ -41,23 +47,35 @@ func (reg *pluginRegistry) startLoading() {
 	go func() {
 		defer reg.bg.Done()
 		defer close(reg.loaded)
+		defer stopOnDrain()
 		start := time.Now()
+		loaded := 0
 		for _, name := range names {
-			reg.load(ctx, name)
-		}
-		if len(names) > 0 {
-			var compiles uint64
-			if h := reg.host.Load(); h != nil {
-				compiles = h.Compiles()
+			if reg.load(ctx, name) {
+				loaded++
 			}
-			reg.log.Info("plugins loaded", "plugins", len(names), "compiled", compiles, "took", time.Since(start).Round(time.Millisecond))
 		}
+		if len(names) == 0 {
+			return
+		}
+		var compiles uint64
+		if h := reg.host.Load(); h != nil {
+			compiles = h.Compiles()
+		}
+		took := time.Since(start).Round(time.Millisecond)
+		if ctx.Err() != nil {
+			reg.log.Info("plugin loading stopped by the shutdown", "plugins", len(names), "loaded", loaded, "compiled", compiles, "took", took)
+			return
+		}
+		reg.log.Info("plugins loaded", "plugins", len(names), "compiled", compiles, "took", took)
 	}()
 }
 
 // load adds one registered plugin to the host, with its recorded
-// quarantine, unless an operator added or removed it meanwhile.
-func (reg *pluginRegistry) load(ctx context.Context, name string) {
+// quarantine, unless an operator added or removed it meanwhile; it
+// reports whether the plugin is loaded. A load the shutdown interrupts
+// leaves the plugin loading (the node stops; its next start loads it).
+func (reg *pluginRegistry) load(ctx context.Context, name string) bool {
 	reg.adminMu.Lock()
 	defer reg.adminMu.Unlock()
 	reg.mu.RLock()
@@ -65,9 +83,8 @@ func (reg *pluginRegistry) load(ctx context.Context, name string) {
 	_, pending := reg.loading[name]
 	reg.mu.RUnlock()
 	if !ok || !pending {
-		return
+		return false
 	}
-	why := ""
 	err := ctx.Err()
 	var host *plugins.Host
 	if err == nil {
@@ -75,22 +92,46 @@ func (reg *pluginRegistry) load(ctx context.Context, name string) {
 	}
 	if err == nil {
 		var wasm []byte
-		if wasm, err = reg.readModule(rec.Digest); err == nil {
+		if wasm, err = reg.readModuleUntil(ctx, rec.Digest); err == nil {
 			_, err = host.Load(ctx, name, plugins.Kind(rec.Kind), wasm)
 		}
 	}
 	if err == nil && rec.Quarantined {
 		err = host.Quarantine(name, rec.Reason)
 	}
+	if ctx.Err() != nil {
+		return false
+	}
+	why := ""
 	if err != nil {
 		why = err.Error()
-		if ctx.Err() == nil {
-			reg.log.Error("plugin not loaded", "plugin", name, "digest", rec.Digest, "err", err)
-		}
+		reg.log.Error("plugin not loaded", "plugin", name, "digest", rec.Digest, "err", err)
 	}
 	reg.mu.Lock()
 	reg.doneLoadingLocked(name, why)
 	reg.mu.Unlock()
+	return err == nil
+}
+
+// readModuleUntil is readModule that the loader walks away from when ctx
+// ends: a read held up by a slow or hung disk (an SD card's) does not
+// hold the node's shutdown; it finishes on its own, its result dropped.
+func (reg *pluginRegistry) readModuleUntil(ctx context.Context, digest string) ([]byte, error) {
+	type result struct {
+		wasm []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		wasm, err := reg.readModule(digest)
+		done <- result{wasm, err}
+	}()
+	select {
+	case r := <-done:
+		return r.wasm, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // doneLoadingLocked ends the wait for name's load, noting why it failed
@@ -108,17 +149,27 @@ func (reg *pluginRegistry) doneLoadingLocked(name, why string) {
 }
 
 // awaitLoaded waits for plugin name to be loaded, if it is still
-// loading, for at most maxWait: then it fails with errPluginLoading. A
-// registered plugin whose load failed fails with ErrUnknownPlugin and
-// the reason.
+// loading, for at most maxWait, and no longer than the node runs: when
+// the wait ends first, or a shutdown began, it fails with
+// errPluginLoading. A registered plugin whose load failed fails with
+// ErrUnknownPlugin and the reason.
 func (reg *pluginRegistry) awaitLoaded(ctx context.Context, name string, maxWait time.Duration) error {
 	reg.mu.RLock()
-	ch := reg.loading[name]
+	ch, draining := reg.loading[name], reg.draining
 	reg.mu.RUnlock()
 	if ch != nil {
 		loading := fmt.Errorf("%w: %q: the node started recently and is still loading its plugins; poll again shortly", errPluginLoading, name)
+		stopping := fmt.Errorf("%w: %q: the node is shutting down before it loaded its plugins; poll again once it is back", errPluginLoading, name)
+		select {
+		case <-draining:
+			return stopping
+		default:
+		}
 		if maxWait <= 0 {
 			return loading
+		}
+		if hook := reg.awaiting.Load(); hook != nil {
+			(*hook)(name)
 		}
 		t := time.NewTimer(maxWait)
 		defer t.Stop()
@@ -126,6 +177,8 @@ func (reg *pluginRegistry) awaitLoaded(ctx context.Context, name string, maxWait
 		case <-ch:
 		case <-t.C:
 			return loading
+		case <-draining:
+			return stopping
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -177,6 +230,11 @@ func (reg *pluginRegistry) quarantined(name string, digest plugins.Digest, reaso
 	rec, ok := reg.records[name]
 	reg.mu.RUnlock()
 	if !ok || rec.Digest != digest.String() || rec.Quarantined {
+		return
+	}
+	// An operator who reset the plugin or added its module again before
+	// this ran has cleared the quarantine in the host: it is not recorded.
+	if info, err := reg.stat(name); err != nil || !info.Stats.Quarantined {
 		return
 	}
 	rec.Quarantined, rec.Reason, rec.QuarantinedAt = true, reason, reg.now()
