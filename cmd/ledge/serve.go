@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/internal/config"
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/ops"
@@ -88,6 +87,10 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 	}
 	ncfg := cfg.Node()
 	ncfg.Logger, ncfg.Version = logger, ver
+	var err error
+	if ncfg.FS, err = testDisk(ctx, cfg.DataDir, logger); err != nil {
+		return err
+	}
 	// GOMAXPROCS stays at the CPUs: raising it by the plugin workers cost
 	// every node a quarter of its produce throughput, and beside hostile
 	// plugins it did worse, not better, on a quiet machine
@@ -96,7 +99,6 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 	// "recovery pending" while a large data directory is recovered.
 	var httpSrv *ops.HTTPServer
 	if cfg.HTTP.Enabled {
-		var err error
 		httpSrv, err = ops.StartHTTP(ops.HTTPConfig{Listen: cfg.HTTP.Listen, Logger: logger, Version: ver, Pprof: cfg.HTTP.Pprof})
 		if err != nil {
 			return err
@@ -107,7 +109,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 			_ = httpSrv.Close(ctx)
 		}()
 		ncfg.Metrics = httpSrv.Metrics()
-		ncfg.FS = httpSrv.Metrics().WrapFS(vfs.Default, logger)
+		ncfg.FS = httpSrv.Metrics().WrapFS(ncfg.FS, logger)
 	}
 	// What the node starts lives on the context it opens with (uplinks):
 	// a stop signal during the start-up cancels it, nothing else does

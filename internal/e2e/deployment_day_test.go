@@ -24,8 +24,11 @@ var dayDuration = flag.Duration("day.duration", 4*time.Second,
 // idempotent producers on a durability-always and a durability-none topic,
 // a group whose members keep a fenced state (a count per key), a named
 // follower; meanwhile the node is stopped with SIGTERM and killed with
-// SIGKILL and restarted, and clients vanish without closing (killed CLI
-// consumers, a named follower and a group member). At the end: no
+// SIGKILL and restarted, clients vanish without closing (killed CLI
+// consumers, a named follower and a group member), and its disk fills
+// and is freed (a tmpfs where the test can mount one, else the node's own
+// file system limited in size: -day.disk). Every SIGTERM stop must exit
+// with status 0 without waiting out the shutdown deadline. At the end: no
 // acknowledged record lost or duplicated, the group's committed offsets
 // never behind a commit it acknowledged, its state equal to the exact
 // fold of the records below its offset, the follower saw everything, and
@@ -36,12 +39,9 @@ func TestDeploymentDay(t *testing.T) {
 		t.Skip("builds and runs the ledge binary")
 	}
 	bin := buildLedge(t)
-	dataDir := filepath.Join(t.TempDir(), "ledge-data")
 	disk := newDayDisk(t, 1<<30)
-	if disk != nil {
-		dataDir = filepath.Join(disk.dir, "ledge-data")
-	}
-	node := newServedLedge(t, bin, dataDir)
+	node := newServedLedge(t, bin, filepath.Join(disk.dir, "ledge-data"))
+	node.env = disk.env()
 	node.start()
 	defer node.checkNoPanic()
 
@@ -95,22 +95,21 @@ func TestDeploymentDay(t *testing.T) {
 	wg.Go(func() { follower.run(load, t, c, "none") })
 
 	// The day: load, then an event, until the duration is spent (at
-	// least two SIGTERM restarts, one SIGKILL restart and, where the test
-	// can mount a tmpfs, a full disk).
+	// least two SIGTERM restarts, one SIGKILL restart and a full disk).
 	resume := map[syscall.Signal][]time.Duration{}
 	var spaceResume []time.Duration
 	period := max(*dayDuration/6, 700*time.Millisecond)
 	deadline := time.Now().Add(*dayDuration)
 	for i := 0; i < 3 || time.Now().Before(deadline); i++ {
 		time.Sleep(period)
-		if disk != nil && i%3 == 2 {
+		if i%3 == 2 {
 			// The disk fills: appends are refused (retryably) while it
 			// is full; freeing it lets the producers through again.
-			disk.fill(t)
+			disk.fill(t, node)
 			before := producers["always"].ackCount()
 			time.Sleep(min(period, 2*time.Second))
 			disk.ackedWhileFull += producers["always"].ackCount() - before
-			disk.free(t)
+			disk.free(t, node)
 			freed := time.Now()
 			if d, ok := producers["always"].nextAckAfter(freed, 10*time.Second); ok {
 				spaceResume = append(spaceResume, d)
@@ -155,10 +154,8 @@ func TestDeploymentDay(t *testing.T) {
 	t.Logf("producer resume (ready to next acknowledgement) after SIGTERM: %s", median(resume[syscall.SIGTERM]))
 	t.Logf("producer resume (ready to next acknowledgement) after SIGKILL: %s", median(resume[syscall.SIGKILL]))
 	t.Logf("shutdown (SIGTERM to exit): %s", median(node.shutdownTimes))
-	if disk != nil {
-		t.Logf("full disk: filled %d times, %d records of the always topic acknowledged while full; space freed to next acknowledgement: %s",
-			disk.fills, disk.ackedWhileFull, median(spaceResume))
-	}
+	t.Logf("full disk (%s): filled %d times, %d records of the always topic acknowledged while full; space freed to next acknowledgement: %s",
+		disk.kind(), disk.fills, disk.ackedWhileFull, median(spaceResume))
 	for _, topic := range []string{"always", "none", "readings"} {
 		p := producers[topic]
 		t.Logf("topic %s: %d records acknowledged, %d of unknown outcome", topic, len(p.acked), p.unknown.Load())

@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -198,36 +200,112 @@ func (k *dayKafka) check(ctx context.Context, t *testing.T, c *sdk.Client, topic
 	}
 }
 
-// dayDisk is a small file system of its own (a tmpfs, mounted as root)
-// holding the data directory, that the test fills with a ballast file and
-// frees again.
+var dayDiskKind = flag.String("day.disk", "auto",
+	"the full disk of TestDeploymentDay: tmpfs (mounted as root), fullfs (the node's file system limited through "+testDiskEnv+"), or auto (tmpfs where it can mount one)")
+
+// testDiskEnv is the variable that puts `ledge serve` on a disk of limited
+// size (internal/fullfs) named by a control file (cmd/ledge/testdisk.go).
+const testDiskEnv = "LEDGE_TEST_DISK"
+
+// dayDisk is the node's disk, of a limited size, that the test fills and
+// frees: a tmpfs of its own holding the data directory (mounted as root),
+// filled with a ballast file; or, where the test cannot mount, the node's
+// file system limited to the size through testDiskEnv, whose control file
+// says "full" to fill it.
 type dayDisk struct {
-	dir            string
+	dir            string // where the data directory goes
+	size           int64
+	control        string // the testDiskEnv control file; "" on a tmpfs
 	fills          int
 	ackedWhileFull int
 }
 
-// newDayDisk mounts a tmpfs of size bytes, or returns nil (and says why)
-// where the test cannot mount.
+// newDayDisk makes a disk of size bytes as -day.disk says.
 func newDayDisk(t *testing.T, size int64) *dayDisk {
 	t.Helper()
+	switch *dayDiskKind {
+	case "auto", "tmpfs":
+		if d, why := mountDayDisk(t, size); d != nil {
+			return d
+		} else if *dayDiskKind == "tmpfs" {
+			t.Fatalf("-day.disk tmpfs: %s", why)
+		} else {
+			t.Logf("%s: the node's file system is limited through %s instead", why, testDiskEnv)
+		}
+	case "fullfs":
+	default:
+		t.Fatalf("-day.disk %q: want tmpfs, fullfs or auto", *dayDiskKind)
+	}
+	d := &dayDisk{dir: t.TempDir(), size: size, control: filepath.Join(t.TempDir(), "disk")}
+	d.writeControl(t, strconv.FormatInt(size, 10))
+	return d
+}
+
+// mountDayDisk mounts a tmpfs of size bytes, or says why it cannot.
+func mountDayDisk(t *testing.T, size int64) (*dayDisk, string) {
 	if os.Geteuid() != 0 {
-		t.Log("not root: the full-disk part of the day is left out")
-		return nil
+		return nil, "not root: cannot mount a tmpfs"
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Logf("cannot mount a tmpfs (%v: %s): the full-disk part of the day is left out", err, strings.TrimSpace(string(out)))
-		return nil
+		return nil, fmt.Sprintf("cannot mount a tmpfs (%v: %s)", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
-	return &dayDisk{dir: dir}
+	return &dayDisk{dir: dir, size: size}, ""
 }
 
-// fill writes a ballast file until the file system is full.
-func (d *dayDisk) fill(t *testing.T) {
+// kind says which disk this is, for the report.
+func (d *dayDisk) kind() string {
+	if d.control != "" {
+		return "the node's file system limited through " + testDiskEnv
+	}
+	return "a tmpfs"
+}
+
+// env is what the node's environment needs to run on the disk.
+func (d *dayDisk) env() []string {
+	if d.control == "" {
+		return nil
+	}
+	return []string{testDiskEnv + "=" + d.control}
+}
+
+// writeControl replaces the control file's content at once (a rename), so
+// that the node never reads half of it.
+func (d *dayDisk) writeControl(t *testing.T, text string) {
+	t.Helper()
+	tmp := d.control + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, d.control); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// resize sets the limited disk's size and waits for the node to say it
+// took it.
+func (d *dayDisk) resize(t *testing.T, node *servedLedge, text string) {
+	t.Helper()
+	const taken = "test disk resized"
+	before := strings.Count(node.logs.String(), taken)
+	d.writeControl(t, text)
+	for deadline := time.Now().Add(safety); strings.Count(node.logs.String(), taken) == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node never took the disk's size %s:\n%s", text, node.logs.Tail(10))
+		}
+	}
+}
+
+// fill leaves the disk no room: a ballast file on a tmpfs takes what is
+// left; the limited disk shrinks to what is used.
+func (d *dayDisk) fill(t *testing.T, node *servedLedge) {
 	t.Helper()
 	d.fills++
+	if d.control != "" {
+		d.resize(t, node, "full")
+		return
+	}
 	f, err := os.Create(filepath.Join(d.dir, "ballast"))
 	if err != nil {
 		t.Fatal(err)
@@ -244,9 +322,13 @@ func (d *dayDisk) fill(t *testing.T) {
 	}
 }
 
-// free removes the ballast.
-func (d *dayDisk) free(t *testing.T) {
+// free gives the disk its room back.
+func (d *dayDisk) free(t *testing.T, node *servedLedge) {
 	t.Helper()
+	if d.control != "" {
+		d.resize(t, node, strconv.FormatInt(d.size, 10))
+		return
+	}
 	if err := os.Remove(filepath.Join(d.dir, "ballast")); err != nil {
 		t.Fatal(err)
 	}

@@ -180,10 +180,12 @@ func (f *dayFollower) run(ctx context.Context, t *testing.T, c *sdk.Client, topi
 		defer cancel()
 		_ = cons.Close(closeCtx)
 	}()
-	f.follow(ctx, cons)
+	f.follow(ctx, cons, false)
 }
 
-func (f *dayFollower) follow(ctx context.Context, cons *sdk.Consumer) (polled int) {
+// follow polls until ctx ends, or with untilEnd until a poll finds
+// nothing.
+func (f *dayFollower) follow(ctx context.Context, cons *sdk.Consumer, untilEnd bool) {
 	for ctx.Err() == nil {
 		recs, err := cons.Poll(ctx)
 		if err != nil && len(recs) == 0 {
@@ -195,12 +197,10 @@ func (f *dayFollower) follow(ctx context.Context, cons *sdk.Consumer) (polled in
 			f.seen[string(r.Value)] = true
 		}
 		f.mu.Unlock()
-		if len(recs) == 0 {
-			return polled
+		if untilEnd && len(recs) == 0 && err == nil {
+			return
 		}
-		polled += len(recs)
 	}
-	return polled
 }
 
 // check resumes the follower from its committed position to the end and
@@ -213,7 +213,7 @@ func (f *dayFollower) check(ctx context.Context, t *testing.T, c *sdk.Client, p 
 		t.Fatal(err)
 	}
 	defer cons.Close(ctx)
-	f.follow(ctx, cons)
+	f.follow(ctx, cons, true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	missed := 0

@@ -43,6 +43,8 @@ type servedLedge struct {
 
 	readyTimes    []time.Duration // exec to /readyz 200
 	shutdownTimes []time.Duration // SIGTERM to exit
+	env           []string        // added to the node's environment
+	checked       int             // how much of logs stop has looked at
 }
 
 func newServedLedge(t *testing.T, bin, dir string) *servedLedge {
@@ -63,6 +65,7 @@ func freeTCPPort(t *testing.T) string {
 func (s *servedLedge) start() time.Time {
 	s.t.Helper()
 	s.cmd = exec.Command(s.bin, "serve", "--data-dir", s.dir, "--listen", s.addr, "--http-listen", s.http)
+	s.cmd.Env = append(os.Environ(), s.env...)
 	s.cmd.Stdout = io.Discard
 	s.cmd.Stderr = &s.logs
 	begun := time.Now()
@@ -95,8 +98,14 @@ func (s *servedLedge) start() time.Time {
 	return time.Time{}
 }
 
-// stop sends sig and waits for the exit. SIGTERM must end in status 0; its
-// time to exit is kept.
+// shutdownDeadlineLog is what the node logs when a graceful stop waited
+// its whole shutdown_timeout for requests or streams (node.Close).
+const shutdownDeadlineLog = "shutdown deadline passed"
+
+// stop sends sig and waits for the exit. SIGTERM must end in status 0,
+// without the node having waited out its shutdown deadline (whatever the
+// clients did, nothing is left to wait for that long); its time to exit
+// is kept.
 func (s *servedLedge) stop(sig syscall.Signal) {
 	s.t.Helper()
 	sent := time.Now()
@@ -110,10 +119,21 @@ func (s *servedLedge) stop(sig syscall.Signal) {
 			if err != nil {
 				s.t.Fatalf("ledge serve after SIGTERM: %v\n%s", err, s.logs.Tail(20))
 			}
+			if logs := s.logs.String()[s.checked:]; strings.Contains(logs, shutdownDeadlineLog) {
+				s.t.Errorf("SIGTERM %d: the node waited out its shutdown deadline (%v to exit):\n%s",
+					len(s.shutdownTimes), s.shutdownTimes[len(s.shutdownTimes)-1].Round(time.Millisecond), lastLines(logs, 30))
+			}
 		}
+		s.checked = len(s.logs.String())
 	case <-time.After(safety):
 		s.t.Fatalf("ledge serve did not exit after %v\n%s", sig, s.logs.Tail(20))
 	}
+}
+
+// lastLines returns the last n lines of text.
+func lastLines(text string, n int) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // checkNoPanic fails the test if any run of the node panicked or died of

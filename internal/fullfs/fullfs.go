@@ -3,6 +3,7 @@ package fullfs
 import (
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,12 +18,16 @@ type FS struct {
 	budget atomic.Int64
 	used   atomic.Int64
 	full   atomic.Int64 // writes refused so far
+	// alloc is, per file preallocated past its size (Preallocate, as
+	// fallocate with FALLOC_FL_KEEP_SIZE), the end of its room: the
+	// bytes up to it are charged already, and writing them takes no more.
+	alloc map[string]int64
 }
 
 // Wrap returns fs limited to budget bytes, counting the files fs already
 // holds under root.
 func Wrap(fs vfs.FS, root string, budget int64) *FS {
-	f := &FS{FS: fs}
+	f := &FS{FS: fs, alloc: map[string]int64{}}
 	f.budget.Store(budget)
 	f.used.Store(treeSize(fs, root))
 	return f
@@ -64,11 +69,22 @@ func treeSize(fs vfs.FS, path string) int64 {
 	return n
 }
 
+// sizeOf returns the bytes the file at path holds: its size, or the end
+// of its preallocated room past it.
 func (f *FS) sizeOf(path string) int64 {
 	if st, err := f.FS.Stat(path); err == nil && !st.IsDir() {
-		return st.Size()
+		return max(st.Size(), f.alloc[path])
 	}
 	return 0
+}
+
+// forget drops what f knows of the preallocations at path and under it.
+func (f *FS) forget(path string) {
+	for p := range f.alloc {
+		if under(p, path) {
+			delete(f.alloc, p)
+		}
+	}
 }
 
 // Create truncates an existing file: its bytes are given back.
@@ -81,6 +97,7 @@ func (f *FS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, erro
 		return nil, err
 	}
 	f.used.Add(-old)
+	delete(f.alloc, name)
 	return &limitedFile{File: file, fs: f, path: name}, nil
 }
 
@@ -101,6 +118,7 @@ func (f *FS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCatego
 		return nil, err
 	}
 	f.used.Add(-over)
+	f.move(oldname, newname)
 	return &limitedFile{File: file, fs: f, path: newname}, nil
 }
 
@@ -112,6 +130,7 @@ func (f *FS) Remove(name string) error {
 		return err
 	}
 	f.used.Add(-n)
+	delete(f.alloc, name)
 	return nil
 }
 
@@ -119,10 +138,16 @@ func (f *FS) RemoveAll(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := treeSize(f.FS, name)
+	for p, end := range f.alloc {
+		if under(p, name) {
+			n += max(end-f.sizeOfFile(p), 0)
+		}
+	}
 	if err := f.FS.RemoveAll(name); err != nil {
 		return err
 	}
 	f.used.Add(-n)
+	f.forget(name)
 	return nil
 }
 
@@ -134,7 +159,33 @@ func (f *FS) Rename(oldname, newname string) error {
 		return err
 	}
 	f.used.Add(-over)
+	f.move(oldname, newname)
 	return nil
+}
+
+// under reports whether path is dir or lies under it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/") || strings.HasPrefix(path, dir+string(os.PathSeparator))
+}
+
+// move carries the preallocation of oldname to newname, which replaced
+// whatever newname was.
+func (f *FS) move(oldname, newname string) {
+	end, ok := f.alloc[oldname]
+	delete(f.alloc, oldname)
+	delete(f.alloc, newname)
+	if ok {
+		f.alloc[newname] = end
+	}
+}
+
+// sizeOfFile returns the size of the file at path, without its
+// preallocated room.
+func (f *FS) sizeOfFile(path string) int64 {
+	if st, err := f.FS.Stat(path); err == nil && !st.IsDir() {
+		return st.Size()
+	}
+	return 0
 }
 
 func (f *FS) GetDiskUsage(string) (vfs.DiskUsage, error) {
@@ -153,13 +204,13 @@ type limitedFile struct {
 }
 
 // room returns how many of n bytes written at off fit, charging the
-// growth they cause.
+// growth they cause past the file's size and preallocated room.
 func (w *limitedFile) room(off int64, n int) (int, error) {
 	st, err := w.File.Stat()
 	if err != nil {
 		return 0, err
 	}
-	size, end := st.Size(), off+int64(n)
+	size, end := max(st.Size(), w.fs.alloc[w.path]), off+int64(n)
 	if end <= size {
 		return n, nil
 	}
@@ -201,6 +252,31 @@ func (w *limitedFile) Write(p []byte) (int, error) {
 		err = w.fs.noSpace("write", w.path)
 	}
 	return n, err
+}
+
+// Preallocate reserves room for the file up to off+n without changing its
+// size (fallocate with FALLOC_FL_KEEP_SIZE): it is charged now, or refused
+// whole when it does not fit, and writing into it later takes no more.
+func (w *limitedFile) Preallocate(off, n int64) error {
+	w.fs.mu.Lock()
+	defer w.fs.mu.Unlock()
+	st, err := w.File.Stat()
+	if err != nil {
+		return err
+	}
+	have, end := max(st.Size(), w.fs.alloc[w.path]), off+n
+	if end <= have {
+		return nil
+	}
+	if end-have > w.fs.budget.Load()-w.fs.used.Load() {
+		return w.fs.noSpace("fallocate", w.path)
+	}
+	if err := w.File.Preallocate(off, n); err != nil {
+		return err
+	}
+	w.fs.used.Add(end - have)
+	w.fs.alloc[w.path] = end
+	return nil
 }
 
 var _ io.WriterAt = (*limitedFile)(nil)
