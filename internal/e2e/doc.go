@@ -10,6 +10,7 @@
 //
 //	go test ./internal/e2e -run TestDeploymentDay -v -day.duration 30m
 //
-// TestShutdownWhateverTheClients and TestRestartResume report the stop and
-// restart figures of docs/OPERATIONS.md (-lifecycle.runs 5 for medians).
+// TestShutdownWhateverTheClients, TestRestartResume and
+// TestRestartWithPlugins report the stop and restart figures of
+// docs/OPERATIONS.md (-lifecycle.runs 5 for medians).
 package e2e

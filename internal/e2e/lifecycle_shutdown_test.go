@@ -14,7 +14,7 @@ import (
 	"github.com/ledgemq/ledge/sdk"
 )
 
-var lifecycleRuns = flag.Int("lifecycle.runs", 1, "runs per kind of client in TestShutdownWhateverTheClients (5 for the figures of docs/OPERATIONS.md)")
+var lifecycleRuns = flag.Int("lifecycle.runs", 1, "runs per kind of client in TestShutdownWhateverTheClients, restarts per signal in TestRestartResume and restarts in TestRestartWithPlugins (5 for the figures of docs/OPERATIONS.md)")
 
 // TestShutdownWhateverTheClients stops `ledge serve` with SIGTERM while
 // clients of each kind are attached: none, a named `consume --follow`, a
