@@ -319,6 +319,16 @@ func TestCloseEndsACommitPolicyWaitingToLoad(t *testing.T) {
 		t.Fatalf("the poll whose policy waits to load, at a shutdown: %v %q %q", got.Status, got.Message, values(t, got.Batches))
 	}
 	mustReturn(t, "a commit policy waiting to load", closed)
+
+	third := hostileNode(t, dir, nil)
+	c = third.mustDial(t, third.admin)
+	c.mustCall(&wire.AttachConsumerRequest{Name: "decoder"}, &att)
+	var committed wire.GetCommittedReply
+	c.mustCall(&wire.GetCommittedRequest{Consumer: named("decoder", att.Session),
+		Partitions: []wire.TopicPartition{{Topic: "frames"}}}, &committed)
+	if got := committed.Partitions[0]; got.HasOffset {
+		t.Fatalf("the policy that never loaded committed %+v, want nothing (the records are read again)", got)
+	}
 }
 
 // Adding a quarantined plugin's module again clears its quarantine for
