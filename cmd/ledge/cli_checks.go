@@ -36,5 +36,5 @@ func groupExists(ctx context.Context, c *sdk.Client, d sdk.GroupDescription) err
 	if slices.ContainsFunc(groups, func(g sdk.GroupSummary) bool { return g.Name == d.Name }) {
 		return nil
 	}
-	return fmt.Errorf("group %s does not exist: ledge group list shows the groups", d.Name)
+	return errors.New(unknownGroup(d.Name))
 }

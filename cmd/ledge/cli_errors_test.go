@@ -30,6 +30,17 @@ func TestCLIErrorsSpeakTheCLIsWords(t *testing.T) {
 		{"", []string{"topic", "list", "--token-file", "/nonexistent/token"}, "/nonexistent/token does not exist: check --data-dir, --ca and --token-file"},
 		{"", []string{"uplink", "add", "demo", "--kafka", "k:9092", "--to", "edge", "--sasl-mechanism", "PLAIN", "--sasl-user", "u"},
 			"--sasl-user needs --sasl-password-file"},
+		{"", []string{"group", "delete", "nosuch", "--yes"}, "group nosuch does not exist: ledge group list shows the groups"},
+		{"", []string{"plugin", "remove", "nosuch"},
+			"plugin nosuch does not exist: ledge plugin list shows the plugins, ledge plugin add nosuch FILE.wasm registers one"},
+		{"", []string{"consume", "demo", "--filter", "nosuch"},
+			"plugin nosuch does not exist: ledge plugin list shows the plugins, ledge plugin add nosuch FILE.wasm registers one"},
+		{"", []string{"plugin", "add", "x", "/nonexistent/x.wasm"},
+			"the module /nonexistent/x.wasm does not exist: give the path of a .wasm file (ledge plugin build NAME writes NAME/NAME.wasm)"},
+		{"", []string{"token", "revoke", "abc"}, "token abc does not exist: ledge token list shows the tokens' ids"},
+		{"", []string{"state", "get", "counter", "nosuch", "0"},
+			"topic nosuch does not exist: ledge topic list shows the topics, ledge topic create nosuch makes it"},
+		{"", []string{"consume", "demo", "--partition", "-1"}, "--partition -1: partitions are numbered from 0 up (ledge topic describe demo lists them)"},
 	} {
 		_, errOut, err := n.run(t, tc.stdin, tc.args...)
 		if err == nil {
@@ -115,6 +126,9 @@ func TestConsumeFromOutOfRange(t *testing.T) {
 	}
 	if out := n.mustRun(t, "", "consume", "demo", "--from", "2", "--reset", "earliest"); out != "f\ng\n" {
 		t.Errorf("--from 2 --reset earliest printed %q", out)
+	}
+	if out := n.mustRun(t, "", "consume", "demo", "--from", "2", "--reset", "latest"); out != "" {
+		t.Errorf("--from 2 --reset latest printed %q, want nothing (only records produced from now on)", out)
 	}
 
 	// --follow waits for offset 9 (the end is 7): whether the records come

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -183,6 +184,9 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 	if len(f.partitions) > 0 {
 		ps := make([]int32, len(f.partitions))
 		for i, p := range f.partitions {
+			if p < 0 || p > math.MaxInt32 {
+				return fmt.Errorf("--partition %d: partitions are numbered from 0 up (ledge topic describe %s lists them)", p, topic)
+			}
 			ps[i] = int32(p)
 		}
 		opts = append(opts, sdk.WithPartitions(ps...))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/ledgemq/ledge/sdk"
@@ -93,7 +94,19 @@ func explainNode(e *sdk.Error) string {
 	case errors.Is(e, sdk.ErrUnknownTopic) && e.Topic != "":
 		return fmt.Sprintf("topic %s does not exist: ledge topic list shows the topics, ledge topic create %s makes it", e.Topic, e.Topic)
 	case errors.Is(e, sdk.ErrUnknownTopic):
-		return fmt.Sprintf("%s: ledge topic list shows the topics", strings.TrimPrefix(msg, "unknown topic: "))
+		if name, rest, ok := named(msg, "unknown topic: "); ok && rest == "" {
+			return fmt.Sprintf("topic %s does not exist: ledge topic list shows the topics, ledge topic create %s makes it", name, name)
+		}
+		return fmt.Sprintf("unknown topic %s: ledge topic list shows the topics", strings.TrimPrefix(msg, "unknown topic: "))
+	case errors.Is(e, sdk.ErrUnknownPlugin):
+		return explainUnknownPlugin(msg)
+	case errors.Is(e, sdk.ErrPluginError):
+		return explainPluginError(msg, where)
+	case errors.Is(e, sdk.ErrUnknownToken):
+		if name, rest, ok := named(msg, "unknown token: "); ok && rest == "" {
+			return fmt.Sprintf("token %s does not exist: ledge token list shows the tokens' ids", name)
+		}
+		return fmt.Sprintf("unknown token %s: ledge token list shows the tokens' ids", strings.TrimPrefix(msg, "unknown token: "))
 	case errors.Is(e, sdk.ErrTopicExists):
 		return fmt.Sprintf("topic %s already exists: ledge topic describe %s shows it", e.Topic, e.Topic)
 	case errors.Is(e, sdk.ErrUnknownPartition) && e.Partition >= 0:
@@ -112,6 +125,9 @@ func explainNode(e *sdk.Error) string {
 		if msg = strings.TrimPrefix(msg, "invalid argument: "); msg == "" {
 			return fmt.Sprintf("the node refused a value of the request (%s)", e.Op)
 		}
+		if name, rest, ok := named(msg, "unknown group "); ok && rest == "" {
+			return unknownGroup(name)
+		}
 		return msg
 	}
 	s := e.Status.String()
@@ -124,6 +140,65 @@ func explainNode(e *sdk.Error) string {
 		return fmt.Sprintf("%s: %s", where, s)
 	}
 	return s
+}
+
+// unknownGroup is what the CLI says of a group the node does not have,
+// whichever command named it.
+func unknownGroup(name string) string {
+	return fmt.Sprintf("group %s does not exist: ledge group list shows the groups", name)
+}
+
+// explainUnknownPlugin explains the node's "unknown plugin: "NAME"...":
+// none of that name, or one it could not load (the rest says why).
+func explainUnknownPlugin(msg string) string {
+	name, rest, ok := named(msg, "unknown plugin: ")
+	switch {
+	case !ok:
+		return msg + ": ledge plugin list shows the plugins"
+	case rest == "":
+		return fmt.Sprintf("plugin %s does not exist: ledge plugin list shows the plugins, ledge plugin add %s FILE.wasm registers one", name, name)
+	}
+	return "plugin " + name + rest
+}
+
+// missingParam finds the parameter a plugin says is missing, in the words
+// the SDK's plugin.Params.Required and the plugin templates use.
+var missingParam = regexp.MustCompile(`missing parameter "([^"]+)"`)
+
+// explainPluginError explains an error a plugin reported itself
+// ("plugin reported an error: "NAME": FUNCTION: ITS WORDS"), keeping its
+// words: a missing parameter is a flag to add.
+func explainPluginError(msg, where string) string {
+	name, rest, ok := named(msg, "plugin reported an error: ")
+	if !ok {
+		return msg
+	}
+	said := strings.TrimPrefix(rest, ": ")
+	if m := missingParam.FindStringSubmatch(said); m != nil {
+		return fmt.Sprintf("plugin %s needs --param %s=VALUE (it said: %s)", name, m[1], said)
+	}
+	if where != "" {
+		return fmt.Sprintf("plugin %s failed on %s: %s", name, where, said)
+	}
+	return fmt.Sprintf("plugin %s failed: %s", name, said)
+}
+
+// named splits the node's `PREFIX"NAME"REST` into NAME and REST; ok is
+// false when msg does not read so.
+func named(msg, prefix string) (name, rest string, ok bool) {
+	s, found := strings.CutPrefix(msg, prefix)
+	if !found {
+		return "", "", false
+	}
+	q, err := strconv.QuotedPrefix(s)
+	if err != nil {
+		return "", "", false
+	}
+	name, err = strconv.Unquote(q)
+	if err != nil {
+		return "", "", false
+	}
+	return name, s[len(q):], true
 }
 
 // packagePrefix is a Go package's name at the start of an error's text.

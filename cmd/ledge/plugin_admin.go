@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -36,7 +38,7 @@ before it answers and keeps it across restarts.`,
 		}
 		wasm, err := os.ReadFile(args[1])
 		if err != nil {
-			return err
+			return moduleReadError(args[1], err)
 		}
 		ctx := cmd.Context()
 		c, err := cf.dial(ctx)
@@ -48,10 +50,23 @@ before it answers and keeps it across restarts.`,
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "added %s (%s, %d bytes, sha256 %s)\n", info.Name, info.Kind, info.Size, info.Digest)
+		fmt.Fprintf(cmd.OutOrStdout(), "added %s (%s, %s, sha256 %s)\n", info.Name, info.Kind, formatBytes(int64(info.Size)), info.Digest)
 		return nil
 	}
 	return cmd
+}
+
+// moduleReadError says which module file plugin add could not read, and
+// where a project's module is.
+func moduleReadError(path string, err error) error {
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the module %s does not exist: give the path of a .wasm file (ledge plugin build NAME writes NAME/NAME.wasm)", path)
+	case errors.As(err, &pathErr):
+		return fmt.Errorf("could not read the module %s: %v", path, pathErr.Err)
+	}
+	return fmt.Errorf("could not read the module %s: %v", path, err)
 }
 
 func newPluginListCommand() *cobra.Command {
@@ -77,7 +92,7 @@ func newPluginListCommand() *cobra.Command {
 		fmt.Fprintln(w, "NAME\tKIND\tSIZE\tDIGEST\tADDED\tCALLS\tIN\tOUT\tFAILURES\tTIMEOUTS\tTRAPS\tSTATE")
 		var why []string
 		for _, p := range list {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%.12s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.Kind, p.Size, p.Digest,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%.12s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.Kind, formatBytes(int64(p.Size)), p.Digest,
 				p.Added.Local().Format(time.DateTime), p.Calls, p.RecordsIn, p.RecordsOut, p.Failures, p.Timeouts, p.Traps, p.State)
 			if p.Reason != "" {
 				why = append(why, fmt.Sprintf("%s %s: %s", p.Name, p.State, p.Reason))

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -41,7 +42,7 @@ func TestPluginsThroughCLI(t *testing.T) {
 
 	n := serve(t, t.TempDir())
 	n.mustRun(t, "", "topic", "create", "readings")
-	if out := n.mustRun(t, "", "plugin", "add", "site", wasm, "--kind", "filter"); !strings.Contains(out, "added site (filter") {
+	if out := n.mustRun(t, "", "plugin", "add", "site", wasm, "--kind", "filter"); !regexp.MustCompile(`^added site \(filter, \d+\.\d MiB, sha256 [0-9a-f]{64}\)\n$`).MatchString(out) {
 		t.Fatalf("plugin add printed %q", out)
 	}
 	n.mustRun(t, `{"site":"lyon","v":1}`+"\n"+`{"site":"oslo","v":2}`+"\n"+`{"site":"lyon","v":3}`+"\n", "produce", "readings")
@@ -52,9 +53,17 @@ func TestPluginsThroughCLI(t *testing.T) {
 	if out := n.mustRun(t, "", "plugin", "list"); !strings.Contains(out, "site") || !strings.Contains(out, "filter") {
 		t.Fatalf("plugin list:\n%s", out)
 	}
+	if out := n.mustRun(t, "", "plugin", "list"); !regexp.MustCompile(`site\s+filter\s+\d+\.\d MiB\s`).MatchString(out) {
+		t.Errorf("plugin list shows the size in bytes, not MiB:\n%s", out)
+	}
+	// The filter's own error, a missing parameter, is a flag to add.
+	_, errOut, err := n.run(t, "", "consume", "readings", "--filter", "site", "--param", "field=site")
+	if want := `ledge: plugin site needs --param equals=VALUE (it said: ledge_init: missing parameter "equals")` + "\n"; err == nil || errOut != want {
+		t.Errorf("consume without a parameter: err %v, stderr %q, want %q", err, errOut, want)
+	}
 	n.mustRun(t, "", "plugin", "remove", "site")
-	_, errOut, err := n.run(t, "", "consume", "readings", "--filter", "site")
-	if err == nil || !strings.Contains(errOut, "unknown plugin") {
+	_, errOut, err = n.run(t, "", "consume", "readings", "--filter", "site")
+	if err == nil || !strings.Contains(errOut, "plugin site does not exist") {
 		t.Fatalf("consume through a removed filter: err %v, stderr %q", err, errOut)
 	}
 }

@@ -84,7 +84,7 @@ func installHint(tool string) string {
 	switch tool {
 	case "wat2wasm":
 		return "install WABT (Debian: apt-get install wabt)"
-	case "npm":
+	case "npm", "node":
 		return "install Node.js and npm (Debian: apt-get install nodejs npm)"
 	case "go":
 		return "install Go 1.26 or later"

@@ -71,6 +71,7 @@ func testPluginProject(t *testing.T, lang string) {
 func TestPluginProjectGo(t *testing.T) { testPluginProject(t, "go") }
 
 func TestPluginProjectAssemblyScript(t *testing.T) {
+	needTool(t, "node") // npm runs the compiler, asc, with node
 	needTool(t, "npm")
 	testPluginProject(t, "assemblyscript")
 }

@@ -29,8 +29,9 @@ stop gracefully on SIGINT or SIGTERM (a second signal exits at once).
 On first start the data directory is created with a certificate authority
 and a server certificate (in tls/) and an admin token (admin.token). The
 CLI run in the directory that holds the data directory finds them without
-flags; elsewhere pass --server, --ca and --token (or LEDGE_SERVER,
-LEDGE_CA and LEDGE_TOKEN).
+flags; elsewhere pass --server, --ca and --token-file (or LEDGE_SERVER,
+LEDGE_CA and LEDGE_TOKEN_FILE), which keeps the token out of the command
+line.
 
 Metrics (/metrics), health checks (/healthz, /readyz) and a status page
 (/) are served over HTTP on --http-listen (default 127.0.0.1:7421).
@@ -211,8 +212,10 @@ func printWelcome(w io.Writer, n *node.Node, ver string) {
 	fmt.Fprintf(w, "  echo hello | ledge produce demo\n")
 	fmt.Fprintf(w, "  ledge consume demo --from earliest\n")
 	fmt.Fprintf(w, "From anywhere else:\n")
-	fmt.Fprintf(w, "  ledge --server %s --ca %s --token \"$(cat %s)\" topic list\n", n.Addr(), abs(p.CA), abs(p.AdminToken))
-	fmt.Fprintf(w, "  (or set LEDGE_SERVER, LEDGE_CA and LEDGE_TOKEN)\n")
+	// --token-file, not --token "$(cat ...)": a secret in argv is in every
+	// process listing.
+	fmt.Fprintf(w, "  ledge --server %s --ca %s --token-file %s topic list\n", n.Addr(), abs(p.CA), abs(p.AdminToken))
+	fmt.Fprintf(w, "  (or set LEDGE_SERVER, LEDGE_CA and LEDGE_TOKEN_FILE)\n")
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 }
 

@@ -89,23 +89,26 @@ func fetchStatus(ctx context.Context, addr string) ([]byte, ops.Status, error) {
 	url := statusURL(addr)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, st, fmt.Errorf("status: %w", err)
+		return nil, st, fmt.Errorf("--http-addr %q is not host:port or a URL of a node's HTTP listener", addr)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, st, fmt.Errorf("status: is the node running with its HTTP listener on %s? %w", addr, err)
+		// Refused, unreachable, unresolvable or silent: Go's words for each
+		// (a dial, a URL) say less to a user than where to look.
+		return nil, st, fmt.Errorf("no Ledge node's HTTP listener answered at %s: is `ledge serve` running, "+
+			"and is --http-addr (or %s) the address of its --http-listen?", addr, statusAddrEnv)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes))
 	if err != nil {
-		return nil, st, fmt.Errorf("status: reading %s: %w", url, err)
+		return nil, st, fmt.Errorf("the HTTP listener at %s stopped answering mid-document: retry ledge status", addr)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, st, fmt.Errorf("status: %s answered %s", url, resp.Status)
+		return nil, st, fmt.Errorf("%s answered %s, not a status document: is --http-addr a Ledge node's HTTP listener?", url, resp.Status)
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, st, fmt.Errorf("status: %s did not answer a status document: %w", url, err)
+		return nil, st, fmt.Errorf("%s did not answer a status document: is --http-addr a Ledge node's HTTP listener?", url)
 	}
 	return raw, st, nil
 }
@@ -198,21 +201,12 @@ func orDash(s string) string {
 	return s
 }
 
+// humanBytes is formatBytes, with "-" for a size the node does not know.
 func humanBytes(n int64) string {
 	if n < 0 {
 		return "-"
 	}
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n), 0
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	for v >= unit && i < len(units)-1 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %s", v, units[i])
+	return formatBytes(n)
 }
 
 func humanRate(r float64) string {

@@ -96,7 +96,11 @@ func TestStatusCommand(t *testing.T) {
 		t.Errorf("a wrong address: %v", err)
 	}
 	srv.Close()
-	if _, err := run("--http-addr", addr, "--timeout", "2s"); err == nil || !strings.Contains(err.Error(), "is the node running") {
-		t.Errorf("no node: %v", err)
+	// Nothing listens there now: one sentence saying where to look, not
+	// Go's dial error.
+	want := "no Ledge node's HTTP listener answered at " + addr +
+		": is `ledge serve` running, and is --http-addr (or LEDGE_HTTP_ADDR) the address of its --http-listen?"
+	if _, err := run("--http-addr", addr, "--timeout", "2s"); err == nil || explain(err) != want {
+		t.Errorf("no node: %v\nwant %q", err, want)
 	}
 }
