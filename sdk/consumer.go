@@ -121,7 +121,7 @@ func (c *Client) NewConsumer(ctx context.Context, topic string, opts ...Consumer
 	for _, p := range parts {
 		if p < 0 || int(p) >= d.Config.Partitions {
 			return nil, &Error{Op: "consume", Topic: topic, Partition: p, Status: wire.StatusUnknownPartition,
-				Message: fmt.Sprintf("the topic has %d partitions", d.Config.Partitions)}
+				Message: topicHasPartitions(d.Config.Partitions)}
 		}
 		if cons.byPart[p] != nil {
 			continue
@@ -696,4 +696,13 @@ func decodePollPartition(topic string, cur *cursor, p *wire.PollPartitionReply, 
 	}
 	cur.pos, cur.last = AtOffset(p.Next), pp
 	return recs, nil
+}
+
+// topicHasPartitions is the message of an unknown partition: "the topic
+// has 1 partition", "the topic has 4 partitions".
+func topicHasPartitions(n int) string {
+	if n == 1 {
+		return "the topic has 1 partition"
+	}
+	return fmt.Sprintf("the topic has %d partitions", n)
 }

@@ -176,7 +176,7 @@ func (p *Producer) Produce(ctx context.Context, rec *Record, cb func(*Record, er
 	p.partMu.Unlock()
 	if part < 0 || part >= p.parts {
 		cb(rec, &Error{Op: "produce", Topic: p.topic, Partition: int32(part), Status: wire.StatusUnknownPartition,
-			Message: fmt.Sprintf("the topic has %d partitions", p.parts)})
+			Message: topicHasPartitions(p.parts)})
 		return
 	}
 	rec.Partition = int32(part)
