@@ -140,7 +140,8 @@ func (n *Node) CreateTopic(ctx context.Context, name string, cfg wire.TopicConfi
 	n.topicsMu.Lock()
 	n.topics[name] = t
 	n.topicsMu.Unlock()
-	n.log.Info("topic created", "topic", name, "id", t.id.String(), "partitions", len(t.owners))
+	// The storage engine logs the creation (with the durability); a line
+	// here would say it twice.
 	return t.info(), nil
 }
 
@@ -169,8 +170,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string, id [16]byte) error 
 	if err := n.storage.DeleteTopic(name, t.id); err != nil {
 		return err
 	}
-	n.log.Info("topic deleted", "topic", name, "id", t.id.String())
-	return nil
+	return nil // logged by the storage engine, as the creation
 }
 
 // checkTopicName accepts 1 to 255 bytes of letters, digits, '.', '_' and
