@@ -89,7 +89,7 @@ func TestGroupsThroughCLI(t *testing.T) {
 
 	// Policies: an unknown plugin is refused; --clear detaches.
 	_, errOut, err = n.run(t, "", "group", "set-policy", "audit", "nope")
-	if err == nil || !strings.Contains(errOut, "unknown plugin") {
+	if err == nil || !strings.Contains(errOut, "plugin nope does not exist: ledge plugin list shows the plugins") {
 		t.Fatalf("set-policy with an unknown plugin: err %v, stderr %q", err, errOut)
 	}
 	if goBin, err := exec.LookPath("go"); err == nil {
@@ -123,7 +123,7 @@ func TestGroupsThroughCLI(t *testing.T) {
 		t.Fatalf("group list after the deletion:\n%s", out)
 	}
 	_, errOut, err = n.run(t, "", "group", "delete", "audit")
-	if err == nil || !strings.Contains(errOut, "unknown group") {
+	if err == nil || !strings.Contains(errOut, "group audit does not exist") {
 		t.Fatalf("deleting it again: err %v, stderr %q", err, errOut)
 	}
 	if out := n.mustRun(t, "", "consume", "orders", "--group", "audit"); len(strings.Fields(out)) != 4 {
