@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ledgemq/ledge/sdk"
 )
 
 // Errors a user sees: one sentence in the CLI's words, saying what to do,
@@ -201,6 +203,31 @@ func TestDestructiveCommandsAskFirst(t *testing.T) {
 	list := n.mustRun(t, "", "topic", "list")
 	if !strings.Contains(list, "keep") || strings.Contains(list, "gone") || strings.Contains(list, "scripted") {
 		t.Errorf("topic list after the answers:\n%s", list)
+	}
+}
+
+// A plugin's failed call is said once: the plugin, what it did, where,
+// and the host's detail, in place of the status and the host's sentinel
+// repeating it.
+func TestExplainPluginFailures(t *testing.T) {
+	for _, tc := range []struct {
+		status sdk.Error
+		want   string
+	}{
+		{sdk.Error{Status: sdk.ErrPluginTrap, Message: `plugins: plugin trapped: "x": ledge_filter: wasm error: unreachable`},
+			`plugin x trapped on T/0: ledge_filter: wasm error: unreachable`},
+		{sdk.Error{Status: sdk.ErrPluginInvalidAnswer, Message: `plugins: invalid plugin answer: "x": ledge_filter returned 7 (0 or a negative error code expected)`},
+			`plugin x answered outside the plugin ABI on T/0: ledge_filter returned 7 (0 or a negative error code expected)`},
+		{sdk.Error{Status: sdk.ErrPluginMemoryLimit, Message: `plugins: plugin memory limit exceeded: "x" grew its memory past 64 MiB, the limit of one instance`},
+			`plugin x ran out of memory on T/0: it grew its memory past 64 MiB, the limit of one instance`},
+		{sdk.Error{Status: sdk.ErrPluginError, Message: `plugins: plugin reported an error: "x": ledge_filter: record 3 is not JSON`},
+			`plugin x failed on T/0: ledge_filter: record 3 is not JSON`},
+	} {
+		e := tc.status
+		e.Op, e.Topic, e.Partition = "poll", "T", 0
+		if got := explain(&e); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", e.Error(), got, tc.want)
+		}
 	}
 }
 

@@ -102,6 +102,16 @@ func explainNode(e *sdk.Error) string {
 		return explainUnknownPlugin(msg)
 	case errors.Is(e, sdk.ErrPluginError):
 		return explainPluginError(msg, where)
+	case errors.Is(e, sdk.ErrPluginTimeout):
+		return explainPluginFailure("timed out", msg, where)
+	case errors.Is(e, sdk.ErrPluginTrap):
+		return explainPluginFailure("trapped", msg, where)
+	case errors.Is(e, sdk.ErrPluginInvalidAnswer):
+		return explainPluginFailure("answered outside the plugin ABI", msg, where)
+	case errors.Is(e, sdk.ErrPluginMemoryLimit):
+		return explainPluginFailure("ran out of memory", msg, where)
+	case errors.Is(e, sdk.ErrPluginQuarantined):
+		return explainQuarantine(msg)
 	case errors.Is(e, sdk.ErrUnknownToken):
 		if name, rest, ok := named(msg, "unknown token: "); ok && rest == "" {
 			return fmt.Sprintf("token %s does not exist: ledge token list shows the tokens' ids", name)
@@ -181,6 +191,39 @@ func explainPluginError(msg, where string) string {
 		return fmt.Sprintf("plugin %s failed on %s: %s", name, where, said)
 	}
 	return fmt.Sprintf("plugin %s failed: %s", name, said)
+}
+
+// explainPluginFailure explains a plugin's failed call: the host's words
+// ("plugin call timed out: "NAME": DETAIL") become the plugin's name,
+// what it did and where, then the detail.
+func explainPluginFailure(did, msg, where string) string {
+	i := strings.IndexByte(msg, '"')
+	if i < 0 {
+		return msg
+	}
+	name, rest, ok := named(msg[i:], "")
+	if !ok {
+		return msg
+	}
+	on := ""
+	if where != "" {
+		on = " on " + where
+	}
+	if detail, ok := strings.CutPrefix(rest, ": "); ok {
+		return fmt.Sprintf("plugin %s %s%s: %s", name, did, on, detail)
+	}
+	return fmt.Sprintf("plugin %s %s%s: it%s", name, did, on, rest)
+}
+
+// explainQuarantine explains "plugin quarantined: "NAME" (WHY); an
+// operator clears it ...", naming the command that clears it.
+func explainQuarantine(msg string) string {
+	name, rest, ok := named(msg, "plugin quarantined: ")
+	if !ok {
+		return msg
+	}
+	why, _, _ := strings.Cut(rest, "; ")
+	return fmt.Sprintf("plugin %s is quarantined%s: ledge plugin reset %s clears it, as does adding its module again", name, why, name)
 }
 
 // named splits the node's `PREFIX"NAME"REST` into NAME and REST; ok is

@@ -91,13 +91,12 @@ func TestPluginFailuresThroughCLI(t *testing.T) {
 	}
 	for i := range 3 {
 		out, errOut, code := consume()
-		if code != 1 || out != "" || !strings.Contains(errOut, `"loop"`) || !strings.Contains(errOut, "plugin timed out") ||
-			!strings.Contains(errOut, "deadline") {
+		if code != 1 || out != "" || !strings.HasPrefix(errOut, "ledge: plugin loop timed out on T/0: ledge_filter ran past its deadline of ") {
 			t.Fatalf("consume %d: exit %d, stdout %q, stderr %q: want exit 1, nothing printed, the plugin's timeout on stderr", i+1, code, out, errOut)
 		}
 	}
-	if out, errOut, code := consume(); code != 1 || out != "" || !strings.Contains(errOut, "plugin quarantined") ||
-		!strings.Contains(errOut, "deadline") {
+	if out, errOut, code := consume(); code != 1 || out != "" || !strings.HasPrefix(errOut, "ledge: plugin loop is quarantined (failed 3 times") ||
+		!strings.Contains(errOut, "deadline") || !strings.HasSuffix(errOut, ": ledge plugin reset loop clears it, as does adding its module again\n") {
 		t.Fatalf("consume after three timeouts: exit %d, stdout %q, stderr %q: want the quarantine and its reason", code, out, errOut)
 	}
 	if out := n.mustRun(t, "", "plugin", "list"); !strings.Contains(out, "quarantined") || !strings.Contains(out, "failed 3 times") {
