@@ -85,6 +85,9 @@ type fleetReport struct {
 	Errors         int64   `json:"errors"`
 	FirstError     string  `json:"first_error,omitempty"`
 	NodeCPUPer1000 float64 `json:"node_cpu_sec_per_1000_records,omitempty"`
+	// LoadCPUPer1000 is this process's CPU (the devices alone) per 1,000
+	// records over the measured phase, against a node elsewhere.
+	LoadCPUPer1000 float64 `json:"loadgen_cpu_sec_per_1000_records,omitempty"`
 }
 
 func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleetFlags) error {
@@ -116,18 +119,29 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 	sys.Durability = tc.Durability
 	var c0, c1 time.Duration
 	inProcess := where != ""
-	hooks := fleetload.Hooks{}
-	if inProcess {
-		// The node shares this process: its CPU is the process's, the
-		// devices' included, so it is reported for what it is.
-		hooks.Begin = func() { c0, _ = processCPU() }
-		hooks.End = func() { c1, _ = processCPU() }
-	} else {
+	if !inProcess {
 		where = "node at " + sys.Addr
+	}
+	// The measured phase's CPU is this process's: the devices', and the
+	// node's too when it runs here. --cpuprofile profiles the same phase.
+	stopProfile := func() {}
+	var profErr error
+	hooks := fleetload.Hooks{
+		Begin: func() {
+			stopProfile, profErr = startProfile(f)
+			c0, _ = processCPU()
+		},
+		End: func() {
+			c1, _ = processCPU()
+			stopProfile()
+		},
 	}
 	res, err := fleetload.Run(ctx, sys, p, hooks)
 	if err != nil {
 		return err
+	}
+	if profErr != nil {
+		return fmt.Errorf("--cpuprofile: %w", profErr)
 	}
 	r := fleetReport{Target: where, Devices: res.Devices, Connected: res.Connected, Held: res.Held,
 		SetupSec: res.Setup.Seconds(), SetupPerSec: res.SetupRate(), Records: res.Records, Sent: res.Sent,
@@ -135,8 +149,12 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 		ProduceP999us: res.Produce.Percentile(99.9).Microseconds(), Commands: res.CmdSent, CmdDelivered: res.CmdDelivered,
 		CommandP50us: res.Command.Percentile(50).Microseconds(), CommandP99us: res.Command.Percentile(99).Microseconds(),
 		Errors: res.Errors, FirstError: res.FirstErr}
-	if inProcess && res.Records > 0 {
-		r.NodeCPUPer1000 = (c1 - c0).Seconds() / float64(res.Records) * 1000
+	if res.Records > 0 {
+		if inProcess {
+			r.NodeCPUPer1000 = (c1 - c0).Seconds() / float64(res.Records) * 1000
+		} else {
+			r.LoadCPUPer1000 = (c1 - c0).Seconds() / float64(res.Records) * 1000
+		}
 	}
 	printFleet(cmd.OutOrStdout(), r, f.jsonOut)
 	if res.Errors > 0 {
@@ -210,6 +228,9 @@ func printFleet(w io.Writer, r fleetReport, asJSON bool) {
 	fmt.Fprintf(w, "commands:  %d of %d delivered; write to poll return: p50 %s, p99 %s\n", r.CmdDelivered, r.Commands, us(r.CommandP50us), us(r.CommandP99us))
 	if r.NodeCPUPer1000 > 0 {
 		fmt.Fprintf(w, "CPU:       %.3f s per 1,000 records (the whole process: node and devices)\n", r.NodeCPUPer1000)
+	}
+	if r.LoadCPUPer1000 > 0 {
+		fmt.Fprintf(w, "CPU:       %.3f s per 1,000 records in this process (the devices; the node's own is not counted)\n", r.LoadCPUPer1000)
 	}
 	fmt.Fprintf(w, "errors:    %d\n", r.Errors)
 	if r.FirstError != "" {

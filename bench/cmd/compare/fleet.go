@@ -28,6 +28,7 @@ var (
 	fleetDevices  = flag.String("fleet-devices", "", "fleet: device counts to run (default 1000,5000,10000; quick 20)")
 	fleetDuration = flag.Duration("fleet-duration", 0, "fleet: measured time per run (default 30s, quick 2s)")
 	fleetPairs    = flag.Int("fleet-pairs", 1, "fleet: pairs (Ledge, JetStream TLS) per device count")
+	fleetInterval = flag.Duration("fleet-interval", 0, "fleet: mean time between a device's records (default 1s)")
 	fleetProfile  = flag.String("fleet-profile", "", "fleet: write the Ledge node's heap and goroutine profiles at idle connections into this directory")
 )
 
@@ -94,6 +95,9 @@ func fleetParams(quick bool) ([]int, fleetload.Params, error) {
 	}
 	if *fleetDuration > 0 {
 		p.Duration = *fleetDuration
+	}
+	if *fleetInterval > 0 {
+		p.Interval = *fleetInterval
 	}
 	var ns []int
 	for _, s := range strings.Split(list, ",") {

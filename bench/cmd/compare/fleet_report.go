@@ -30,6 +30,12 @@ var fleetMetrics = []fleetMetric{
 	{"command p99 (ms)", func(r fleetRun) float64 { return float64(r.CmdP99us) / 1e3 }, ""},
 	{"server CPU-s per 1,000 records", func(r fleetRun) float64 { return r.CPUPer1000 }, ""},
 	{"load generator CPU-s (measured phase)", func(r fleetRun) float64 { return r.LoadCPUSec }, ""},
+	{"load generator CPU-s per 1,000 records", func(r fleetRun) float64 {
+		if r.Records == 0 {
+			return 0
+		}
+		return r.LoadCPUSec / float64(r.Records) * 1000
+	}, ""},
 	{"server RSS before the fleet (MB)", func(r fleetRun) float64 { return r.BaseRSSMB }, ""},
 	{"server RSS, fleet connected and idle (MB)", func(r fleetRun) float64 { return r.IdleRSSMB }, ""},
 	{"server RSS per connection, idle (KB)", func(r fleetRun) float64 { return r.RSSPerConnKB }, ""},
