@@ -104,10 +104,22 @@ func OpenContext(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.space.meta.closing = make(chan struct{})
 	if err := e.open(ctx); err != nil {
+		e.closeRecovered()
 		e.shutdown()
 		return nil, err
 	}
 	return e, nil
+}
+
+// closeRecovered releases the segment files of the partitions a start
+// recovered before it gave up (a stop signal, a partition it could not
+// recover): a process that goes on, as a test does, keeps no file open.
+func (e *Engine) closeRecovered() {
+	for _, t := range e.topics {
+		for _, p := range t.parts {
+			p.closeSegments()
+		}
+	}
 }
 
 func (e *Engine) open(ctx context.Context) error {

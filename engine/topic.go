@@ -289,6 +289,7 @@ func (e *Engine) loadTopics(ctx context.Context) error {
 			return fmt.Errorf("engine: topic %q: %w", rec.name, err)
 		}
 		t := e.newTopic(rec)
+		e.topics[rec.name] = t // its recovered partitions are closed if the start stops
 		for _, p := range t.parts {
 			if err := context.Cause(ctx); err != nil {
 				return fmt.Errorf("engine: open stopped during recovery: %w", err)
@@ -297,7 +298,6 @@ func (e *Engine) loadTopics(ctx context.Context) error {
 				return fmt.Errorf("engine: topic %q partition %d: %w", rec.name, p.index, err)
 			}
 		}
-		e.topics[rec.name] = t
 	}
 	return nil
 }
