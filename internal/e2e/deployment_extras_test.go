@@ -236,6 +236,13 @@ func newDayDisk(t *testing.T, size int64) *dayDisk {
 	default:
 		t.Fatalf("-day.disk %q: want tmpfs, fullfs or auto", *dayDiskKind)
 	}
+	return newLimitedDisk(t, size)
+}
+
+// newLimitedDisk returns a disk of size bytes that is the node's own file
+// system limited through testDiskEnv.
+func newLimitedDisk(t *testing.T, size int64) *dayDisk {
+	t.Helper()
 	d := &dayDisk{dir: t.TempDir(), size: size, control: filepath.Join(t.TempDir(), "disk")}
 	d.writeControl(t, strconv.FormatInt(size, 10))
 	return d

@@ -64,18 +64,8 @@ func freeTCPPort(t *testing.T) string {
 // start runs `ledge serve` and returns when /readyz answers 200.
 func (s *servedLedge) start() time.Time {
 	s.t.Helper()
-	s.cmd = exec.Command(s.bin, "serve", "--data-dir", s.dir, "--listen", s.addr, "--http-listen", s.http)
-	s.cmd.Env = append(os.Environ(), s.env...)
-	s.cmd.Stdout = io.Discard
-	s.cmd.Stderr = &s.logs
 	begun := time.Now()
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	cmd, exited := s.cmd, make(chan error, 1)
-	s.exited = exited
-	go func() { exited <- cmd.Wait() }()
-	s.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	exited := s.launch()
 	client := http.Client{Timeout: time.Second}
 	for deadline := time.Now().Add(safety); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		select {
@@ -101,6 +91,24 @@ func (s *servedLedge) start() time.Time {
 // shutdownDeadlineLog is what the node logs when a graceful stop waited
 // its whole shutdown_timeout for requests or streams (node.Close).
 const shutdownDeadlineLog = "shutdown deadline passed"
+
+// launch runs `ledge serve` without waiting for it to be ready; the
+// channel returned receives its exit.
+func (s *servedLedge) launch() chan error {
+	s.t.Helper()
+	s.cmd = exec.Command(s.bin, "serve", "--data-dir", s.dir, "--listen", s.addr, "--http-listen", s.http)
+	s.cmd.Env = append(os.Environ(), s.env...)
+	s.cmd.Stdout = io.Discard
+	s.cmd.Stderr = &s.logs
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	cmd, exited := s.cmd, make(chan error, 1)
+	s.exited = exited
+	go func() { exited <- cmd.Wait() }()
+	s.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return exited
+}
 
 // stop sends sig and waits for the exit. SIGTERM must end in status 0,
 // without the node having waited out its shutdown deadline (whatever the
