@@ -98,7 +98,9 @@ func TestDeploymentDay(t *testing.T) {
 	// least two SIGTERM restarts, one SIGKILL restart and a full disk).
 	resume := map[syscall.Signal][]time.Duration{}
 	var spaceResume []time.Duration
-	period := max(*dayDuration/6, 700*time.Millisecond)
+	// An event every sixth of the day, and at least every 50 s: a long
+	// day is many restarts, not longer quiet spells.
+	period := min(max(*dayDuration/6, 700*time.Millisecond), 50*time.Second)
 	deadline := time.Now().Add(*dayDuration)
 	for i := 0; i < 3 || time.Now().Before(deadline); i++ {
 		time.Sleep(period)
