@@ -230,9 +230,11 @@ func (c *Client) withRequestTimeout(ctx context.Context, extra time.Duration) (c
 }
 
 // call sends req on the control stream and decodes the reply into reply.
-// A request the node never read (its stream or connection ended first) is
-// sent again on a new connection, a few times; any other failure is
-// returned. A refusal is an *Error.
+// A request the node never read (its stream or connection ended first),
+// or whose connection a restarted node reset (the first request after a
+// node's crash meets its successor, which never saw it), is sent again on
+// a new connection, a few times; any other failure is returned. A refusal
+// is an *Error.
 func (c *Client) call(parent context.Context, req, reply wire.Message) error {
 	ctx, cancel := c.withRequestTimeout(parent, 0)
 	defer cancel()
@@ -266,8 +268,15 @@ func (c *Client) call(parent context.Context, req, reply wire.Message) error {
 			}
 			s.markBroken(pipe)
 			lastErr = err
+			if quic.IsConnectionReset(err) {
+				// The connection's context may end only after its streams
+				// failed: forget it now, or the next attempt would find it
+				// still alive.
+				c.forgetSession(s)
+				c.cfg.logger.Info("the node reset the connection (it restarted); reconnecting", "addr", c.addr)
+			}
 			if errors.Is(err, quic.ErrNotProcessed) || errors.Is(err, quic.ErrServerClosed) ||
-				errors.Is(err, quic.ErrClosed) {
+				errors.Is(err, quic.ErrClosed) || quic.IsConnectionReset(err) {
 				continue
 			}
 			return transportError(op, err)
@@ -327,12 +336,18 @@ func (c *Client) streamTimedOut(st requestStream) {
 
 // dropSession closes s and forgets it if it is the current session.
 func (c *Client) dropSession(s *session) {
+	c.forgetSession(s)
+	c.cfg.logger.Warn("no reply within the request timeout; reconnecting", "addr", c.addr)
+}
+
+// forgetSession closes s and forgets it if it is the current session, so
+// that the next request dials again.
+func (c *Client) forgetSession(s *session) {
 	c.mu.Lock()
 	if c.sess == s {
 		c.sess = nil
 	}
 	c.mu.Unlock()
-	c.cfg.logger.Warn("no reply within the request timeout; reconnecting", "addr", c.addr)
 	_ = s.conn.Close()
 }
 

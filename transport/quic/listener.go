@@ -116,6 +116,7 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 	}
 	l.tr = &quicgo.Transport{
 		Conn:                l.sock,
+		ConnectionIDLength:  serverConnIDLen,
 		ConnContext:         l.admit,
 		VerifySourceAddress: l.adm.demandRetry,
 	}
