@@ -255,6 +255,7 @@ func (c *Client) call(parent context.Context, req, reply wire.Message) error {
 		}
 		pipe, err := s.controlPipe(ctx)
 		if err != nil {
+			c.noteReset(s, err)
 			lastErr = err
 			continue
 		}
@@ -268,13 +269,7 @@ func (c *Client) call(parent context.Context, req, reply wire.Message) error {
 			}
 			s.markBroken(pipe)
 			lastErr = err
-			if quic.IsConnectionReset(err) {
-				// The connection's context may end only after its streams
-				// failed: forget it now, or the next attempt would find it
-				// still alive.
-				c.forgetSession(s)
-				c.cfg.logger.Info("the node reset the connection (it restarted); reconnecting", "addr", c.addr)
-			}
+			c.noteReset(s, err)
 			if errors.Is(err, quic.ErrNotProcessed) || errors.Is(err, quic.ErrServerClosed) ||
 				errors.Is(err, quic.ErrClosed) || quic.IsConnectionReset(err) {
 				continue
@@ -311,10 +306,23 @@ func (c *Client) openStream(ctx context.Context, depth int) (requestStream, int,
 		if err == nil {
 			return &sessionStream{Pipeline: quic.NewPipeline(st, depth), s: s}, s.maxFrame(), nil
 		}
-		if attempt > 0 || s.conn.Err() == nil {
+		if attempt > 0 || (s.conn.Err() == nil && !c.noteReset(s, err)) {
 			return nil, 0, transportError("open stream", err)
 		}
 	}
+}
+
+// noteReset forgets s when err says the node reset its connection (it
+// restarted), and reports whether it did. The connection's context may
+// end only after its streams failed: without this, the next attempt could
+// find it still alive and fail on it again.
+func (c *Client) noteReset(s *session, err error) bool {
+	if !quic.IsConnectionReset(err) {
+		return false
+	}
+	c.forgetSession(s)
+	c.cfg.logger.Info("the node reset the connection (it restarted); reconnecting", "addr", c.addr)
+	return true
 }
 
 // sessionStream is a pipelined stream and the session it belongs to.
