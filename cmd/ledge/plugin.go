@@ -324,7 +324,7 @@ come from --input (repeated as needed) or are generated: JSON objects of
 			pct := func(p float64) time.Duration { return times[min(len(times)-1, int(float64(len(times))*p))] }
 			st, _ := h.Stat("plugin")
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s, %d records of %d bytes per call, %d calls in %v\n", kind, len(recs), avgValue(recs), len(times), total.Round(time.Millisecond))
+			fmt.Fprintf(out, "%s, %s of %s per call, %s in %v\n", kind, plural(len(recs), "record"), formatBytes(int64(avgValue(recs))), plural(len(times), "call"), total.Round(time.Millisecond))
 			fmt.Fprintf(out, "  %.0f records/s\n", float64(len(times)*len(recs))/total.Seconds())
 			fmt.Fprintf(out, "  time per call: p50 %v, p99 %v, max %v\n", pct(0.5), pct(0.99), times[len(times)-1])
 			fmt.Fprintf(out, "  per record: %.0f ns\n", float64(total.Nanoseconds())/float64(len(times)*len(recs)))

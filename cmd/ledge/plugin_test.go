@@ -84,7 +84,8 @@ func TestPluginCommands(t *testing.T) {
 		t.Errorf("as a filter: %v\n%s", err, out)
 	}
 	out, err = run("plugin", "bench", wasm, "--cache-dir", cache, "--duration", "1ms", "--records", "100")
-	if err != nil || !strings.Contains(out, "records/s") || !strings.Contains(out, "time per call") {
+	if err != nil || !strings.Contains(out, "records/s") || !strings.Contains(out, "time per call") ||
+		!strings.Contains(out, "100 records of ") || strings.Contains(out, "bytes per call") {
 		t.Errorf("plugin bench: %v\n%s", err, out)
 	}
 }

@@ -151,16 +151,7 @@ func wantMetric(t *testing.T, s *servedLedge, name, value string) {
 // startNotReady runs `ledge serve` without waiting for it to be ready.
 func (s *servedLedge) startNotReady() {
 	s.t.Helper()
-	s.cmd = exec.Command(s.bin, "serve", "--data-dir", s.dir, "--listen", s.addr, "--http-listen", s.http)
-	s.cmd.Stdout = io.Discard
-	s.cmd.Stderr = &s.logs
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	cmd, exited := s.cmd, make(chan error, 1)
-	s.exited = exited
-	go func() { exited <- cmd.Wait() }()
-	s.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	s.launch()
 }
 
 // waitLog waits until the node's stderr holds text.
