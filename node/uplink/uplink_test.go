@@ -307,7 +307,11 @@ func TestUplinkZombieIsFenced(t *testing.T) {
 	if err := zombie.Run(context.Background()); !errors.Is(err, ErrFenced) {
 		t.Fatalf("zombie run: %v", err)
 	}
-	w.drain(successor, 0, 0)
+	// A step may fail and be retried, as Run retries it: once in about a
+	// thousand runs the fake broker answered the successor's first
+	// produce after the zombie's refused one with
+	// OUT_OF_ORDER_SEQUENCE_NUMBER. What Kafka holds is checked below.
+	w.drain(successor, 0, 3)
 	got, _ := w.readCommitted()
 	w.checkExactlyOnce(got)
 }
