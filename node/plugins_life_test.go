@@ -56,6 +56,31 @@ func prefixFilter() wire.Filter {
 // every run of the tests (a Go plugin takes seconds to compile), with the
 // hostile plugin of the host's tests added as "hostile" unless the data
 // directory has it.
+// hostileFilter names the hostile plugin, doing what do says.
+func hostileFilter(do string) wire.Filter {
+	return wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: do}}}
+}
+
+// hostileRestarts returns restart: it closes the node it started last, if
+// any, starts another on dir (hostileNode, tweaked), waits for its plugins
+// and dials it as the admin.
+func hostileRestarts(t *testing.T, dir string, tweak func(*Config)) func() *client {
+	var running *testNode
+	return func() *client {
+		t.Helper()
+		if running != nil {
+			if err := running.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		running = hostileNode(t, dir, tweak)
+		if err := running.WaitPluginsLoaded(safetyContext(t)); err != nil {
+			t.Fatal(err)
+		}
+		return running.mustDial(t, running.admin)
+	}
+}
+
 func hostileNode(t *testing.T, dir string, tweak func(*Config)) *testNode {
 	t.Helper()
 	return startNode(t, nil, func(cfg *Config) {
@@ -338,22 +363,8 @@ func TestReaddingAQuarantinedModuleClearsItAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
 	strict := func(cfg *Config) { cfg.Plugins.MaxStrikes = 1 }
 	hostile := buildPluginWasm(t, "../plugins/testdata/hostile")
-	spin := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "spin"}}}
-	ok := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "ok"}}}
-	var running *testNode
-	restart := func() *client {
-		t.Helper()
-		if running != nil {
-			if err := running.Close(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		running = hostileNode(t, dir, strict)
-		if err := running.WaitPluginsLoaded(safetyContext(t)); err != nil {
-			t.Fatal(err)
-		}
-		return running.mustDial(t, running.admin)
-	}
+	spin, ok := hostileFilter("spin"), hostileFilter("ok")
+	restart := hostileRestarts(t, dir, strict)
 	readd := func(c *client) {
 		t.Helper()
 		var rep wire.AddPluginReply
@@ -411,7 +422,7 @@ func TestFilterFailureIsOneStrikePerPoll(t *testing.T) {
 	}
 	c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter,
 		Module: buildPluginWasm(t, "../plugins/testdata/hostile")}, &wire.AddPluginReply{})
-	spin := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "spin"}}}
+	spin := hostileFilter("spin")
 
 	for i, got := range pollFiltered(t, c, spin, "t", 0, 1, 2) {
 		if got.Status != wire.StatusPluginTimeout || !strings.Contains(got.Message, `"hostile"`) {
@@ -444,8 +455,7 @@ func TestQuarantineSurvivesRestartsUntilReset(t *testing.T) {
 	c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter,
 		Module: buildPluginWasm(t, "../plugins/testdata/hostile")}, &wire.AddPluginReply{})
 	added := pluginListed(t, c, "hostile").Added
-	spin := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "spin"}}}
-	ok := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "ok"}}}
+	spin, ok := hostileFilter("spin"), hostileFilter("ok")
 	if got := pollFiltered(t, c, spin, "t", 0)[0]; got.Status != wire.StatusPluginTimeout {
 		t.Fatalf("first poll: %v %q", got.Status, got.Message)
 	}
@@ -453,20 +463,7 @@ func TestQuarantineSurvivesRestartsUntilReset(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var running *testNode
-	restart := func() *client {
-		t.Helper()
-		if running != nil {
-			if err := running.Close(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		running = hostileNode(t, dir, strict)
-		if err := running.WaitPluginsLoaded(safetyContext(t)); err != nil {
-			t.Fatal(err)
-		}
-		return running.mustDial(t, running.admin)
-	}
+	restart := hostileRestarts(t, dir, strict)
 	c = restart()
 	p := pluginListed(t, c, "hostile")
 	if p.State != wire.PluginQuarantined || !p.Quarantined || !strings.Contains(p.Reason, "deadline") || !p.Added.Equal(added) {
@@ -540,7 +537,7 @@ func TestFilterRefusedByTheMemoryBudgetFailsThePoll(t *testing.T) {
 	}
 	c.mustCall(&wire.AddPluginRequest{Name: "hostile", PluginKind: wire.PluginFilter,
 		Module: buildPluginWasm(t, "../plugins/testdata/hostile")}, &wire.AddPluginReply{})
-	hoard := wire.Filter{Name: "hostile", Params: []wire.FilterParam{{Key: "do", Value: "alloc"}}}
+	hoard := hostileFilter("alloc")
 	got := pollFiltered(t, c, hoard, "t", 0)[0]
 	if got.Status != wire.StatusPluginBusy || !got.Status.Retryable() || !strings.Contains(got.Message, `"hostile"`) {
 		t.Fatalf("a filter past the memory budget: %v %q, want a retryable plugin-busy status naming it", got.Status, got.Message)

@@ -47,10 +47,7 @@ func TestDeploymentDay(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := sdk.Dial(ctx, node.addr, sdk.WithDataDir(node.dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := node.dial(ctx)
 	defer c.Close()
 	for _, topic := range []string{"always", "none"} {
 		d := sdk.DurabilityAlways

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/internal/syncbuf"
+	"github.com/ledgemq/ledge/sdk"
 )
 
 // buildLedge builds the ledge binary, as operators run it.
@@ -157,6 +159,17 @@ func (s *servedLedge) checkNoPanic() {
 }
 
 // run runs the binary as a client of the node (LEDGE_SERVER and the data
+// dial connects an SDK client to the node as its admin (the data
+// directory's CA and token), with opts.
+func (s *servedLedge) dial(ctx context.Context, opts ...sdk.Option) *sdk.Client {
+	s.t.Helper()
+	c, err := sdk.Dial(ctx, s.addr, append([]sdk.Option{sdk.WithDataDir(s.dir)}, opts...)...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
 // directory's credentials), without waiting for it.
 func (s *servedLedge) client(args ...string) *exec.Cmd {
 	cmd := exec.Command(s.bin, args...)

@@ -30,10 +30,7 @@ func TestSigtermDuringRecoveryOnAFullDisk(t *testing.T) {
 	node.start()
 	defer node.checkNoPanic()
 	ctx := testContext(t)
-	c, err := sdk.Dial(ctx, node.addr, sdk.WithDataDir(node.dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := node.dial(ctx)
 	defer c.Close()
 	if _, err := c.CreateTopic(ctx, "t", sdk.TopicConfig{Partitions: 3}); err != nil {
 		t.Fatal(err)
@@ -75,10 +72,7 @@ func TestSigtermDuringRecoveryOnAFullDisk(t *testing.T) {
 
 	disk.writeControl(t, strconv.FormatInt(disk.size, 10)) // space freed while the node is down
 	node.start()
-	c2, err := sdk.Dial(ctx, node.addr, sdk.WithDataDir(node.dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := node.dial(ctx)
 	defer c2.Close()
 	got := map[string]bool{}
 	for _, r := range readAll(ctx, t, c2, "t") {

@@ -28,10 +28,7 @@ func TestAdminCallAfterRestart(t *testing.T) {
 	node.start()
 	defer node.checkNoPanic()
 	ctx := context.Background()
-	c, err := sdk.Dial(ctx, node.addr, sdk.WithDataDir(node.dir), sdk.WithRequestTimeout(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := node.dial(ctx, sdk.WithRequestTimeout(time.Minute))
 	defer c.Close()
 	if _, err := c.CreateTopic(ctx, "t", sdk.TopicConfig{Partitions: 2}); err != nil {
 		t.Fatal(err)

@@ -30,10 +30,7 @@ func TestRestartWithPlugins(t *testing.T) {
 	ledge.start()
 	defer ledge.checkNoPanic()
 	ctx := testContext(t)
-	c, err := sdk.Dial(ctx, ledge.addr, sdk.WithDataDir(ledge.dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := ledge.dial(ctx)
 	examples := []struct {
 		name, pkg string
 		kind      sdk.PluginKind
@@ -102,10 +99,7 @@ func (s *servedLedge) awaitPluginsLoaded(nth int) (pluginsLoaded, time.Time) {
 func listedOK(t *testing.T, s *servedLedge, want int) {
 	t.Helper()
 	ctx := testContext(t)
-	c, err := sdk.Dial(ctx, s.addr, sdk.WithDataDir(s.dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := s.dial(ctx)
 	defer c.Close()
 	list, err := c.ListPlugins(ctx)
 	if err != nil {

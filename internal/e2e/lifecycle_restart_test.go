@@ -28,10 +28,7 @@ func TestRestartResume(t *testing.T) {
 	defer node.checkNoPanic()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := sdk.Dial(ctx, node.addr, sdk.WithDataDir(node.dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := node.dial(ctx)
 	defer c.Close()
 	if _, err := c.CreateTopic(ctx, "steps", sdk.TopicConfig{Partitions: 1, Durability: sdk.DurabilityAlways}); err != nil {
 		t.Fatal(err)

@@ -53,10 +53,7 @@ func TestShutdownWhateverTheClients(t *testing.T) {
 			node.start()
 			defer node.checkNoPanic()
 			ctx := testContext(t)
-			c, err := sdk.Dial(ctx, node.addr, sdk.WithDataDir(node.dir))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := node.dial(ctx)
 			defer c.Close()
 			if _, err := c.CreateTopic(ctx, "events", sdk.TopicConfig{Partitions: 2}); err != nil {
 				t.Fatal(err)

@@ -42,10 +42,7 @@ func stopDuringPipelinedProduce(t *testing.T, bin string, sig syscall.Signal) {
 	ctx := testContext(t)
 	// A killed node closes nothing: the request timeout, not the idle
 	// timeout, tells the client to reconnect.
-	c, err := sdk.Dial(ctx, node.addr, sdk.WithDataDir(node.dir), sdk.WithRequestTimeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := node.dial(ctx, sdk.WithRequestTimeout(2*time.Second))
 	defer c.Close()
 	const topic = "stopped"
 	if _, err := c.CreateTopic(ctx, topic, sdk.TopicConfig{Partitions: 1, Durability: sdk.DurabilityAlways}); err != nil {

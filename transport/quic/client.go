@@ -139,17 +139,6 @@ func dialOnce(ctx context.Context, raddr *net.UDPAddr, tlsConf *tls.Config, cfg 
 	return &ClientConn{qc: qc, cfg: cfg, sock: sock}, nil
 }
 
-// serverConnIDLen is the length of the connection IDs a listener issues,
-// which its clients put in every packet they send it. quic-go sends a
-// stateless reset only in answer to a packet longer than 42 bytes; with
-// its default of 4 bytes, a small request (a DescribeTopic of a short
-// name) made a packet of 42 bytes or fewer, which a restarted node
-// dropped without a reset, and the client waited out its request
-// timeout. With 16 bytes, any packet carrying a request frame is long
-// enough: 1 + 16 + 1 (packet number) + 2 (STREAM frame) + a frame of at
-// least 12 (its header) + 16 (AEAD tag) = 48.
-const serverConnIDLen = 16
-
 // IsConnectionReset reports whether err says the node reset the
 // connection (a QUIC stateless reset): it keeps no state of it, having
 // restarted or lost it. Requests without a reply on it were not processed

@@ -82,6 +82,17 @@ type ticketKey struct{}
 // Listen listens for QUIC connections on the UDP address addr (host:port;
 // port 0 picks one). tlsConf must provide the server certificate
 // (Certificates or GetCertificate); Listen enforces TLS 1.3 and the ALPN
+// serverConnIDLen is the length of the connection IDs a listener issues,
+// which its clients put in every packet they send it. quic-go sends a
+// stateless reset only in answer to a packet longer than 42 bytes; with
+// its default of 4 bytes, a small request (a DescribeTopic of a short
+// name) made a packet of 42 bytes or fewer, which a restarted node
+// dropped without a reset, and the client waited out its request
+// timeout. With 16 bytes, any packet carrying a request frame is long
+// enough: 1 + 16 + 1 (packet number) + 2 (STREAM frame) + a frame of at
+// least 12 (its header) + 16 (AEAD tag) = 48.
+const serverConnIDLen = 16
+
 // protocol [ALPN] on a copy of it.
 func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 	cfg, err := cfg.withDefaults()
