@@ -37,13 +37,27 @@ type Client struct {
 }
 
 // session is one authenticated connection and its control stream.
+//
+// The control stream carries the client's calls (admin requests,
+// InitProducer, AttachConsumer, commits, group calls) and is open only
+// while one is in flight: concurrent calls share it, pipelined, and the
+// last of them to finish closes its sending side, so an idle client
+// holds no stream the node must keep a reader for (a device polling and
+// producing keeps just its consumer's and producer's). The next call
+// opens another; opening a QUIC stream costs no round trip.
 type session struct {
 	conn *quic.ClientConn
 	auth wire.AuthenticateReply
 
 	mu      sync.Mutex
-	control *quic.Pipeline
-	broken  bool // the control stream failed; open another
+	control *controlStream // nil while no call uses one
+}
+
+// controlStream is a control stream and the calls using it, counted
+// under session.mu.
+type controlStream struct {
+	pipe  *quic.Pipeline
+	users int
 }
 
 // Dial connects to the node at addr (host:port; empty means DefaultAddr)
@@ -111,27 +125,40 @@ func (c *Client) logger() *slog.Logger { return c.cfg.logger }
 // session returns the live session, dialing a new one when there is none
 // or the last one died.
 func (c *Client) session(ctx context.Context) (*session, error) {
+	s, auth, err := c.connect(ctx)
+	if auth != nil {
+		s.release(auth, false)
+	}
+	return s, err
+}
+
+// connect is session; when it dialed, it also returns the stream the
+// connection authenticated on, still held for the caller: a call goes on
+// with it, anything else releases it (which closes it unless a call
+// already took it too).
+func (c *Client) connect(ctx context.Context) (*session, *controlStream, error) {
 	if s, err := c.liveSession(); s != nil || err != nil {
-		return s, err
+		return s, nil, err
 	}
 	select {
 	case c.dialing <- struct{}{}:
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+		return nil, nil, context.Cause(ctx)
 	}
 	defer func() { <-c.dialing }()
 	if s, err := c.liveSession(); s != nil || err != nil {
-		return s, err
+		return s, nil, err
 	}
 	s, err := c.dial(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	auth := s.control // before s is shared: a call's failure may let it go
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		_ = s.conn.Close()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	old := c.sess
 	c.sess = s
@@ -140,7 +167,7 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 		_ = old.conn.Close()
 		c.cfg.logger.Info("reconnected", "addr", c.addr)
 	}
-	return s, nil
+	return s, auth, nil
 }
 
 func (c *Client) liveSession() (*session, error) {
@@ -155,8 +182,8 @@ func (c *Client) liveSession() (*session, error) {
 	return nil, nil
 }
 
-// dial connects and authenticates on the first stream, which stays open
-// as the control stream.
+// dial connects and authenticates on the first stream, which becomes the
+// session's control stream, held once for the caller of dial.
 func (c *Client) dial(ctx context.Context) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
 	defer cancel()
@@ -184,7 +211,7 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 		_ = conn.Close()
 		return nil, transportError("authenticate", err)
 	}
-	s := &session{conn: conn, control: pipe}
+	s := &session{conn: conn, control: &controlStream{pipe: pipe, users: 1}}
 	if err := decodeReply(raw, &s.auth); err != nil {
 		_ = conn.Close()
 		return nil, nodeError("authenticate", "", -1, err)
@@ -192,28 +219,37 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
-// controlPipe returns the session's control stream, opening a new one if
-// the last one failed while the connection lives on.
-func (s *session) controlPipe(ctx context.Context) (*quic.Pipeline, error) {
+// acquire returns the session's control stream for one call, opening one
+// when no call is using it (or the last one failed). The caller releases
+// it when its call is over.
+func (s *session) acquire(ctx context.Context) (*controlStream, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.broken {
-		return s.control, nil
+	if s.control == nil {
+		st, err := s.conn.OpenStream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.control = &controlStream{pipe: quic.NewPipeline(st, controlDepth)}
 	}
-	st, err := s.conn.OpenStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.control, s.broken = quic.NewPipeline(st, controlDepth), false
+	s.control.users++
 	return s.control, nil
 }
 
-func (s *session) markBroken(p *quic.Pipeline) {
+// release ends one call's use of cs. A failed stream is taken out of use
+// at once, so the next call opens another; the last call to release a
+// stream closes its sending side (gracefully: a reply still owed to a
+// call that stopped waiting is read first).
+func (s *session) release(cs *controlStream, failed bool) {
 	s.mu.Lock()
-	if s.control == p {
-		s.broken = true
+	defer s.mu.Unlock()
+	cs.users--
+	if (failed || cs.users == 0) && s.control == cs {
+		s.control = nil
 	}
-	s.mu.Unlock()
+	if cs.users == 0 {
+		cs.pipe.CloseSend()
+	}
 }
 
 // maxFrame is the largest request frame the node accepts.
@@ -245,21 +281,26 @@ func (c *Client) call(parent context.Context, req, reply wire.Message) error {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		s, err := c.session(ctx)
+		s, cs, err := c.connect(ctx)
 		if err != nil {
 			return err
 		}
 		if len(frame) > s.maxFrame() {
+			if cs != nil {
+				s.release(cs, false)
+			}
 			return &Error{Op: op, Partition: -1, Status: wire.StatusMessageTooLarge,
 				Message: fmt.Sprintf("request of %d bytes exceeds the node's limit of %d", len(frame), s.maxFrame())}
 		}
-		pipe, err := s.controlPipe(ctx)
-		if err != nil {
-			c.noteReset(s, err)
-			lastErr = err
-			continue
+		if cs == nil {
+			if cs, err = s.acquire(ctx); err != nil {
+				c.noteReset(s, err)
+				lastErr = err
+				continue
+			}
 		}
-		raw, err := pipe.Do(ctx, frame)
+		raw, err := cs.pipe.Do(ctx, frame)
+		s.release(cs, err != nil && ctx.Err() == nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				if parent.Err() == nil {
@@ -267,7 +308,6 @@ func (c *Client) call(parent context.Context, req, reply wire.Message) error {
 				}
 				return fmt.Errorf("sdk: %s: %w", op, err)
 			}
-			s.markBroken(pipe)
 			lastErr = err
 			c.noteReset(s, err)
 			if errors.Is(err, quic.ErrNotProcessed) || errors.Is(err, quic.ErrServerClosed) ||

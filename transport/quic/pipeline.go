@@ -174,15 +174,7 @@ func (p *Pipeline) Close(ctx context.Context) error {
 }
 
 func (p *Pipeline) close(ctx context.Context) error {
-	p.mu.Lock()
-	p.closing = true
-	var idle chan struct{}
-	if len(p.pending) > 0 && p.err == nil {
-		idle = make(chan struct{})
-		p.idle = idle
-	}
-	p.mu.Unlock()
-	if idle != nil {
+	if idle := p.stopAccepting(); idle != nil {
 		select {
 		case <-idle:
 		case <-p.readerDone:
@@ -207,6 +199,52 @@ func (p *Pipeline) close(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// CloseSend stops accepting requests and, once those in flight are
+// answered, ends the stream's send side (FIN); it returns at once. The
+// node answers what it read, ends its side after the last reply, and the
+// pipeline's goroutines end then: an idle stream costs neither side a
+// goroutine. Unlike Close, it never resets the stream, so no reply is
+// lost, and it waits for nothing; the requests still in flight get their
+// replies as usual. A later Close waits for the node's end.
+func (p *Pipeline) CloseSend() {
+	idle := p.stopAccepting()
+	if idle == nil {
+		p.endSend()
+		return
+	}
+	// Only a caller that stopped waiting for its reply leaves one in
+	// flight: the stream ends when that reply has come.
+	go func() {
+		select {
+		case <-idle:
+		case <-p.readerDone:
+		}
+		p.endSend()
+	}()
+}
+
+// stopAccepting refuses later requests and returns a channel closed once
+// those in flight are answered, or nil when none are.
+func (p *Pipeline) stopAccepting() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closing = true
+	if len(p.pending) == 0 || p.err != nil {
+		return nil
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	return p.idle
+}
+
+// endSend stops the writer, once every request is answered (so every
+// frame was written), and ends the send side.
+func (p *Pipeline) endSend() {
+	p.stopWriter()
+	_ = p.s.CloseWrite()
 }
 
 func (p *Pipeline) abort() {
