@@ -111,4 +111,12 @@
 // fence.ProducerWindow batches as well as by records, because the node
 // remembers that many of a producer's latest batches per partition: any
 // batch still unanswered can then be recognized as a retry.
+//
+// The client's own calls (admin requests, InitProducer, attaching a
+// consumer, commits, group calls) share one control stream, pipelined,
+// open only while a call is in flight: the last call to finish closes it
+// and the next opens another. An open stream costs the node a reader
+// goroutine for as long as it lasts, and opening one costs no round trip,
+// so an idle client (a device between two records, its poll parked)
+// holds only its producers' and consumers' streams.
 package sdk
