@@ -81,11 +81,17 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 		logger.Info("writing a CPU profile until the node stops", "file", cfg.CPUProfile)
 	}
 
-	if cfg.MemoryLimit > 0 {
-		// The node's own memory; plugins' is outside the Go heap, under
-		// plugins.memory_budget.
-		debug.SetMemoryLimit(cfg.MemoryLimit)
+	// The collector is set before the node holds anything: its percent
+	// and its soft limit (plugins' memory is outside the Go heap, under
+	// plugins.memory_budget).
+	gc := cfg.GC()
+	if gc.Percent >= 0 {
+		debug.SetGCPercent(gc.Percent)
 	}
+	if gc.Limit > 0 {
+		debug.SetMemoryLimit(gc.Limit)
+	}
+	logger.Info("garbage collector", gc.LogAttrs()...)
 	ncfg := cfg.Node()
 	ncfg.Logger, ncfg.Version = logger, ver
 	var err error

@@ -37,6 +37,9 @@ type Config struct {
 	// MemoryLimit is Go's soft memory limit for the node (0: none, or
 	// GOMEMLIMIT's when set).
 	MemoryLimit int64
+	// GCPercent is Go's garbage collection target percent for the node
+	// (GOGC's, when GOGC is set and this key is not).
+	GCPercent int
 
 	HTTP    HTTP
 	Kafka   Kafka
@@ -188,7 +191,8 @@ func Keys() []Key {
 				}
 				return nil
 			}, func(c *Config) *string { return &c.CPUProfile }),
-		bytesKey("memory_limit", 0, 0, 1<<40, "Go's soft memory limit for the node's own memory: past it the garbage collector works harder and gives memory back sooner (plugins' memory is outside it: plugins.memory_budget bounds that); 0: none, or GOMEMLIMIT when set", func(c *Config) *int64 { return &c.MemoryLimit }),
+		bytesKey("memory_limit", 0, 0, 1<<40, "Go's soft memory limit for the node's own memory: past it the garbage collector works harder and gives memory back sooner (plugins' memory is outside it: plugins.memory_budget bounds that); 0: GOMEMLIMIT when set, else 3/4 of the cgroup's or the machine's memory", func(c *Config) *int64 { return &c.MemoryLimit }),
+		percentKey("gc_percent", defaultGCPercent, 10, 100000, "Go's garbage collection target (GOGC): collect when the heap has grown this many percent over the live heap; the default, 400, keeps a node holding thousands of connections from stalling in collections, and memory_limit bounds what it costs (docs/OPERATIONS.md, Sizing); GOGC in the environment applies when this is not set", func(c *Config) *int { return &c.GCPercent }),
 
 		boolKey("http.enabled", true, "serve metrics, health checks and the status page over HTTP", func(c *Config) *bool { return &c.HTTP.Enabled }),
 		addressKey("http.listen", ops.DefaultHTTPListen, "TCP address of the HTTP listener (/metrics, /healthz, /readyz, /, /api/status)", func(c *Config) *string { return &c.HTTP.Listen }),
@@ -317,6 +321,13 @@ func intKey(name string, def, lo, hi int, help string, field func(*Config) *int)
 		},
 		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
 	}
+}
+
+// percentKey is an intKey in percent.
+func percentKey(name string, def, lo, hi int, help string, field func(*Config) *int) Key {
+	k := intKey(name, def, lo, hi, help, field)
+	k.Unit = "percent"
+	return k
 }
 
 func bytesKey(name string, def, lo, hi int64, help string, field func(*Config) *int64) Key {
