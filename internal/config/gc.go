@@ -47,14 +47,16 @@ func (c *Config) GC() GC {
 
 func (c *Config) gc(env func(string) (string, bool)) GC {
 	var g GC
-	gogc, hasGOGC := env("GOGC")
+	gogc, _ := env("GOGC")
+	hasGOGC := gogc != "" // as Go reads it: empty is unset
 	switch {
 	case c.Source("gc_percent") != SourceDefault || !hasGOGC:
 		g.Percent, g.PercentFrom = c.GCPercent, c.origins["gc_percent"]
 	default:
 		g.Percent, g.PercentFrom = -1, "GOGC="+gogc
 	}
-	gomemlimit, hasLimit := env("GOMEMLIMIT")
+	gomemlimit, _ := env("GOMEMLIMIT")
+	hasLimit := gomemlimit != ""
 	switch {
 	case c.MemoryLimit > 0:
 		g.Limit, g.LimitFrom = c.MemoryLimit, c.origins["memory_limit"]

@@ -28,6 +28,7 @@ func TestGarbageCollectorSettings(t *testing.T) {
 	}{
 		{"nothing set", nil, env(), 400, -1},
 		{"GOGC in the environment", nil, env("GOGC", "150"), -1, -1},
+		{"GOGC and GOMEMLIMIT empty, as unset", nil, env("GOGC", "", "GOMEMLIMIT", ""), 400, -1},
 		{"GOGC=off in the environment", nil, env("GOGC", "off"), -1, -1},
 		{"gc_percent over GOGC", []string{"--gc-percent", "200"}, env("GOGC", "150"), 200, -1},
 		{"GOMEMLIMIT in the environment", nil, env("GOMEMLIMIT", "3GiB"), 400, 0},
