@@ -92,7 +92,7 @@ func Build(ctx context.Context, repoRoot, benchRoot, dir, ledgeBin, natsdBin str
 			}
 			continue
 		}
-		args := []string{"build", "-o", s.out}
+		args := []string{"build", "-trimpath", "-o", s.out} // profiles name modules, not the machine's paths
 		env := append(os.Environ(), "CGO_ENABLED=0")
 		if s.wasm {
 			args = append(args, "-buildmode=c-shared")
