@@ -27,6 +27,8 @@ func TestClientsShareATransport(t *testing.T) {
 	if _, err := admin.CreateTopic(ctx, topic, sdk.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// The package's node outlives the test: -count=2 runs it again.
+	defer admin.DeleteTopic(context.Background(), topic)
 	var clients []*sdk.Client
 	for range 2 {
 		c, err := sdk.Dial(ctx, nodeAddr, sdk.WithDataDir(nodeDataDir), sdk.WithTransport(tr))
