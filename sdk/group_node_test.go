@@ -142,6 +142,21 @@ func TestGroupMaxMessages(t *testing.T) {
 	}
 }
 
+// workerHoldingTwoRecords creates a topic named after base with records a
+// and b, joins a group of its name as member "worker-1" and polls both:
+// it returns the topic (the group's name too), the member, its records
+// and the OnLost calls it will receive.
+func workerHoldingTwoRecords(ctx context.Context, t *testing.T, c *sdk.Client, base string) (string, *sdk.GroupConsumer, []*sdk.Record, *[]string) {
+	t.Helper()
+	topic := createTopic(ctx, t, c, base)
+	produceEach(ctx, t, c, topic, "a", "b")
+	lost := new([]string)
+	old := joinGroup(ctx, t, c, topic, topic, sdk.WithMemberID("worker-1"),
+		sdk.OnLost(func(_ context.Context, tps []sdk.TopicPartition) { *lost = append(*lost, fmt.Sprint(tps)) }))
+	_, recs := pollUntil(ctx, t, old, 2)
+	return topic, old, recs, lost
+}
+
 // A process restarted under a member's id (WithMemberID) replaces the
 // member's earlier incarnation at once. The earlier one, still running,
 // learns it from the node's refusals: while the new one holds the
@@ -152,13 +167,8 @@ func TestGroupMaxMessages(t *testing.T) {
 // records again: nothing was lost.
 func TestGroupReplacedMemberLateCommit(t *testing.T) {
 	ctx, c := dialTestNode(t)
-	topic := createTopic(ctx, t, c, "replaced-member")
+	topic, old, recs, lost := workerHoldingTwoRecords(ctx, t, c, "replaced-member")
 	group := topic
-	produceEach(ctx, t, c, topic, "a", "b")
-	var lost []string
-	old := joinGroup(ctx, t, c, group, topic, sdk.WithMemberID("worker-1"),
-		sdk.OnLost(func(_ context.Context, tps []sdk.TopicPartition) { lost = append(lost, fmt.Sprint(tps)) }))
-	_, recs := pollUntil(ctx, t, old, 2)
 
 	restarted := joinGroup(ctx, t, c, group, topic, sdk.WithMemberID("worker-1"))
 	committed := onlyCommitted(ctx, t, old)
@@ -190,8 +200,8 @@ func TestGroupReplacedMemberLateCommit(t *testing.T) {
 	}
 
 	polls, _ := pollUntil(ctx, t, old, 2)
-	if !slices.Equal(lost, []string{"[" + topic + "/0]"}) {
-		t.Errorf("OnLost calls %q, want one for %s/0", lost, topic)
+	if !slices.Equal(*lost, []string{"[" + topic + "/0]"}) {
+		t.Errorf("OnLost calls %q, want one for %s/0", *lost, topic)
 	}
 	if fmt.Sprint(polls) != "[[a b]]" {
 		t.Errorf("after rejoining the member read %q, want the two uncommitted records again", polls)
@@ -208,13 +218,8 @@ func TestGroupReplacedMemberLateCommit(t *testing.T) {
 // records fails at once with ErrNotAssigned.
 func TestGroupCommitAfterTheAssignmentMoved(t *testing.T) {
 	ctx, c := dialTestNode(t)
-	topic := createTopic(ctx, t, c, "moved-assignment")
+	topic, old, recs, lost := workerHoldingTwoRecords(ctx, t, c, "moved-assignment")
 	group := topic
-	produceEach(ctx, t, c, topic, "a", "b")
-	var lost []string
-	old := joinGroup(ctx, t, c, group, topic, sdk.WithMemberID("worker-1"),
-		sdk.OnLost(func(_ context.Context, tps []sdk.TopicPartition) { lost = append(lost, fmt.Sprint(tps)) }))
-	_, recs := pollUntil(ctx, t, old, 2)
 	joinGroup(ctx, t, c, group, topic, sdk.WithMemberID("worker-1"))
 
 	err := old.Commit(ctx, recs...)
@@ -222,8 +227,8 @@ func TestGroupCommitAfterTheAssignmentMoved(t *testing.T) {
 	if !errors.Is(err, sdk.ErrStaleMemberEpoch) || !errors.As(err, &e) || e.Status.RetryClass() != wire.ClassRefresh {
 		t.Fatalf("the commit of the moved partition: %v, want ErrStaleMemberEpoch of the refresh class", err)
 	}
-	if !slices.Equal(lost, []string{"[" + topic + "/0]"}) {
-		t.Errorf("OnLost calls %q, want one for %s/0", lost, topic)
+	if !slices.Equal(*lost, []string{"[" + topic + "/0]"}) {
+		t.Errorf("OnLost calls %q, want one for %s/0", *lost, topic)
 	}
 	if err := old.Commit(ctx, recs...); !errors.Is(err, sdk.ErrNotAssigned) {
 		t.Fatalf("a second commit: %v, want ErrNotAssigned", err)

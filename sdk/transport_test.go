@@ -23,12 +23,7 @@ func TestClientsShareATransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	topic := "shared-socket"
-	if _, err := admin.CreateTopic(ctx, topic, sdk.TopicConfig{Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	// The package's node outlives the test: -count=2 runs it again.
-	defer admin.DeleteTopic(context.Background(), topic)
+	topic := createTopic(ctx, t, admin, "shared-socket")
 	var clients []*sdk.Client
 	for range 2 {
 		c, err := sdk.Dial(ctx, nodeAddr, sdk.WithDataDir(nodeDataDir), sdk.WithTransport(tr))
