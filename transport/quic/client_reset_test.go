@@ -41,6 +41,13 @@ func TestCrashedNodesSuccessorResetsTheConnection(t *testing.T) {
 	if !IsConnectionReset(err) {
 		t.Fatalf("the first request after the crash: %v, want a reset connection", err)
 	}
+	// The request fails as soon as its stream does; the connection's
+	// context ends a moment later.
+	select {
+	case <-c.Context().Done():
+	case <-testContext(t).Done():
+		t.Fatal("the connection outlived the reset")
+	}
 	if !IsConnectionReset(c.Err()) {
 		t.Fatalf("the connection: %v, want a reset connection", c.Err())
 	}

@@ -134,6 +134,8 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 	if cfg.StatelessResetKey != nil {
 		key := quicgo.StatelessResetKey(*cfg.StatelessResetKey)
 		l.tr.StatelessResetKey = &key
+		// Peers: four connection IDs a connection, for those it moves on to.
+		sock.peers = newPeerTable(4*(cfg.MaxConns+cfg.MaxUnauthenticated), time.Now)
 	}
 	// The early listener hands over a connection as soon as its ClientHello
 	// is processed (there is no 0-RTT: Allow0RTT is off), so that one which

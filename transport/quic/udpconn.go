@@ -33,6 +33,7 @@ type yieldingConn struct {
 	batch   batchReader
 	gro     *groReader    // nil without UDP_GRO
 	batches atomic.Uint64 // batch reads, for tests: quic-go uses ReadBatch only because it is there
+	peers   *peerTable    // a listener's: who sent to which connection ID (peers.go); nil on a client
 }
 
 // ListenUDP opens a UDP socket that quic-go reads as a node or a client of
@@ -80,7 +81,11 @@ func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	c.batches.Add(1)
 	if c.gro == nil {
 		runtime.Gosched()
-		return c.batch.ReadBatch(ms, flags)
+		n, err := c.batch.ReadBatch(ms, flags)
+		if c.peers != nil && n > 0 {
+			c.peers.observe(ms[:n])
+		}
+		return n, err
 	}
 	// Datagrams already read out of the socket are handed over in
 	// quic-go's batches of 8 without yielding in between, up to what the
@@ -93,6 +98,9 @@ func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	}
 	n, err := c.gro.read(c.batch, ms, flags)
 	c.gro.sinceYield += n
+	if c.peers != nil && n > 0 {
+		c.peers.observe(ms[:n])
+	}
 	return n, err
 }
 

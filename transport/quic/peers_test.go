@@ -1,0 +1,115 @@
+package quic
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// TestSuccessorResetsTheIdlePeersOfItsPredecessor: a node dies without
+// a word while its client, parked, has nothing to send. The successor,
+// on the same port with the same stateless reset key, resets the peers
+// its predecessor listed, and the client's connection ends as reset
+// without the client sending a packet.
+func TestSuccessorResetsTheIdlePeersOfItsPredecessor(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "own socket", true: "shared socket"}[shared]
+		t.Run(name, func(t *testing.T) {
+			cfg := authConfig()
+			cfg.StatelessResetKey = &[32]byte{9}
+			ts := newTestServer(t, cfg)
+			ts.serve(t, echo)
+			var ccfg ClientConfig
+			if shared {
+				tr, err := NewTransport("")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = tr.Close() })
+				ccfg.Transport = tr
+			}
+			c := ts.dial(t, ccfg)
+			p := pipeline(t, c, 1)
+			if _, err := do(t, p, "token:alice"); err != nil {
+				t.Fatal(err)
+			}
+			mustEcho(t, p, "before the crash")
+			peers := ts.ln.Peers()
+			for len(peers) == 0 {
+				time.Sleep(10 * time.Millisecond)
+				peers = ts.ln.Peers()
+			}
+			local := netip.MustParseAddrPort(c.LocalAddr().String()).Port()
+			for _, peer := range peers {
+				if peer.Addr.Port() != local {
+					t.Fatalf("peer %v, want only the client, on port %d", peer.Addr, local)
+				}
+			}
+			back, err := ParsePeers(AppendPeers(nil, peers))
+			if err != nil || len(back) != len(peers) {
+				t.Fatalf("peers read back: %v, %v", back, err)
+			}
+			for i := range back {
+				if back[i] != peers[i] {
+					t.Fatalf("peer %d read back as %v, want %v", i, back[i], peers[i])
+				}
+			}
+
+			addr := ts.addr()
+			_ = ts.ln.sock.Close() // no CONNECTION_CLOSE reaches the client
+			conf := ServerTLSConfig(nil)
+			conf.Certificates = []tls.Certificate{ts.eph.Server}
+			successor, err := Listen(addr, conf, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer successor.Close()
+			if n, err := successor.ResetPeers(back); err != nil || n != len(back) {
+				t.Fatalf("ResetPeers: %d sent, %v", n, err)
+			}
+			select {
+			case <-c.Context().Done():
+			case <-testContext(t).Done():
+				t.Fatal("the client's connection outlived the successor's reset")
+			}
+			if !IsConnectionReset(c.Err()) {
+				t.Fatalf("the connection: %v, want a reset connection", c.Err())
+			}
+		})
+	}
+}
+
+// TestResetPeersSparesOtherConnections: a reset names one connection
+// ID; a client whose connection ID is another's keeps its connection.
+func TestResetPeersSparesOtherConnections(t *testing.T) {
+	cfg := authConfig()
+	cfg.StatelessResetKey = &[32]byte{3}
+	ts := newTestServer(t, cfg)
+	ts.serve(t, echo)
+	c := ts.dial(t, ClientConfig{})
+	p := pipeline(t, c, 1)
+	if _, err := do(t, p, "token:alice"); err != nil {
+		t.Fatal(err)
+	}
+	mustEcho(t, p, "hello")
+	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), netip.MustParseAddrPort(c.LocalAddr().String()).Port())
+	if _, err := ts.ln.ResetPeers([]Peer{{Addr: addr, ConnID: [PeerConnIDLen]byte{1, 2, 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustEcho(t, p, "still here")
+	if err := c.Err(); err != nil {
+		t.Fatalf("the connection: %v", err)
+	}
+}
+
+func TestParsePeersRefusesATornList(t *testing.T) {
+	b := AppendPeers(nil, []Peer{{Addr: netip.MustParseAddrPort("[::1]:7420")}})
+	if _, err := ParsePeers(b[:len(b)-1]); err == nil {
+		t.Fatal("a torn list was read")
+	}
+	if _, err := ParsePeers(bytes.Repeat([]byte{0}, 0)); err != nil {
+		t.Fatal(err)
+	}
+}
