@@ -325,6 +325,7 @@ func (n *Node) open(ctx context.Context) error {
 		n.loops.Go(n.retentionLoop)
 	}
 	n.loops.Go(func() { n.groups.Run(n.drain, time.Second) })
+	n.loops.Go(n.peersLoop) // peers.go: a killed predecessor's clients are reset
 	n.logRecovered()
 	n.log.Info("node started", "listen", n.ln.Addr().String(), "data", cfg.DataDir, "topics", topics)
 	return nil
@@ -394,6 +395,7 @@ func (n *Node) close(ctx context.Context) error {
 	n.cancelBase()
 	<-done
 	n.loops.Wait()
+	n.forgetPeers()
 	n.uplinks.Close()
 	// Every request is answered: the owners take their last step, so
 	// nothing more reaches the storage through them.
