@@ -22,7 +22,11 @@ func (n *Node) listenKafka() error {
 	if n.cfg.KafkaTLS {
 		tcfg = &tls.Config{GetCertificate: n.certs.GetCertificate, MinVersion: tls.VersionTLS12}
 	}
-	kcfg := kafka.Config{Listen: n.cfg.KafkaListen, TLS: tcfg, Backend: kafkaBackend{n}, Logger: n.log}
+	// The Kafka listener's connections are bounded as the QUIC
+	// listener's are, by the same figures (MaxConns is sized from the
+	// node's memory), each listener counting its own.
+	kcfg := kafka.Config{Listen: n.cfg.KafkaListen, TLS: tcfg, Backend: kafkaBackend{n}, Logger: n.log,
+		MaxConns: n.cfg.Transport.MaxConns, MaxUnauthenticated: n.cfg.Transport.MaxUnauthenticated}
 	if pm, ok := n.cfg.Metrics.(*ops.PromMetrics); ok {
 		m, err := kafka.RegisterMetrics(pm.Registry())
 		if err != nil {
@@ -93,6 +97,22 @@ func wireError(err error) error {
 	}
 	st, msg := StatusOf(err)
 	return &wire.Error{Status: st, Message: msg}
+}
+
+func (s *kafkaSession) Authorize(_ context.Context, name string, p int32, scope wire.Scope) error {
+	r, err := s.request()
+	if err != nil {
+		return err
+	}
+	if err := r.allow(name, scope); err != nil {
+		return wireError(err)
+	}
+	if p < 0 {
+		_, err = r.n.lookup(name, [16]byte{})
+	} else {
+		_, _, err = r.partitionOf(name, [16]byte{}, uint32(p))
+	}
+	return wireError(err)
 }
 
 func kafkaCall[Req, Rep any](ctx context.Context, s *kafkaSession, m Req, fn func(*request, context.Context, Req) (Rep, error)) (Rep, error) {

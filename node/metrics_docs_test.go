@@ -69,6 +69,8 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	km.RequestDone(0, 1, time.Millisecond) // a Produce answered OFFSET_OUT_OF_RANGE
+	km.ConnectionRefused("conn_limit")
+	km.ConnectionClosed("idle")
 
 	fams, err := m.Registry().Gather()
 	if err != nil {

@@ -23,6 +23,12 @@ type Session interface {
 	// Valid returns an error once the session's token expired or was
 	// revoked.
 	Valid() error
+	// Authorize checks, before any of a request's payload is worked on
+	// (decompressed, converted, copied), that the token holds scope on
+	// topic and that the topic exists, with the partition when
+	// partition >= 0. Its error is the one the request itself would
+	// have met.
+	Authorize(ctx context.Context, topic string, partition int32, scope wire.Scope) error
 
 	ListTopics(ctx context.Context) (*wire.ListTopicsReply, error)
 	DescribeTopic(ctx context.Context, m *wire.DescribeTopicRequest) (*wire.DescribeTopicReply, error)

@@ -28,6 +28,10 @@ const (
 	kafkaControl         = 0x20
 	// kafkaBatchHeader is the size of a v2 batch before its records.
 	kafkaBatchHeader = 61
+	// minKafkaRecord is the smallest a v2 record can be: a length, an
+	// attributes byte, timestamp and offset deltas, a key and a value
+	// length and a header count, a byte each.
+	minKafkaRecord = 7
 )
 
 var (
@@ -91,6 +95,11 @@ func (cv *converter) toLedgeBatch(b []byte) ([]byte, int, error) {
 	records, err := cv.decompress(kb.Records, codec)
 	if err != nil {
 		return nil, 0, fmt.Errorf("kafka: decompressing a record batch: %w", err)
+	}
+	// The count is the producer's claim; the records' bytes are what
+	// arrived. Nothing is sized from a count they cannot hold.
+	if int64(kb.NumRecords) > int64(len(records)/minKafkaRecord) {
+		return nil, 0, fmt.Errorf("kafka: record batch claims %d records in %d bytes", kb.NumRecords, len(records))
 	}
 	// A Ledge record is never more than 16 bytes longer than its Kafka
 	// form (its timestamp and offset deltas may be longer varints; it

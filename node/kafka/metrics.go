@@ -20,7 +20,21 @@ type Metrics interface {
 	// response being ready to write (a produce's wait for durability and
 	// a fetch's long poll included).
 	RequestDone(api int16, errorCode int16, d time.Duration)
+	// ConnectionRefused reports a connection closed as soon as it was
+	// accepted, and why (conn_limit).
+	ConnectionRefused(reason string)
+	// ConnectionClosed reports a connection served and closed, and why
+	// (client_closed, auth_timeout, idle, evicted, too_large, ...;
+	// docs/KAFKA.md lists them).
+	ConnectionClosed(reason string)
 }
+
+// noMetrics counts nothing.
+type noMetrics struct{}
+
+func (noMetrics) RequestDone(int16, int16, time.Duration) {}
+func (noMetrics) ConnectionRefused(string)                {}
+func (noMetrics) ConnectionClosed(string)                 {}
 
 // PromMetrics is Metrics as Prometheus series: per API, requests,
 // requests whose response carries an error (by error name), and their
@@ -29,6 +43,8 @@ type PromMetrics struct {
 	requests  *prometheus.CounterVec
 	errors    *prometheus.CounterVec
 	durations *prometheus.HistogramVec
+	refused   *prometheus.CounterVec
+	closed    *prometheus.CounterVec
 }
 
 // RegisterMetrics registers the listener's series with reg, or finds
@@ -49,6 +65,14 @@ func RegisterMetrics(reg prometheus.Registerer) (*PromMetrics, error) {
 			Help:    "Time from a Kafka request being read to its response being ready to write, by API (Produce: until durable per the topic's policy; Fetch: including the long poll).",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"api"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ledge_kafka_connections_refused_total",
+			Help: "Kafka connections closed as soon as they were accepted, by reason (conn_limit).",
+		}, []string{"reason"}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ledge_kafka_connections_closed_total",
+			Help: "Kafka connections closed after being served, by reason (client_closed, auth_timeout, auth_failed, before_auth, evicted, idle, read_timeout, too_large, malformed, conn_limit, revoked, handler_failure, shutdown).",
+		}, []string{"reason"}),
 	}
 	var err error
 	if m.requests, err = register(reg, m.requests); err != nil {
@@ -58,6 +82,12 @@ func RegisterMetrics(reg prometheus.Registerer) (*PromMetrics, error) {
 		return nil, err
 	}
 	if m.durations, err = register(reg, m.durations); err != nil {
+		return nil, err
+	}
+	if m.refused, err = register(reg, m.refused); err != nil {
+		return nil, err
+	}
+	if m.closed, err = register(reg, m.closed); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -83,6 +113,12 @@ func (m *PromMetrics) RequestDone(api, errorCode int16, d time.Duration) {
 		m.errors.WithLabelValues(name, errorName(errorCode)).Inc()
 	}
 }
+
+// ConnectionRefused implements Metrics.
+func (m *PromMetrics) ConnectionRefused(reason string) { m.refused.WithLabelValues(reason).Inc() }
+
+// ConnectionClosed implements Metrics.
+func (m *PromMetrics) ConnectionClosed(reason string) { m.closed.WithLabelValues(reason).Inc() }
 
 func errorName(code int16) string {
 	var e *kerr.Error

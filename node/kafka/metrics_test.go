@@ -16,6 +16,28 @@ import (
 type recordedMetrics struct {
 	mu   sync.Mutex
 	done []string // "API ERROR", ERROR empty for none
+	// refused and closed are the reasons connections were refused and
+	// closed for.
+	refused, closed []string
+}
+
+func (m *recordedMetrics) ConnectionRefused(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.refused = append(m.refused, reason)
+}
+
+func (m *recordedMetrics) ConnectionClosed(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = append(m.closed, reason)
+}
+
+// closedFor returns the reasons connections were closed for, so far.
+func (m *recordedMetrics) closedFor() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.closed...)
 }
 
 func (m *recordedMetrics) RequestDone(api, code int16, _ time.Duration) {

@@ -86,6 +86,10 @@ func (cc *conn) producePartition(ctx context.Context, topic string, p *kmsg.Prod
 			rp.ErrorMessage = &msg
 		}
 	}
+	if err := cc.sess.Authorize(ctx, topic, p.Partition, wire.ScopeProduce); err != nil {
+		fail(err) // before a byte of the records is decompressed or converted
+		return nil
+	}
 	var waits []func(context.Context) error
 	rest := p.Records
 	for len(rest) > 0 {

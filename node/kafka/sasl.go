@@ -57,9 +57,9 @@ func (cc *conn) saslAuthenticate(m *kmsg.SASLAuthenticateRequest) *kmsg.SASLAuth
 	if err != nil {
 		return fail(err.Error())
 	}
-	cc.s.mu.Lock()
-	cc.sess = sess
-	cc.s.mu.Unlock()
+	if !cc.s.authenticated(cc, sess) {
+		return fail("connection limit reached")
+	}
 	// A revocation between Authenticate and the line above closed the
 	// connections it found registered, not this one: check again.
 	if err := sess.Valid(); err != nil {

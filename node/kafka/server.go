@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,8 +26,34 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// DefaultMaxRequestBytes bounds one request's size before it is read.
-const DefaultMaxRequestBytes = 100 << 20
+// Defaults of Config's bounds.
+const (
+	// DefaultMaxRequestBytes bounds an authenticated connection's
+	// request, as Kafka's socket.request.max.bytes does.
+	DefaultMaxRequestBytes = 100 << 20
+	// DefaultMaxUnauthenticatedRequestBytes bounds a request before
+	// authentication (ApiVersions, SaslHandshake, SaslAuthenticate): a
+	// thirty-second of Kafka's 512 KiB (sasl.server.max.receive.size),
+	// room enough for a client's name and version and a PLAIN exchange
+	// carrying a Ledge token, a few hundred bytes.
+	DefaultMaxUnauthenticatedRequestBytes = 16 << 10
+	// DefaultAuthTimeout bounds the time from accepting a connection to
+	// its successful SASL exchange.
+	DefaultAuthTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes an authenticated connection that sends no
+	// request for this long, as Kafka's connections.max.idle.ms (10
+	// minutes); a client that reads no reply for this long is closed too.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultReadTimeout is the longest a request that has begun may go
+	// without a byte of it arriving.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultMaxConns bounds authenticated connections (the QUIC
+	// listener's fallback; a node sizes it from its memory).
+	DefaultMaxConns = 4096
+	// DefaultMaxUnauthenticated bounds the connections that have not
+	// authenticated yet; one more evicts the oldest.
+	DefaultMaxUnauthenticated = 256
+)
 
 // Config configures a Server.
 type Config struct {
@@ -41,9 +69,35 @@ type Config struct {
 	// ClusterID is what Metadata says the cluster is called. Default
 	// "ledge".
 	ClusterID string
-	// MaxRequestBytes bounds a request; a larger one closes the
-	// connection. Default DefaultMaxRequestBytes.
+	// MaxRequestBytes bounds a request of an authenticated connection;
+	// a larger one closes the connection. Default
+	// DefaultMaxRequestBytes. Whatever a request announces, the listener
+	// allocates as its bytes arrive (readChunk at a time), not up front.
 	MaxRequestBytes int
+	// MaxUnauthenticatedRequestBytes bounds a request before
+	// authentication; a larger one closes the connection. Default
+	// DefaultMaxUnauthenticatedRequestBytes.
+	MaxUnauthenticatedRequestBytes int
+	// AuthTimeout closes a connection that has not authenticated this
+	// long after it was accepted. Default DefaultAuthTimeout.
+	AuthTimeout time.Duration
+	// IdleTimeout closes an authenticated connection that sends no
+	// request, or reads no reply, for this long. Default
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// ReadTimeout closes a connection whose request, once begun, goes
+	// this long without a byte arriving. Default DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// MaxConns bounds the authenticated connections: while MaxConns are
+	// open a new connection is closed as soon as it is accepted, and one
+	// that authenticates past it is closed. Default DefaultMaxConns.
+	MaxConns int
+	// MaxUnauthenticated bounds the connections that have not
+	// authenticated yet. One more arriving evicts (closes) the oldest of
+	// them, as the QUIC listener does: abandoned connections push out
+	// abandoned connections, never an authenticated one. Default
+	// DefaultMaxUnauthenticated.
+	MaxUnauthenticated int
 	// Metrics receives one call per request answered. Default: none.
 	Metrics Metrics
 }
@@ -59,7 +113,11 @@ type Server struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	conns  map[net.Conn]*conn
-	work   sync.WaitGroup
+	// pending holds the unauthenticated connections, oldest first;
+	// authed counts the others.
+	pending list.List
+	authed  int
+	work    sync.WaitGroup
 }
 
 // nodeID is the one broker Metadata describes: this node.
@@ -70,15 +128,6 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("kafka: a listener needs a backend")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ClusterID == "" {
-		cfg.ClusterID = "ledge"
-	}
-	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = DefaultMaxRequestBytes
-	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: listen: %w", err)
@@ -86,10 +135,37 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
+	return serveListener(cfg, ln), nil
+}
+
+// serveListener serves the connections ln accepts.
+func serveListener(cfg Config, ln net.Listener) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClusterID == "" {
+		cfg.ClusterID = "ledge"
+	}
+	setDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&cfg.MaxUnauthenticatedRequestBytes, DefaultMaxUnauthenticatedRequestBytes)
+	setDefault(&cfg.AuthTimeout, DefaultAuthTimeout)
+	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&cfg.ReadTimeout, DefaultReadTimeout)
+	setDefault(&cfg.MaxConns, DefaultMaxConns)
+	setDefault(&cfg.MaxUnauthenticated, DefaultMaxUnauthenticated)
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, ln: ln, conns: map[net.Conn]*conn{}, groups: newClassicGroups()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.work.Go(s.accept)
-	return s, nil
+	return s
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Addr is the address the listener is bound to.
@@ -101,8 +177,8 @@ func (s *Server) Close() error {
 	err := s.ln.Close()
 	s.cancel()
 	s.mu.Lock()
-	for c := range s.conns {
-		_ = c.Close()
+	for _, cc := range s.conns {
+		cc.closeLocked(reasonShutdown)
 	}
 	s.mu.Unlock()
 	s.work.Wait()
@@ -115,25 +191,98 @@ func (s *Server) accept() {
 		if err != nil {
 			return
 		}
-		s.mu.Lock()
-		if s.ctx.Err() != nil {
-			s.mu.Unlock()
-			_ = c.Close()
-			return
+		cc, reason := s.admit(c)
+		if cc == nil {
+			if reason == "" { // closing
+				return
+			}
+			s.cfg.Metrics.ConnectionRefused(reason)
+			s.log.Info("kafka: connection refused", "remote", c.RemoteAddr(), "reason", reason)
+			continue
 		}
-		cc := &conn{s: s, c: c}
-		s.conns[c] = cc
-		s.mu.Unlock()
 		s.work.Go(func() {
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				_ = c.Close()
-			}()
+			defer s.release(cc)
 			s.serve(cc)
 		})
 	}
+}
+
+// Reasons a connection is refused or closed, the metrics' label values.
+const (
+	reasonConnLimit      = "conn_limit"      // MaxConns authenticated connections
+	reasonEvicted        = "evicted"         // pushed out by a newer unauthenticated one
+	reasonAuthTimeout    = "auth_timeout"    // AuthTimeout passed before authentication
+	reasonAuthFailed     = "auth_failed"     // SASL refused
+	reasonBeforeAuth     = "before_auth"     // a request other than ApiVersions or SASL before authentication
+	reasonIdle           = "idle"            // IdleTimeout without a request, or a reply unread
+	reasonReadTimeout    = "read_timeout"    // a request begun and not continued for ReadTimeout
+	reasonTooLarge       = "too_large"       // a request over its bound
+	reasonMalformed      = "malformed"       // a request that does not parse, or one of an unknown API
+	reasonRevoked        = "revoked"         // the token was revoked
+	reasonShutdown       = "shutdown"        // the listener closed
+	reasonClientClosed   = "client_closed"   // the client closed it, or the network failed
+	reasonHandlerFailure = "handler_failure" // a request's handler failed
+)
+
+// admit registers an accepted connection, or closes it and says why (""
+// when the listener is closing). A new connection is unauthenticated: it
+// evicts the oldest unauthenticated one when MaxUnauthenticated are open.
+func (s *Server) admit(c net.Conn) (*conn, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.ctx.Err() != nil:
+		_ = c.Close()
+		return nil, ""
+	case s.authed >= s.cfg.MaxConns:
+		_ = c.Close()
+		return nil, reasonConnLimit
+	}
+	if s.pending.Len() >= s.cfg.MaxUnauthenticated {
+		oldest := s.pending.Remove(s.pending.Front()).(*conn)
+		oldest.pendingAt = nil
+		oldest.closeLocked(reasonEvicted)
+	}
+	cc := &conn{s: s, c: c, authDeadline: time.Now().Add(s.cfg.AuthTimeout)}
+	cc.pendingAt = s.pending.PushBack(cc)
+	s.conns[c] = cc
+	return cc, ""
+}
+
+// authenticated moves cc from the unauthenticated connections to the
+// authenticated ones, with its session. It reports false, closing the
+// connection, when MaxConns are open.
+func (s *Server) authenticated(cc *conn, sess Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cc.pendingAt == nil { // evicted meanwhile
+		return false
+	}
+	s.pending.Remove(cc.pendingAt)
+	cc.pendingAt = nil
+	if s.authed >= s.cfg.MaxConns {
+		cc.closeLocked(reasonConnLimit)
+		return false
+	}
+	s.authed++
+	cc.sess = sess
+	return true
+}
+
+// release forgets a connection that is done, and counts why it closed.
+func (s *Server) release(cc *conn) {
+	s.mu.Lock()
+	delete(s.conns, cc.c)
+	if cc.pendingAt != nil {
+		s.pending.Remove(cc.pendingAt)
+		cc.pendingAt = nil
+	} else if cc.sess != nil {
+		s.authed--
+	}
+	cc.closeLocked(reasonClientClosed)
+	reason := cc.reason
+	s.mu.Unlock()
+	s.cfg.Metrics.ConnectionClosed(reason)
 }
 
 // CloseSessions closes every connection whose session match accepts
@@ -143,9 +292,9 @@ func (s *Server) CloseSessions(match func(Session) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for c, cc := range s.conns {
+	for _, cc := range s.conns {
 		if cc.sess != nil && match(cc.sess) {
-			_ = c.Close()
+			cc.closeLocked(reasonRevoked)
 			n++
 		}
 	}
@@ -160,7 +309,15 @@ type conn struct {
 	// sess is nil until SASL succeeded; set under s.mu (CloseSessions
 	// reads it), read freely by the connection's own goroutine.
 	sess Session
-	mech string // the mechanism SaslHandshake chose
+	// pendingAt is the connection's place among the unauthenticated
+	// ones (nil once authenticated or evicted); under s.mu.
+	pendingAt *list.Element
+	// authDeadline is when the connection must have authenticated.
+	authDeadline time.Time
+	// reason is why the connection was closed, the first reason given;
+	// under s.mu.
+	reason string
+	mech   string // the mechanism SaslHandshake chose
 	// rawSASL: a SaslHandshake v0 was answered, so the next frame is the
 	// SASL exchange itself.
 	rawSASL bool
@@ -169,6 +326,69 @@ type conn struct {
 	clientID string
 	// conv converts the connection's produced batches.
 	conv converter
+}
+
+// closeLocked closes the connection for reason (the first reason given
+// is the one counted). s.mu is held.
+func (cc *conn) closeLocked(reason string) {
+	if cc.reason == "" {
+		cc.reason = reason
+	}
+	_ = cc.c.Close()
+}
+
+// closing records reason as why the connection is about to close, once
+// its last reply is written.
+func (cc *conn) closing(reason string) {
+	cc.s.mu.Lock()
+	if cc.reason == "" {
+		cc.reason = reason
+	}
+	cc.s.mu.Unlock()
+}
+
+// fail closes the connection for reason.
+func (cc *conn) fail(reason string) {
+	cc.s.mu.Lock()
+	cc.closeLocked(reason)
+	cc.s.mu.Unlock()
+}
+
+// readFailed closes the connection after a failed read: a deadline that
+// passed says which bound, anything else is the client's doing (or a
+// close already counted). begun: part of a request had arrived.
+func (cc *conn) readFailed(err error, begun bool) {
+	var ne net.Error
+	switch {
+	case !errors.As(err, &ne) || !ne.Timeout():
+		cc.fail(reasonClientClosed)
+	case cc.sess == nil && !time.Now().Before(cc.authDeadline):
+		cc.fail(reasonAuthTimeout)
+	case begun:
+		cc.fail(reasonReadTimeout)
+	default:
+		cc.fail(reasonIdle)
+	}
+}
+
+// waitDeadline is the read deadline while the connection waits for a
+// request: the authentication deadline before it authenticated, the
+// idle timeout after.
+func (cc *conn) waitDeadline() time.Time {
+	if cc.sess == nil {
+		return cc.authDeadline
+	}
+	return time.Now().Add(cc.s.cfg.IdleTimeout)
+}
+
+// readDeadline is the read deadline within a request: ReadTimeout from
+// now, and never past the authentication deadline.
+func (cc *conn) readDeadline() time.Time {
+	d := time.Now().Add(cc.s.cfg.ReadTimeout)
+	if cc.sess == nil && cc.authDeadline.Before(d) {
+		return cc.authDeadline
+	}
+	return d
 }
 
 // maxPipelined bounds the responses a connection owes: past it, the
@@ -215,20 +435,34 @@ func (s *Server) serve(cc *conn) {
 	var size [4]byte
 	var produceBuf []byte
 	for {
-		if _, err := io.ReadFull(r, size[:]); err != nil {
+		_ = c.SetReadDeadline(cc.waitDeadline())
+		if _, err := io.ReadFull(r, size[:1]); err != nil {
+			cc.readFailed(err, false)
+			return
+		}
+		_ = c.SetReadDeadline(cc.readDeadline())
+		if _, err := io.ReadFull(r, size[1:]); err != nil {
+			cc.readFailed(err, true)
 			return
 		}
 		n := int(binary.BigEndian.Uint32(size[:]))
-		if (n < 8 && !cc.rawSASL) || n > s.cfg.MaxRequestBytes {
-			s.log.Info("kafka: request size refused; closing the connection", "remote", c.RemoteAddr(), "bytes", n)
+		limit := s.cfg.MaxRequestBytes
+		if cc.sess == nil {
+			limit = s.cfg.MaxUnauthenticatedRequestBytes
+		}
+		if (n < 8 && !cc.rawSASL) || n > limit {
+			s.log.Info("kafka: request size refused; closing the connection", "remote", c.RemoteAddr(), "bytes", n, "limit", limit)
+			cc.fail(reasonTooLarge)
 			return
 		}
 		body, err := cc.readBody(r, n, &produceBuf)
 		if err != nil {
+			cc.readFailed(err, true)
 			return
 		}
 		if cc.rawSASL {
 			if !cc.rawSASLAuthenticate(body) {
+				cc.fail(reasonAuthFailed)
 				return
 			}
 			replies <- reply{raw: []byte{0, 0, 0, 0}}
@@ -237,7 +471,7 @@ func (s *Server) serve(cc *conn) {
 		read := time.Now()
 		rp, keep := cc.handle(ctx, body)
 		rp.read = read
-		if rp.resp == nil && keep && s.cfg.Metrics != nil { // an acks=0 produce: done once ordered
+		if rp.resp == nil && keep { // an acks=0 produce: done once ordered
 			s.cfg.Metrics.RequestDone(rp.key, 0, time.Since(read))
 		}
 		if rp.resp != nil { // nil: an acks=0 produce, or a connection to close
@@ -254,23 +488,41 @@ func (s *Server) serve(cc *conn) {
 // client's batches are 1 MiB by default), a request gets its own.
 const maxReusedBody = 4 << 20
 
-// readBody reads a request of n bytes. A Produce request is read into
-// *reuse, the connection's buffer for them: nothing of it outlives its
-// handling, its batches being converted into new ones. Any other request
-// gets its own slice, since what it carries (a group member's metadata,
-// say) may be kept.
+// readChunk is how much more of a request is allocated at a time, at
+// least, as its bytes arrive: a request that announces more than it
+// sends costs what it sent, not what it announced.
+const readChunk = 64 << 10
+
+// readBody reads a request of n bytes, growing its buffer as the bytes
+// arrive (doubling from readChunk), each read within ReadTimeout. A
+// Produce request is read into *reuse, the connection's buffer for them:
+// nothing of it outlives its handling, its batches being converted into
+// new ones. Any other request gets its own slice, since what it carries
+// (a group member's metadata, say) may be kept.
 func (cc *conn) readBody(r *bufio.Reader, n int, reuse *[]byte) ([]byte, error) {
-	if key, err := r.Peek(2); err == nil && n <= maxReusedBody && !cc.rawSASL && int16(binary.BigEndian.Uint16(key)) == kmsg.Produce.Int16() {
-		if cap(*reuse) < n {
-			*reuse = make([]byte, n)
-		}
-		body := (*reuse)[:n]
-		_, err := io.ReadFull(r, body)
-		return body, err
+	produce := false
+	if key, err := r.Peek(2); err == nil && !cc.rawSASL && int16(binary.BigEndian.Uint16(key)) == kmsg.Produce.Int16() {
+		produce = true
 	}
-	body := make([]byte, n)
-	_, err := io.ReadFull(r, body)
-	return body, err
+	var body []byte
+	if produce && cap(*reuse) >= n {
+		body = (*reuse)[:0]
+	}
+	for len(body) < n {
+		if len(body) == cap(body) {
+			body = slices.Grow(body, min(n-len(body), max(readChunk, len(body))))
+		}
+		_ = cc.c.SetReadDeadline(cc.readDeadline())
+		k, err := r.Read(body[len(body):min(n, cap(body))])
+		body = body[:len(body)+k]
+		if err != nil && len(body) < n {
+			return nil, err
+		}
+	}
+	if produce && n <= maxReusedBody && cap(body) > cap(*reuse) {
+		*reuse = body[:0]
+	}
+	return body, nil
 }
 
 // writeReplies writes the replies in order, flushing when no other is
@@ -283,7 +535,7 @@ func (cc *conn) writeReplies(replies <-chan reply) {
 		if rp.finish != nil {
 			rp.finish()
 		}
-		if m := cc.s.cfg.Metrics; m != nil && rp.resp != nil {
+		if m := cc.s.cfg.Metrics; rp.resp != nil {
 			// Before the write: a client that read its response finds
 			// its request counted.
 			m.RequestDone(rp.key, firstErrorCode(rp.resp), time.Since(rp.read))
@@ -303,13 +555,20 @@ func (cc *conn) writeReplies(replies <-chan reply) {
 			binary.BigEndian.PutUint32(out[0:], uint32(len(out)-4))
 			binary.BigEndian.PutUint32(out[4:], uint32(rp.corr))
 		}
+		// A client that reads no reply for IdleTimeout is closed.
+		_ = cc.c.SetWriteDeadline(time.Now().Add(cc.s.cfg.IdleTimeout))
 		_, err := w.Write(out)
 		if err == nil && (len(replies) == 0 || rp.last) {
 			err = w.Flush()
 		}
 		if err != nil || rp.last {
 			broken = true
-			_ = cc.c.Close()
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				cc.fail(reasonIdle)
+			} else {
+				cc.fail(reasonClientClosed) // or the reason the handler gave
+			}
 		}
 	}
 }
@@ -330,6 +589,7 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 	req := kmsg.RequestForKey(key)
 	if req == nil {
 		cc.s.log.Info("kafka: unknown api key; closing the connection", "remote", cc.c.RemoteAddr(), "key", key)
+		cc.closing(reasonMalformed)
 		return rp, false
 	}
 	req.SetVersion(version)
@@ -339,6 +599,7 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 		default:
 			// A Kafka broker closes a connection that skips SASL.
 			cc.s.log.Info("kafka: request before authentication; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key))
+			cc.closing(reasonBeforeAuth)
 			return rp, false
 		}
 	}
@@ -360,16 +621,19 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 		kmsg.SkipTags(&rd)
 	}
 	if err := rd.Complete(); err != nil {
+		cc.closing(reasonMalformed)
 		return rp, false
 	}
 	if err := req.ReadFrom(rd.Src); err != nil {
 		cc.s.log.Info("kafka: malformed request; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "err", err)
+		cc.closing(reasonMalformed)
 		return rp, false
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			cc.s.log.Error("kafka: request handler panicked", "key", kmsg.NameForKey(key), "panic", p, "stack", string(debug.Stack()))
 			rp, keep = reply{}, false
+			cc.closing(reasonHandlerFailure)
 		}
 	}()
 	rp.resp, rp.finish, keep = cc.dispatch(ctx, req)
@@ -386,6 +650,9 @@ func (cc *conn) dispatch(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		return cc.saslHandshake(m), nil, true
 	case *kmsg.SASLAuthenticateRequest:
 		r := cc.saslAuthenticate(m)
+		if r.ErrorCode != 0 {
+			cc.closing(reasonAuthFailed)
+		}
 		return r, nil, r.ErrorCode == 0
 	case *kmsg.MetadataRequest:
 		return cc.metadata(ctx, m), nil, true
