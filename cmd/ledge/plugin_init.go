@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"text/template"
 
@@ -134,10 +133,9 @@ func validPluginName(name string) bool {
 // templateData is what the templates see.
 type templateData struct {
 	*pluginProject
-	LangName     string
-	GoVersion    string
-	LedgeVersion string
-	LedgeSource  string // a replace target for github.com/ledgemq/ledge, or ""
+	LangName    string
+	GoVersion   string
+	LedgeSource string // the replace target of github.com/ledgemq/ledge (Go)
 }
 
 // write renders the project's templates into dir.
@@ -145,7 +143,7 @@ func (p *pluginProject) write(dir string) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s already exists and is not empty: choose another NAME or --dir", dir)
 	}
-	data := templateData{pluginProject: p, LangName: pluginLangs[p.Lang], GoVersion: "1.26.0", LedgeVersion: "v0.0.0"}
+	data := templateData{pluginProject: p, LangName: pluginLangs[p.Lang], GoVersion: "1.26.0"}
 	if p.Lang == "go" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
@@ -153,9 +151,7 @@ func (p *pluginProject) write(dir string) error {
 		}
 		data.LedgeSource, data.GoVersion = ledgeSource(abs)
 		if data.LedgeSource == "" {
-			if info, ok := debug.ReadBuildInfo(); ok && strings.HasPrefix(info.Main.Version, "v") {
-				data.LedgeVersion = info.Main.Version
-			}
+			data.LedgeSource = "./" + kitDir
 		}
 	}
 	files := map[string]string{} // project path -> template path
@@ -194,6 +190,9 @@ func (p *pluginProject) write(dir string) error {
 		if err := os.WriteFile(to, b.Bytes(), 0o644); err != nil {
 			return err
 		}
+	}
+	if err := p.writeKit(dir, data); err != nil {
+		return err
 	}
 	manifest, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {

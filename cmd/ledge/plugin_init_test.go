@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,6 +77,58 @@ func TestPluginProjectAssemblyScript(t *testing.T) {
 	testPluginProject(t, "assemblyscript")
 }
 
+// The AssemblyScript kit's typed records decide beyond the host's
+// matchers: the worked example of sdk/plugin/assemblyscript/examples
+// compares a JSON number per record, built in a project from init.
+func TestPluginAssemblyScriptTypedRecords(t *testing.T) {
+	needTool(t, "node")
+	needTool(t, "npm")
+	dir := t.TempDir()
+	if out, err := pluginProjectRun(t, dir, "plugin", "init", "above", "--kind", "filter", "--lang", "assemblyscript"); err != nil {
+		t.Fatalf("ledge plugin init: %v\n%s", err, out)
+	}
+	project := filepath.Join(dir, "above")
+	example := "../../sdk/plugin/assemblyscript/examples/above"
+	for from, to := range map[string]string{"index.ts": "assembly/index.ts", "records.jsonl": "records.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(example, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(project, to), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest := filepath.Join(project, projectFile)
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["params"] = map[string]string{"min": "30", "unit": "C"}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := pluginProjectRun(t, project, "plugin", "build"); err != nil {
+		t.Fatalf("ledge plugin build: %v\n%s", err, out)
+	}
+	out, err := pluginProjectRun(t, project, "plugin", "test")
+	if err != nil || !strings.Contains(out, "ok: 7 verdicts as") {
+		t.Fatalf("ledge plugin test: %v\n%s", err, out)
+	}
+	// A parameter the example does not know fails the poll with the kit's
+	// message, naming it.
+	out, err = pluginProjectRun(t, project, "plugin", "test", "--param", "nim=3")
+	if err == nil || !strings.Contains(out, `unknown parameter "nim"`) {
+		t.Fatalf("ledge plugin test --param nim=3: %v\n%s", err, out)
+	}
+}
+
 func TestPluginProjectWAT(t *testing.T) {
 	needTool(t, "wat2wasm")
 	testPluginProject(t, "wat")
@@ -120,6 +173,64 @@ func TestPluginProjectTestCatchesAWrongVerdict(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// offlineRun runs the ledge binary in dir as a plugin author on an
+// offline machine would: no module proxy, no checkout of Ledge.
+func offlineRun(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*safety)
+	defer cancel()
+	cmd := ledgeCmd(ctx, args...)
+	cmd.Dir = dir
+	cmd.Env = append(offlineEnv(t), asCLI+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ledge %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// offlineEnv is the environment without LEDGE_ variables, with Go told
+// to use no network and its own module cache, empty.
+func offlineEnv(t *testing.T) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEDGE_") && !strings.HasPrefix(kv, "GOPROXY=") && !strings.HasPrefix(kv, "GOFLAGS=") && !strings.HasPrefix(kv, "GOMODCACHE=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GOPROXY=off", "GOFLAGS=-mod=mod", "GOMODCACHE="+t.TempDir())
+}
+
+// A Go project from ledge plugin init builds and passes its own tests in
+// an empty directory outside any checkout, with no module proxy and an
+// empty module cache: the binary writes the plugin kit beside it.
+func TestPluginProjectGoOffline(t *testing.T) {
+	for _, kind := range []string{"filter", "commit-policy"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			offlineRun(t, dir, "plugin", "init", "p", "--kind", kind, "--lang", "go")
+			project := filepath.Join(dir, "p")
+			offlineRun(t, project, "plugin", "build")
+			goTest := exec.Command("go", "test", "./...")
+			goTest.Dir, goTest.Env = project, offlineEnv(t)
+			if out, err := goTest.CombinedOutput(); err != nil {
+				t.Fatalf("go test in the generated project: %v\n%s", err, out)
+			}
+			out := offlineRun(t, project, "plugin", "test")
+			if !strings.Contains(out, "ok: ") {
+				t.Errorf("ledge plugin test printed\n%s", out)
+			}
+			mod, err := os.ReadFile(filepath.Join(project, "go.mod"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(mod), "replace github.com/ledgemq/ledge => ./ledge-sdk") {
+				t.Errorf("go.mod does not use the kit written beside it:\n%s", mod)
+			}
+		})
 	}
 }
 
