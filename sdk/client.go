@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,23 +61,49 @@ type controlStream struct {
 	users int
 }
 
-// Dial connects to the node at addr (host:port; empty means DefaultAddr)
-// and authenticates. See the Option functions for credentials: run beside
-// a node (in the directory holding its ledge-data), Dial needs none.
+// Dial connects to the node at addr (host:port) and authenticates. See
+// the Option functions for credentials: run beside a node (in the
+// directory holding its ledge-data), Dial needs none.
+//
+// An empty addr is LEDGE_SERVER (EnvServer), else the address a node
+// running on the data directory recorded in its listen file (see
+// WithDataDir), else DefaultAddr: a node started on any port is found
+// through its data directory. Options left unset are read from the
+// environment (EnvDataDir, EnvCA, EnvToken, EnvTokenFile).
+//
+// When no node answers, the error is a *DialError matching
+// ErrNodeUnreachable, saying which address was dialed and where it came
+// from. A host that answers that nothing listens on the port fails
+// Dial at once rather than after the dial timeout.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	cfg := defaultClientConfig()
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	if addr == "" {
-		addr = DefaultAddr
-	}
+	cfg.fromEnv(os.Getenv)
+	addr, source, from := cfg.resolveAddr(addr, os.Getenv)
 	tlsConf, token, err := cfg.credentials(addr)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{addr: addr, cfg: cfg, tls: tlsConf, token: token, dialing: make(chan struct{}, 1)}
-	if _, err := c.session(ctx); err != nil {
+	// The first dial races a probe that learns at once when nothing
+	// listens on the port (reconnections wait for a restarting node).
+	dialCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		if probeNotListening(dialCtx, addr) {
+			cancel(errNotListening)
+		}
+	}()
+	if _, err := c.session(dialCtx); err != nil {
+		notListening := errors.Is(context.Cause(dialCtx), errNotListening)
+		if notListening {
+			err = errNotListening
+		}
+		if !errors.Is(ctx.Err(), context.Canceled) && (notListening || unreachable(err)) {
+			return nil, &DialError{Addr: addr, Source: source, From: from, NotListening: notListening, Err: err}
+		}
 		return nil, err
 	}
 	return c, nil

@@ -134,3 +134,82 @@ func (c *clientConfig) credentials(addr string) (*tls.Config, string, error) {
 	}
 	return quic.ClientTLSConfig(nil, serverName), token, nil
 }
+
+// The environment variables Dial reads for what its address and options
+// leave unset: the same ones, with the same meaning, as the ledge CLI's.
+// An empty variable counts as unset.
+const (
+	// EnvServer is the node's QUIC address (host:port), for an empty
+	// address given to Dial.
+	EnvServer = "LEDGE_SERVER"
+	// EnvDataDir is the node's data directory, where Dial finds its
+	// listen file, CA certificate and admin token, unless WithDataDir is
+	// given. Like WithDataDir's, it must exist.
+	EnvDataDir = "LEDGE_DATA_DIR"
+	// EnvCA is the CA certificate file, unless WithCAFile or
+	// WithTLSConfig is given.
+	EnvCA = "LEDGE_CA"
+	// EnvToken is the bearer token, unless WithToken or WithTokenFile is
+	// given.
+	EnvToken = "LEDGE_TOKEN"
+	// EnvTokenFile is a file holding the bearer token, unless WithToken,
+	// WithTokenFile or EnvToken is given.
+	EnvTokenFile = "LEDGE_TOKEN_FILE"
+)
+
+// fromEnv fills what the options left unset from the environment.
+func (c *clientConfig) fromEnv(getenv func(string) string) {
+	if v := getenv(EnvDataDir); v != "" && !c.dataDirSet {
+		c.dataDir, c.dataDirSet = v, true
+	}
+	if v := getenv(EnvCA); v != "" && c.caFile == "" && c.tlsConfig == nil {
+		c.caFile = v
+	}
+	if c.token == "" && c.tokenFile == "" {
+		if v := getenv(EnvToken); v != "" {
+			c.token = v
+		} else if v := getenv(EnvTokenFile); v != "" {
+			c.tokenFile = v
+		}
+	}
+}
+
+// resolveAddr returns the address Dial dials for addr, where it comes
+// from, and that in words: addr itself, else EnvServer, else the listen
+// file of a node running on the data directory, else DefaultAddr.
+func (c *clientConfig) resolveAddr(addr string, getenv func(string) string) (string, AddrSource, string) {
+	if addr != "" {
+		return addr, AddrGiven, AddrGiven.String()
+	}
+	if v := getenv(EnvServer); v != "" {
+		return v, AddrEnv, EnvServer
+	}
+	why := "no " + EnvServer
+	if c.dataDir != "" {
+		path := filepath.Join(c.dataDir, datadir.ListenFile)
+		l, live, err := datadir.ReadListen(c.dataDir)
+		switch {
+		case err == nil && live && l.QUIC != "":
+			return l.QUIC, AddrListenFile, path
+		case err == nil:
+			why += fmt.Sprintf(", and %s is stale: the node that wrote it (pid %d) is gone", path, l.PID)
+		case errors.Is(err, fs.ErrNotExist):
+			why += ", no node's listen file in " + c.dataDir
+		default:
+			why += ", " + err.Error()
+		}
+	}
+	return DefaultAddr, AddrDefault, "the default address: " + why
+}
+
+// DialAddr returns the address Dial(ctx, addr, opts...) dials, where it
+// comes from, and that in words (the variable, the listen file's path,
+// or why the default applies), without dialing.
+func DialAddr(addr string, opts ...Option) (string, AddrSource, string) {
+	cfg := defaultClientConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	cfg.fromEnv(os.Getenv)
+	return cfg.resolveAddr(addr, os.Getenv)
+}

@@ -245,3 +245,88 @@ func transportError(op string, err error) error {
 	}
 	return fmt.Errorf("sdk: %s: %w", op, err)
 }
+
+// ErrNodeUnreachable: Dial reached no node at the address it dialed
+// (nothing listens there, the network drops the packets, the name does
+// not resolve) before its dial timeout or the context ended. The
+// *DialError that matches it says which address, where the address came
+// from and what to check; errors.Is also matches its cause
+// (context.DeadlineExceeded, a *net.OpError...). Check the address and
+// that the node runs; retrying as is helps only if it is starting.
+var ErrNodeUnreachable = errors.New("sdk: no node answered")
+
+// AddrSource says where Dial took the address it dialed from.
+type AddrSource int
+
+// Where an address comes from, in Dial's order of precedence.
+const (
+	// AddrGiven: the address passed to Dial.
+	AddrGiven AddrSource = iota
+	// AddrEnv: the LEDGE_SERVER environment variable (EnvServer).
+	AddrEnv
+	// AddrListenFile: the listen file a running node keeps in its data
+	// directory (WithDataDir, LEDGE_DATA_DIR, else ./ledge-data).
+	AddrListenFile
+	// AddrDefault: DefaultAddr, for want of all the above.
+	AddrDefault
+)
+
+// String names the source as a person would look for it.
+func (s AddrSource) String() string {
+	switch s {
+	case AddrGiven:
+		return "the address given to Dial"
+	case AddrEnv:
+		return EnvServer
+	case AddrListenFile:
+		return "the node's listen file"
+	case AddrDefault:
+		return "the default address"
+	}
+	return fmt.Sprintf("AddrSource(%d)", int(s))
+}
+
+// DialError is Dial's failure to reach a node: errors.Is matches it
+// against ErrNodeUnreachable and against its cause. Refused credentials
+// and certificates are not DialErrors: they come from a node that
+// answered.
+type DialError struct {
+	// Addr is the address dialed.
+	Addr string
+	// Source is where Addr came from.
+	Source AddrSource
+	// From says where in words: the variable, the listen file's path, or
+	// why the default applied (no LEDGE_SERVER, no listen file in the
+	// data directory, or a stale one).
+	From string
+	// NotListening is set when the host answered that nothing listens on
+	// the port (an ICMP port unreachable), so Dial did not wait out its
+	// timeout.
+	NotListening bool
+	// Err is the cause.
+	Err error
+}
+
+// Error implements error.
+func (e *DialError) Error() string {
+	what := "no Ledge node answered at " + e.Addr
+	if e.NotListening {
+		what = "nothing listens at " + e.Addr
+	}
+	var check string
+	switch e.Source {
+	case AddrGiven:
+		check = "is the node running, and is this its QUIC address?"
+	case AddrEnv:
+		check = "is the node running, and is " + EnvServer + " its QUIC address?"
+	case AddrListenFile:
+		check = "the node that wrote it runs but does not answer there: is it still starting, or is a firewall in the way?"
+	default:
+		check = "is a node running? One on another address or data directory is found through " + EnvServer +
+			", or its data directory (WithDataDir, " + EnvDataDir + ")"
+	}
+	return fmt.Sprintf("sdk: %s (%s): %s (%v)", what, e.From, check, e.Err)
+}
+
+// Unwrap returns ErrNodeUnreachable and the cause.
+func (e *DialError) Unwrap() []error { return []error{ErrNodeUnreachable, e.Err} }

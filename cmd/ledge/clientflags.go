@@ -13,13 +13,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Environment variables the client commands read when a flag is not given.
+// Environment variables the client commands read when a flag is not
+// given: the SDK's, which Dial reads itself.
 const (
-	envServer    = "LEDGE_SERVER"
-	envCA        = "LEDGE_CA"
-	envToken     = "LEDGE_TOKEN"
-	envTokenFile = "LEDGE_TOKEN_FILE"
-	envDataDir   = "LEDGE_DATA_DIR"
+	envServer    = sdk.EnvServer
+	envCA        = sdk.EnvCA
+	envToken     = sdk.EnvToken
+	envTokenFile = sdk.EnvTokenFile
+	envDataDir   = sdk.EnvDataDir
 )
 
 // clientFlags are how a client command reaches a node.
@@ -35,19 +36,21 @@ type clientFlags struct {
 
 // clientFlagsHelp is appended to the help of every client command.
 const clientFlagsHelp = `
-Connection: --server (or LEDGE_SERVER, default 127.0.0.1:7420), --ca (or
-LEDGE_CA) and --token (or LEDGE_TOKEN), or --token-file (or
-LEDGE_TOKEN_FILE) to keep the secret out of the command line. Run in the
-directory that holds a node's ledge-data, no flags are needed: the CA
-certificate and the admin token are read from there (--data-dir or
-LEDGE_DATA_DIR names another).`
+Connection: run in the directory that holds a node's ledge-data, no flags
+are needed: the node's address (from the listen file it keeps there while
+it runs), the CA certificate and the admin token are read from there
+(--data-dir or LEDGE_DATA_DIR names another data directory). Elsewhere:
+--server (or LEDGE_SERVER), --ca (or LEDGE_CA) and --token (or
+LEDGE_TOKEN), or --token-file (or LEDGE_TOKEN_FILE) to keep the secret out
+of the command line. A flag wins over its variable, and both over the data
+directory; with none of them the address is ` + sdk.DefaultAddr + `.`
 
 // addClientFlags registers the connection flags on cmd and its
 // subcommands.
 func addClientFlags(cmd *cobra.Command) *clientFlags {
 	f := &clientFlags{}
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&f.server, "server", "", "node address host:port (env "+envServer+"; default "+sdk.DefaultAddr+")")
+	fs.StringVar(&f.server, "server", "", "node address host:port (env "+envServer+"; default: where the node on the data directory listens, else "+sdk.DefaultAddr+")")
 	fs.StringVar(&f.ca, "ca", "", "CA certificate file the node's certificate is checked against (env "+envCA+")")
 	fs.StringVar(&f.token, "token", "", "bearer token (env "+envToken+"; default: the admin token of the data directory)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token, so that it is not in the command line (env "+envTokenFile+")")
@@ -67,26 +70,24 @@ func firstNonEmpty(vals ...string) string {
 	return ""
 }
 
-// dial connects to the node the flags and environment describe.
+// dial connects to the node the flags describe; the SDK reads the
+// environment for what they leave unset.
 func (f *clientFlags) dial(ctx context.Context) (*sdk.Client, error) {
-	addr := firstNonEmpty(f.server, os.Getenv(envServer))
 	opts := []sdk.Option{sdk.WithRequestTimeout(f.timeout), sdk.WithDialTimeout(f.connectTimeout)}
-	if dir := firstNonEmpty(f.dataDir, os.Getenv(envDataDir)); dir != "" {
-		opts = append(opts, sdk.WithDataDir(dir))
+	if f.dataDir != "" {
+		opts = append(opts, sdk.WithDataDir(f.dataDir))
 	}
-	if ca := firstNonEmpty(f.ca, os.Getenv(envCA)); ca != "" {
-		opts = append(opts, sdk.WithCAFile(ca))
+	if f.ca != "" {
+		opts = append(opts, sdk.WithCAFile(f.ca))
 	}
-	if tok := firstNonEmpty(f.token, os.Getenv(envToken)); tok != "" {
-		opts = append(opts, sdk.WithToken(tok))
-	} else if file := firstNonEmpty(f.tokenFile, os.Getenv(envTokenFile)); file != "" {
-		opts = append(opts, sdk.WithTokenFile(file))
+	if f.token != "" {
+		opts = append(opts, sdk.WithToken(f.token))
+	} else if f.tokenFile != "" {
+		opts = append(opts, sdk.WithTokenFile(f.tokenFile))
 	}
-	c, err := sdk.Dial(ctx, addr, opts...)
+	c, err := sdk.Dial(ctx, f.server, opts...)
 	if err != nil {
-		if addr == "" {
-			addr = sdk.DefaultAddr
-		}
+		addr, _, _ := sdk.DialAddr(f.server, opts...)
 		return nil, &dialError{addr: addr, err: err}
 	}
 	return c, nil

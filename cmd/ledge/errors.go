@@ -57,6 +57,7 @@ func explainDial(de *dialError) string {
 	var unknownCA x509.UnknownAuthorityError
 	var verify *tls.CertificateVerificationError
 	var hostname x509.HostnameError
+	var unreachable *sdk.DialError
 	switch {
 	case errors.Is(err, sdk.ErrNoCredentials):
 		return noTokenHelp
@@ -72,10 +73,32 @@ func explainDial(de *dialError) string {
 	case errors.As(err, &pathErr) && errors.Is(err, fs.ErrNotExist):
 		return fmt.Sprintf("%s does not exist: check --data-dir, --ca and --token-file (or LEDGE_DATA_DIR, LEDGE_CA, LEDGE_TOKEN_FILE)",
 			pathErr.Path)
+	case errors.As(err, &unreachable):
+		return explainUnreachable(unreachable)
 	case isTimeout(err):
 		return fmt.Sprintf("no Ledge node answered at %s: is `ledge serve` running?", de.addr)
 	}
 	return fmt.Sprintf("could not connect to %s: %s", de.addr, clean(err.Error()))
+}
+
+// explainUnreachable says which address no node answered at, where the
+// CLI took it from, and what to check.
+func explainUnreachable(e *sdk.DialError) string {
+	what := "no Ledge node answered at " + e.Addr
+	if e.NotListening {
+		what = "nothing listens at " + e.Addr
+	}
+	switch e.Source {
+	case sdk.AddrGiven:
+		return what + " (--server): is `ledge serve` running, and is that its --listen address?"
+	case sdk.AddrEnv:
+		return what + " (" + envServer + "): is `ledge serve` running, and is " + envServer + " its --listen address?"
+	case sdk.AddrListenFile:
+		return what + ", where " + e.From + " says its node listens: the node runs but does not answer (still starting, or a firewall?)"
+	}
+	why := strings.TrimPrefix(e.From, "the default address: ")
+	return what + ", the default address (" + why + "): is `ledge serve` running? " +
+		"Name its data directory with --data-dir (or " + envDataDir + "), or its address with --server (or " + envServer + ")"
 }
 
 func isTimeout(err error) bool {

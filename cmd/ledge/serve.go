@@ -4,17 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ledgemq/ledge/internal/config"
+	"github.com/ledgemq/ledge/internal/datadir"
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/sdk"
 	"github.com/spf13/cobra"
 )
 
@@ -27,11 +31,14 @@ func newServeCommand() *cobra.Command {
 stop gracefully on SIGINT or SIGTERM (a second signal exits at once).
 
 On first start the data directory is created with a certificate authority
-and a server certificate (in tls/) and an admin token (admin.token). The
-CLI run in the directory that holds the data directory finds them without
-flags; elsewhere pass --server, --ca and --token-file (or LEDGE_SERVER,
-LEDGE_CA and LEDGE_TOKEN_FILE), which keeps the token out of the command
-line.
+and a server certificate (in tls/) and an admin token (admin.token). While
+it runs, the node records where it listens (QUIC, HTTP, Kafka) in
+listen.json there, and removes it when it stops. The CLI run in the
+directory that holds ./ledge-data, or given the data directory (--data-dir
+or LEDGE_DATA_DIR), finds the node through them without other flags,
+whatever its ports; elsewhere pass --server, --ca and --token-file (or
+LEDGE_SERVER, LEDGE_CA and LEDGE_TOKEN_FILE), which keeps the token out of
+the command line.
 
 Metrics (/metrics), health checks (/healthz, /readyz) and a status page
 (/) are served over HTTP on --http-listen (default 127.0.0.1:7421).
@@ -140,6 +147,22 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 		httpSrv.AttachGroups(n.Groups())
 		httpSrv.AttachPlugins(n.Plugins())
 	}
+	// Where the node listens goes into its data directory before the
+	// banner says how to reach it: the CLI, ledge status and the SDK run
+	// beside the data directory read it there.
+	listen := datadir.Listen{PID: os.Getpid(), QUIC: datadir.DialAddr(n.Addr()), Kafka: n.KafkaAddr(), Version: ver, Started: time.Now().UTC()}
+	if listen.Kafka != "" {
+		listen.Kafka = datadir.DialAddr(listen.Kafka)
+	}
+	if httpSrv != nil {
+		listen.HTTP = datadir.DialAddr(httpSrv.Addr())
+	}
+	if err := datadir.WriteListen(cfg.DataDir, listen); err != nil {
+		logger.Warn("clients beside the data directory will not find the node", "err", err)
+	}
+	// Removed once the node is closed; a node killed before that leaves
+	// a file its readers see is stale (datadir.Live).
+	defer removeListen(cfg.DataDir, logger)
 	printWelcome(stdout, n, ver)
 	if a := n.KafkaAddr(); a != "" {
 		fmt.Fprintf(stdout, "Kafka listener: %s (SASL/PLAIN; the password is a Ledge token)\n", a)
@@ -171,12 +194,20 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, cfg *config.Config)
 		default:
 		}
 		fmt.Fprintf(stderr, "ledge: second %s: exiting at once\n", s)
+		removeListen(cfg.DataDir, logger)
 		if cfg.CPUProfile != "" {
 			pprof.StopCPUProfile() // what was profiled so far is kept
 		}
 		os.Exit(1)
 	}
 	return nil
+}
+
+// removeListen removes the listen file of a stopping node.
+func removeListen(dataDir string, logger *slog.Logger) {
+	if err := datadir.RemoveListen(dataDir); err != nil {
+		logger.Warn("the listen file stays: clients see it is stale", "err", err)
+	}
 }
 
 // startCPUProfile writes a CPU profile to path until the returned
@@ -208,21 +239,46 @@ func printWelcome(w io.Writer, n *node.Node, ver string) {
 	if n.MintedAdminToken() {
 		token = "(created now: keep it secret)"
 	}
+	dataDir := abs(p.DataDir)
 	fmt.Fprintf(w, "ledge %s listening on %s (QUIC)\n", ver, n.Addr())
-	fmt.Fprintf(w, "  data directory   %s\n", abs(p.DataDir))
+	fmt.Fprintf(w, "  data directory   %s\n", dataDir)
 	fmt.Fprintf(w, "  CA certificate   %s (clients trust this file)\n", abs(p.CA))
 	fmt.Fprintf(w, "  server cert      %s\n", abs(p.Cert))
 	fmt.Fprintf(w, "  admin token      %s %s\n", abs(p.AdminToken), token)
-	fmt.Fprintf(w, "\nFrom another terminal in %s:\n", abs(filepath.Dir(p.DataDir)))
+	// The CLI finds the node's address, CA and token through the data
+	// directory (its listen file): ./ledge-data from its parent, else the
+	// one LEDGE_DATA_DIR names.
+	if filepath.Base(dataDir) == sdk.DefaultDataDir {
+		fmt.Fprintf(w, "\nFrom another terminal in %s:\n", shellQuote(filepath.Dir(dataDir)))
+	} else {
+		fmt.Fprintf(w, "\nFrom another terminal:\n")
+		fmt.Fprintf(w, "  export %s=%s\n", envDataDir, shellQuote(dataDir))
+	}
 	fmt.Fprintf(w, "  ledge topic create demo\n")
 	fmt.Fprintf(w, "  echo hello | ledge produce demo\n")
 	fmt.Fprintf(w, "  ledge consume demo --from earliest\n")
 	fmt.Fprintf(w, "From anywhere else:\n")
 	// --token-file, not --token "$(cat ...)": a secret in argv is in every
 	// process listing.
-	fmt.Fprintf(w, "  ledge --server %s --ca %s --token-file %s topic list\n", n.Addr(), abs(p.CA), abs(p.AdminToken))
+	fmt.Fprintf(w, "  ledge --server %s --ca %s --token-file %s topic list\n", datadir.DialAddr(n.Addr()), shellQuote(abs(p.CA)), shellQuote(abs(p.AdminToken)))
 	fmt.Fprintf(w, "  (or set LEDGE_SERVER, LEDGE_CA and LEDGE_TOKEN_FILE)\n")
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and / . _ - + , : @ %.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // openNode opens the node on ctx, canceling it (cancel) when a stop

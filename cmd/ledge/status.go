@@ -12,7 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ledgemq/ledge/internal/datadir"
 	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/sdk"
 	"github.com/spf13/cobra"
 )
 
@@ -26,6 +28,7 @@ const maxStatusBytes = 32 << 20
 func newStatusCommand() *cobra.Command {
 	var (
 		addr    string
+		dataDir string
 		asJSON  bool
 		timeout time.Duration
 	)
@@ -36,19 +39,20 @@ func newStatusCommand() *cobra.Command {
 connections, every topic and partition (offsets, history epoch, size,
 throughput), every named consumer and group with its lag, and plugins.
 
-It reads /api/status from the node's HTTP listener (ledge serve
---http-listen, default ` + ops.DefaultHTTPListen + `), which needs no token: keep that
-listener on loopback or a trusted network. --json prints the document as
-the node sent it, for scripts.`,
+It reads /api/status from the node's HTTP listener, which needs no token:
+keep that listener on loopback or a trusted network. The listener is
+--http-addr (or ` + statusAddrEnv + `), else the one a node running on the data
+directory recorded in its listen file (./ledge-data, or --data-dir, or
+LEDGE_DATA_DIR), else ` + ops.DefaultHTTPListen + `. --json prints the document as the node
+sent it, for scripts.`,
 		Example: `  ledge status
+  ledge status --data-dir /var/lib/ledge
   ledge status --http-addr 192.168.1.10:7421
   ledge status --json | jq '.consumers[] | {name, lag}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("http-addr") {
-				if v := os.Getenv(statusAddrEnv); v != "" {
-					addr = v
-				}
+				addr = statusAddr(dataDir)
 			}
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -68,10 +72,26 @@ the node sent it, for scripts.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "http-addr", ops.DefaultHTTPListen, "the node's HTTP listener, host:port or URL (env "+statusAddrEnv+")")
+	f.StringVar(&addr, "http-addr", ops.DefaultHTTPListen, "the node's HTTP listener, host:port or URL (env "+statusAddrEnv+"; default: the one of the node on the data directory, else "+ops.DefaultHTTPListen+")")
+	f.StringVar(&dataDir, "data-dir", "", "a node's data directory, whose listen file names its HTTP listener (env "+envDataDir+"; default ./"+sdk.DefaultDataDir+")")
 	f.BoolVar(&asJSON, "json", false, "print the status document as JSON")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
 	return cmd
+}
+
+// statusAddr is the HTTP listener ledge status reads without
+// --http-addr: statusAddrEnv, else the one recorded by a node running on
+// the data directory (dataDir, else LEDGE_DATA_DIR, else ./ledge-data),
+// else the default.
+func statusAddr(dataDir string) string {
+	if v := os.Getenv(statusAddrEnv); v != "" {
+		return v
+	}
+	dir := firstNonEmpty(dataDir, os.Getenv(envDataDir), sdk.DefaultDataDir)
+	if l, live, err := datadir.ReadListen(dir); err == nil && live && l.HTTP != "" {
+		return l.HTTP
+	}
+	return ops.DefaultHTTPListen
 }
 
 // statusURL turns host:port or a URL into the status endpoint's URL.
