@@ -31,6 +31,13 @@ const (
 	// DefaultMaxRequestBytes bounds an authenticated connection's
 	// request, as Kafka's socket.request.max.bytes does.
 	DefaultMaxRequestBytes = 100 << 20
+	// DefaultMaxControlRequestBytes bounds every other request of an
+	// authenticated connection: a Metadata, an OffsetCommit or a group
+	// request (room for an OffsetCommit of 3,000 partitions). kmsg
+	// sizes their arrays from claimed counts checked against a few bytes
+	// an element, so what decoding one allocates is a bounded multiple of
+	// this, not of MaxRequestBytes.
+	DefaultMaxControlRequestBytes = 64 << 10
 	// DefaultMaxUnauthenticatedRequestBytes bounds a request before
 	// authentication (ApiVersions, SaslHandshake, SaslAuthenticate): a
 	// thirty-second of Kafka's 512 KiB (sasl.server.max.receive.size),
@@ -74,6 +81,11 @@ type Config struct {
 	// DefaultMaxRequestBytes. Whatever a request announces, the listener
 	// allocates as its bytes arrive (readChunk at a time), not up front.
 	MaxRequestBytes int
+	// MaxControlRequestBytes bounds an authenticated connection's
+	// request other than a Produce or a Fetch (whose claims are checked
+	// against their bytes before they are decoded); a larger one closes
+	// the connection. Default DefaultMaxControlRequestBytes.
+	MaxControlRequestBytes int
 	// MaxUnauthenticatedRequestBytes bounds a request before
 	// authentication; a larger one closes the connection. Default
 	// DefaultMaxUnauthenticatedRequestBytes.
@@ -147,6 +159,7 @@ func serveListener(cfg Config, ln net.Listener) *Server {
 		cfg.ClusterID = "ledge"
 	}
 	setDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&cfg.MaxControlRequestBytes, DefaultMaxControlRequestBytes)
 	setDefault(&cfg.MaxUnauthenticatedRequestBytes, DefaultMaxUnauthenticatedRequestBytes)
 	setDefault(&cfg.AuthTimeout, DefaultAuthTimeout)
 	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
@@ -446,9 +459,19 @@ func (s *Server) serve(cc *conn) {
 			return
 		}
 		n := int(binary.BigEndian.Uint32(size[:]))
-		limit := s.cfg.MaxRequestBytes
-		if cc.sess == nil {
-			limit = s.cfg.MaxUnauthenticatedRequestBytes
+		limit := s.cfg.MaxUnauthenticatedRequestBytes
+		if cc.sess != nil {
+			limit = s.cfg.MaxControlRequestBytes
+			if n > limit {
+				key, err := r.Peek(2)
+				if err != nil {
+					cc.readFailed(err, true)
+					return
+				}
+				if k := int16(binary.BigEndian.Uint16(key)); k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16() {
+					limit = s.cfg.MaxRequestBytes
+				}
+			}
 		}
 		if (n < 8 && !cc.rawSASL) || n > limit {
 			s.log.Info("kafka: request size refused; closing the connection", "remote", c.RemoteAddr(), "bytes", n, "limit", limit)
@@ -621,6 +644,11 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 		kmsg.SkipTags(&rd)
 	}
 	if err := rd.Complete(); err != nil {
+		cc.closing(reasonMalformed)
+		return rp, false
+	}
+	if err := checkClaims(key, version, req.IsFlexible(), rd.Src, len(body)); err != nil {
+		cc.s.log.Info("kafka: request refused before decoding; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "err", err)
 		cc.closing(reasonMalformed)
 		return rp, false
 	}
