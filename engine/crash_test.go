@@ -167,12 +167,32 @@ func runCrashSeed(t *testing.T, d Durability, seed uint64) {
 		if d == DurabilityAlways && st.History != preEpoch {
 			t.Fatalf("always: recovery bumped the history epoch %d → %d", preEpoch, st.History)
 		}
+		end := st.LogStart // the recovered log's end
+		for o := range seen {
+			end = max(end, o+1)
+		}
+		if !clean && d == DurabilityAlways && st.HighWatermark != end {
+			t.Fatalf("cycle %d: always: numbering resumes at %d, not at the log's end %d", cycle, st.HighWatermark, end)
+		}
+		// What lies between the log's end and where numbering resumes is
+		// skipped: it counts as no record.
+		if skipped := st.Skipped(end, st.HighWatermark); skipped != st.HighWatermark-end {
+			t.Fatalf("cycle %d: %d of the offsets [%d, %d) recorded as skipped (gaps %v)", cycle, skipped, end, st.HighWatermark, st.Gaps)
+		}
+		if d == DurabilityAlways && len(st.Gaps) != 0 {
+			t.Fatalf("cycle %d: always: offsets skipped: %v", cycle, st.Gaps)
+		}
 		// Forget what did not survive: it may not come back either.
 		for o := range m.values {
 			if !seen[o] {
 				delete(m.values, o)
 				delete(m.acked, o)
 			}
+		}
+		if d == DurabilityAlways {
+			// What was handed out and neither acknowledged nor seen by
+			// a reader may be handed out again: it does not exist.
+			m.maxOut = st.HighWatermark
 		}
 		m.startMin = st.LogStart
 	}
@@ -267,14 +287,23 @@ func runConcurrentCrash(t *testing.T, d Durability, seed uint64) {
 		var maxOut uint64
 		for k := range values {
 			if k[0] == uint64(part) {
-				maxOut = max(maxOut, k[1]+1)
+				// Under always, what was neither acknowledged nor seen
+				// by a reader (what did not survive) may be handed out
+				// again.
+				if d != DurabilityAlways || seen[k[1]] {
+					maxOut = max(maxOut, k[1]+1)
+				}
 				if acked[k] && !seen[k[1]] {
 					t.Fatalf("partition %d: acknowledged offset %d lost", part, k[1])
 				}
 			}
 		}
-		if r := appendWait(t, p, makeBatch(t, "after", 1, 0)); r.Base < maxOut {
+		r := appendWait(t, p, makeBatch(t, "after", 1, 0))
+		if r.Base < maxOut {
 			t.Fatalf("partition %d: offset %d handed out again", part, r.Base)
+		}
+		if d == DurabilityAlways && r.Base != maxOut {
+			t.Fatalf("partition %d: always: numbering resumed at %d, not at the log's end %d", part, r.Base, maxOut)
 		}
 	}
 }

@@ -50,8 +50,9 @@ const kindVersion = 1
 
 // partStateVersion is the version of kindPartition values: version 2 added
 // the cleanup obligation, the cut-after-checkpoint mark and the offset
-// where numbering last resumed; version 1 values are still read.
-const partStateVersion = 2
+// where numbering last resumed, version 3 the ranges recoveries skipped;
+// versions 1 and 2 are still read.
+const partStateVersion = 3
 
 var schemaKey = []byte("\x00schema")
 
@@ -187,6 +188,10 @@ type partState struct {
 	// [the log's end, resumed) was handed out, so a recovery that finds
 	// the log ending below it lost nothing there.
 	resumed uint64
+	// gaps: the offset ranges recoveries skipped (numbering resumed above
+	// the recovered end), which hold no record; in increasing order, only
+	// those above the start, at most maxGaps (the oldest are dropped).
+	gaps []OffsetRange
 }
 
 // cleanupPending reports whether segment files below the start offset may
@@ -219,7 +224,14 @@ func (s *partState) encode() []byte {
 		cut = 1
 	}
 	b = append(b, cut)
-	return binary.AppendUvarint(b, s.resumed)
+	b = binary.AppendUvarint(b, s.resumed)
+	// Version 3.
+	b = binary.AppendUvarint(b, uint64(len(s.gaps)))
+	for _, g := range s.gaps {
+		b = binary.AppendUvarint(b, g.From)
+		b = binary.AppendUvarint(b, g.To-g.From)
+	}
+	return b
 }
 
 // decodePartState decodes a partition state of the given version. A
@@ -249,6 +261,14 @@ func decodePartState(p []byte, version uint16) (partState, error) {
 		s.cleaned = r.Uvarint()
 		s.cutAfterCheckpoint = r.Byte() == 1
 		s.resumed = r.Uvarint()
+	}
+	if version >= 3 {
+		n := r.Count(2)
+		s.gaps = make([]OffsetRange, n)
+		for i := range s.gaps {
+			from := r.Uvarint()
+			s.gaps[i] = OffsetRange{From: from, To: from + r.Uvarint()}
+		}
 	}
 	if err := r.Done(); err != nil {
 		return s, err

@@ -83,6 +83,8 @@ const (
 	DefaultTailCacheBytes  = 32 << 20
 	DefaultReaderPoolSize  = 16
 	DefaultReservationStep = 1 << 20
+	DefaultMinReservation  = 1024
+	DefaultReservationTime = time.Second
 	DefaultIndexInterval   = 4096
 	DefaultMaxClockStep    = time.Hour
 	DefaultReservedBytes   = 8 << 20
@@ -179,10 +181,25 @@ type Options struct {
 	// Logger receives one line per significant event (default: discard).
 	Logger *slog.Logger
 
-	// ReservationStep is how many offsets one durable reservation covers
-	// (default 1<<20). A reservation is extended in the background when half
-	// of it is used, so appends wait for it only when it runs out.
+	// ReservationStep is the most offsets one durable reservation covers
+	// (default 1<<20). A reservation covers about ReservationTime of the
+	// partition's appends at the rate measured since the previous one,
+	// at least MinReservationStep (or ReservationStep, if smaller) and at
+	// most ReservationStep; it is extended in the background when half of
+	// it is left, so appends wait for it only when it runs out (then the
+	// next one is at least twice as large). Under interval and none a
+	// recovery after an unclean stop skips what was reserved and not
+	// used: about ReservationTime of appends.
 	ReservationStep uint64
+	// MinReservationStep is the fewest offsets one reservation covers
+	// (default 1024): below about a thousand appends a second, a
+	// reservation lasts longer than ReservationTime, so that a slow
+	// partition makes a synced metadata write per 512 appends at most.
+	MinReservationStep uint64
+	// ReservationTime is how long a reservation should last at the
+	// partition's append rate (default 1s): a synced metadata write about
+	// twice a second per busy partition.
+	ReservationTime time.Duration
 	// IndexIntervalBytes is the spacing of sparse index entries (default 4 KiB).
 	IndexIntervalBytes int
 	// MaxClockStep is the largest forward step of the wall clock that
@@ -243,6 +260,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ReservationStep == 0 {
 		o.ReservationStep = DefaultReservationStep
+	}
+	if o.MinReservationStep == 0 {
+		o.MinReservationStep = DefaultMinReservation
+	}
+	o.MinReservationStep = min(o.MinReservationStep, o.ReservationStep)
+	if o.ReservationTime <= 0 {
+		o.ReservationTime = DefaultReservationTime
 	}
 	if o.IndexIntervalBytes <= 0 {
 		o.IndexIntervalBytes = DefaultIndexInterval

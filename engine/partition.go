@@ -48,7 +48,8 @@ type Partition struct {
 	syncedEnd  uint64 // end of what is fsynced
 	epoch      fence.HistoryEpoch
 	lineage    []fence.HistoryTransition
-	maxTS      int64 // largest record timestamp so far
+	maxTS      int64         // largest record timestamp so far
+	gaps       []OffsetRange // skipped by recoveries; replaced, never modified
 
 	// The read path (mu): the segments PlanRead resolves to (the flusher
 	// appends and seals them, retention drops them), the tail cache the
@@ -77,6 +78,7 @@ type Partition struct {
 	extending     bool   // a raise of the reservation is wanted
 	extendNeed    uint64 // the raise must cover offsets below this
 	extendDone    chan struct{}
+	resv          reservation // the last raise, which sizes the next
 	rollWanted    bool
 	barriers      []barrier
 	cleanups      []chan struct{} // attempts waited for, closed when done
@@ -160,6 +162,11 @@ type PartitionState struct {
 	History fence.HistoryEpoch
 	// Lineage is how each epoch began, in increasing epoch order.
 	Lineage []fence.HistoryTransition
+	// Gaps are the offset ranges above LogStart that a recovery skipped
+	// (numbering resumed above the log's end after an unclean stop under
+	// interval or none): they hold no record. In increasing order; shared,
+	// so never modify it. See Skipped.
+	Gaps []OffsetRange
 	// Failed is non-nil when appends are refused until a restart (a failed
 	// fsync), nothing is served (a corrupt log) or the topic was deleted
 	// (ErrTopicDeleted).
@@ -186,6 +193,7 @@ func (p *Partition) State() PartitionState {
 		HighWatermark: p.hwLocked(),
 		History:       p.epoch,
 		Lineage:       slices.Clone(p.lineage),
+		Gaps:          p.gaps,
 		Failed:        p.failed,
 
 		CleanupPending: p.cleanupPending.Load(),
@@ -308,7 +316,7 @@ func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, err
 		record.StampAppendTime(batch, now)
 		h.MaxTimestamp = now
 	}
-	if p.ceiling-p.next < p.e.opts.ReservationStep/2 {
+	if p.ceiling-p.next < p.resv.stepLocked(p.e.opts)/2 {
 		p.extendLocked(0)
 	}
 	q := pending{b: batch, release: release, base: base, last: base + n - 1, maxTS: h.MaxTimestamp}
@@ -400,7 +408,14 @@ func (p *Partition) extendReservation() {
 		p.mu.Unlock()
 		return
 	}
-	target := max(p.ceiling, p.next, p.extendNeed) + p.e.opts.ReservationStep
+	step := p.resv.next(p.e.opts, p.e.opts.Now(), p.next, p.extendNeed > p.ceiling)
+	target := max(p.next, p.extendNeed) + step
+	if target <= p.ceiling {
+		// The rate fell: what is reserved lasts long enough.
+		p.endExtensionLocked()
+		p.mu.Unlock()
+		return
+	}
 	p.mu.Unlock()
 	err := p.writeState(func(s *partState) { s.ceiling = max(s.ceiling, target); s.clean = false }, true)
 	p.mu.Lock()

@@ -210,6 +210,14 @@ func (p *Partition) resume(st partState, snap producerSnapshot, end uint64, fron
 	next := end
 	bumped := frontLost && p.cfg.Durability != DurabilityAlways
 	switch {
+	case p.cfg.Durability == DurabilityAlways:
+		// Readers saw only fsynced records, and the log keeps every one
+		// of them: the offsets handed out past its end (appends not yet
+		// fsynced, or refused for a full disk) were neither acknowledged
+		// nor seen, so numbering continues at the end, after a clean stop
+		// or not. The high watermark a previous recovery published
+		// (resumed) was seen.
+		next = max(end, st.resumed)
 	case st.clean:
 		next = max(end, st.ceiling)
 	case st.ceiling > max(end, st.resumed):
@@ -222,6 +230,11 @@ func (p *Partition) resume(st partState, snap producerSnapshot, end uint64, fron
 		next = st.ceiling
 	}
 	next = max(next, st.start)
+	gaps := withGap(st.gaps, max(end, st.start), next, st.start)
+	if next > max(end, st.start) {
+		p.e.opts.Logger.Warn("recovery skipped offsets: numbering resumes above the log's end", "topic", p.t.name, "partition", p.index,
+			"end", max(end, st.start), "next", next, "skipped", next-max(end, st.start))
+	}
 	if bumped {
 		st.epoch++
 		st.lineage = append(slices.Clone(st.lineage), fence.HistoryTransition{
@@ -229,7 +242,7 @@ func (p *Partition) resume(st partState, snap producerSnapshot, end uint64, fron
 		p.e.opts.Logger.Warn("lossy recovery: history epoch bumped", "topic", p.t.name, "partition", p.index,
 			"kept_end", keptEnd, "next", next, "epoch", st.epoch)
 	}
-	p.start, p.epoch, p.lineage = st.start, st.epoch, st.lineage
+	p.start, p.epoch, p.lineage, p.gaps = st.start, st.epoch, st.lineage, gaps
 	p.next, p.writtenEnd, p.syncedEnd, p.ceiling = next, next, next, next
 	p.producers = snap.state
 	p.dur.prod = cloneProducers(snap.state)
@@ -244,7 +257,7 @@ func (p *Partition) resume(st partState, snap producerSnapshot, end uint64, fron
 	// cleanup obligation is done.
 	return p.writeState(func(s *partState) {
 		s.epoch, s.lineage, s.ceiling, s.clean = st.epoch, st.lineage, next, false
-		s.cleaned, s.cutAfterCheckpoint, s.resumed = st.start, false, next
+		s.cleaned, s.cutAfterCheckpoint, s.resumed, s.gaps = st.start, false, next, gaps
 		if len(p.segs) > 0 {
 			s.cp = cp
 		}

@@ -207,6 +207,16 @@ func (w *World) checkRecovered(p *Partition) {
 		}
 		m.lost[off] = true
 	}
+	if m.topic.cfg.Durability == engine.DurabilityAlways {
+		m.forgetUnseen(st, present)
+	}
+	presentEnd := st.LogStart
+	for off := range present {
+		presentEnd = max(presentEnd, off+1)
+	}
+	if skipped := st.Skipped(presentEnd, st.HighWatermark); skipped != st.HighWatermark-presentEnd {
+		w.violate("%s: numbering resumes at %d after the log's last record at %d, but %d offsets between are recorded as skipped (gaps %v)", p, st.HighWatermark, presentEnd, skipped, st.Gaps)
+	}
 	m.visibleEnd = st.HighWatermark
 	if st.LogStart > 0 {
 		if _, err := p.Engine.PlanRead(st.LogStart-1, 1); !errors.As(err, new(*engine.OutOfRangeError)) {
@@ -249,6 +259,32 @@ func (w *World) checkRecovered(p *Partition) {
 			c.durable, c.later = nil, nil
 		}
 	}
+}
+
+// forgetUnseen checks a recovery under durability always, which must
+// skip no offset: readers saw only fsynced records and the log keeps
+// every one, so numbering resumes at the log's end (or at what readers
+// saw, if a purge or an earlier recovery published more). The offsets
+// handed out past it were neither acknowledged nor seen: the model
+// forgets them, and they may be handed out again.
+func (m *partModel) forgetUnseen(st engine.PartitionState, present map[uint64]bool) {
+	end := max(st.LogStart, m.visibleEnd)
+	for off := range present {
+		end = max(end, off+1)
+	}
+	if st.HighWatermark != end || len(st.Gaps) != 0 {
+		m.w.violate("%s: durability always: numbering resumes at %d (gaps %v), not at the log's end %d", m, st.HighWatermark, st.Gaps, end)
+	}
+	for off := range m.values {
+		if off >= st.HighWatermark {
+			delete(m.values, off)
+			delete(m.acked, off)
+			delete(m.lost, off)
+			delete(m.failedAppends, off)
+			delete(m.refused, off)
+		}
+	}
+	m.handedEnd = st.HighWatermark
 }
 
 // checkKeptEnd checks that a lossy recovery says it kept everything that
