@@ -114,6 +114,9 @@ func (c *Client) NewGroupConsumer(ctx context.Context, group string, topics []st
 	for _, o := range opts {
 		o.applyGroup(&cfg)
 	}
+	if err := c.followGroupPolicy(ctx, group, &cfg); err != nil {
+		return nil, err
+	}
 	return newGroupConsumer(ctx, groupClient{c}, group, topics, cfg)
 }
 

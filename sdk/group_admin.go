@@ -179,7 +179,8 @@ func describedGroup(r *wire.DescribeGroupReply) GroupDescription {
 // (SetCommitPolicy) of the same name. Needs the admin scope.
 //
 // Offsets never move backwards, so the policy decides only for members
-// that leave committing to it: those created with
+// that leave committing to it: those created without WithDelivery while
+// the group has the policy (they follow it), or with
 // WithDelivery(CommitByPolicy).
 func (c *Client) SetGroupCommitPolicy(ctx context.Context, group, policy string, params map[string]string) error {
 	req := &wire.SetPolicyRequest{Target: wire.PolicyGroup, Name: group, Policy: filterToWire(policy, params)}

@@ -17,7 +17,8 @@ type Delivery uint8
 
 // Delivery modes.
 const (
-	// AtLeastOnce (the default): the records a Poll returns are committed
+	// AtLeastOnce (the default for a group without a commit policy;
+	// see WithDelivery): the records a Poll returns are committed
 	// by the next Poll — the application finished them when it polled
 	// again — or when their partition is revoked, or by Close, or by
 	// Commit. A member that crashes or is fenced before that leaves them
@@ -30,7 +31,8 @@ const (
 	// whose member was fenced while it ran returns nothing and commits
 	// nothing.
 	AtMostOnce
-	// CommitByPolicy: the consumer commits nothing by itself — not at the
+	// CommitByPolicy (the default for a group with a commit policy; see
+	// WithDelivery): the consumer commits nothing by itself — not at the
 	// next Poll, not on revocation, not on Close. The group's commit
 	// policy (ledge group set-policy, Client.SetGroupCommitPolicy) decides
 	// the committed offset on the node: its proposal for each poll is
@@ -87,6 +89,8 @@ func (f groupOption) applyGroup(c *groupConfig) { f(c) }
 
 type groupConfig struct {
 	delivery         Delivery
+	deliverySet      bool   // WithDelivery was given
+	policy           string // the group's policy the consumer follows, or ""
 	assignor         Assignor
 	memberID         string
 	clientID         string
@@ -132,11 +136,19 @@ func WithGroupClientID(id string) GroupOption {
 	return groupOption(func(c *groupConfig) { c.clientID = id })
 }
 
-// WithDelivery sets the delivery mode.
+// WithDelivery sets the delivery mode, whatever the group's commit
+// policy.
 //
-// Default AtLeastOnce.
+// Default: the group's. When the group has a commit policy (ledge group
+// set-policy, Client.SetGroupCommitPolicy) as the consumer is created,
+// CommitByPolicy, so that the policy governs the group's commits;
+// otherwise AtLeastOnce. A policy set or cleared later does not change
+// the mode of a running consumer. Creating the consumer asks the node
+// for the group's policy once (DescribeGroup). WithDelivery(AtLeastOnce)
+// is the explicit opt-out: the consumer commits what it polled, and the
+// policy's proposals can then only move the offset further.
 func WithDelivery(d Delivery) GroupOption {
-	return groupOption(func(c *groupConfig) { c.delivery = d })
+	return groupOption(func(c *groupConfig) { c.delivery, c.deliverySet = d, true })
 }
 
 // WithAssignor asks for the group's assignor. The first member of a group

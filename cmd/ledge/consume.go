@@ -30,6 +30,7 @@ type consumeFlags struct {
 	group      string
 	atMostOnce bool
 	byPolicy   bool
+	policySet  bool // --commit-by-policy was given, true or false
 	format     string
 	partitions []int
 	maxWait    time.Duration
@@ -61,10 +62,13 @@ process consuming under the name. With --commit it commits what it
 printed, with the fence token of the poll that returned it.
 
 --group NAME reads as a member of a consumer group, which shares the
-topic's partitions among its members. Delivery is at least once (what was
-printed is committed by the next poll or on exit); with --at-most-once the
-node commits what each poll returns before the reply leaves, so nothing
-is printed twice, and what a crash interrupts is skipped.
+topic's partitions among its members. When the group has a commit policy
+(ledge group set-policy), the policy decides the group's commits and this
+consumer commits nothing itself; --commit-by-policy=false opts out.
+Otherwise delivery is at least once (what was printed is committed by the
+next poll or on exit); with --at-most-once the node commits what each
+poll returns before the reply leaves, so nothing is printed twice, and
+what a crash interrupts is skipped. One line on stderr says which applies.
 
 --filter NAME runs a filter plugin on the node: only the records it keeps
 are sent (the position still moves past the others). --commit-policy NAME
@@ -94,7 +98,7 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
 	fs.BoolVar(&f.commit, "commit", false, "commit what was printed (needs --consumer)")
 	fs.StringVar(&f.consumer, "consumer", "", "consume as this named consumer")
 	fs.StringVar(&f.group, "group", "", "consume as a member of this consumer group (at least once, or --at-most-once; see ledge group)")
-	fs.BoolVar(&f.byPolicy, "commit-by-policy", false, "with --group: commit nothing from this consumer; the group's commit policy (ledge group set-policy) decides the committed offset on the node")
+	fs.BoolVar(&f.byPolicy, "commit-by-policy", false, "with --group: commit nothing from this consumer; the group's commit policy (ledge group set-policy) decides the committed offset on the node (default: true when the group has a policy; =false commits what is printed)")
 	fs.BoolVar(&f.atMostOnce, "at-most-once", false, "with --group: the node commits each poll before it answers (a crash loses what was not printed; with --count, what a poll returned past the count is skipped)")
 	fs.StringVar(&f.format, "format", "raw", "output format: raw or json")
 	fs.IntSliceVarP(&f.partitions, "partition", "p", nil, "read only this partition (repeatable; default all)")
@@ -133,13 +137,14 @@ func parseFrom(s string, now time.Time) (sdk.Position, error) {
 }
 
 func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFlags) error {
+	f.policySet = cmd.Flags().Changed("commit-by-policy")
 	if f.group != "" {
 		return runGroupConsume(cmd, cf, topic, f.group, f)
 	}
 	if f.atMostOnce {
 		return errors.New("--at-most-once needs --group GROUP (a named consumer commits with --commit)")
 	}
-	if f.byPolicy {
+	if f.policySet {
 		return errors.New("--commit-by-policy needs --group GROUP (a named consumer's policy is attached with --commit-policy)")
 	}
 	if f.format != "raw" && f.format != "json" {
@@ -322,4 +327,33 @@ func printRecord(w io.Writer, format string, r *sdk.Record) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// groupDelivery is the delivery a group consumer asks for: none when no
+// flag says, so that it follows the group's commit policy if there is one.
+func groupDelivery(f *consumeFlags) ([]sdk.GroupOption, error) {
+	switch {
+	case f.atMostOnce && f.byPolicy:
+		return nil, errors.New("--at-most-once and --commit-by-policy exclude each other: the node commits at delivery, or the group's policy decides")
+	case f.atMostOnce:
+		return []sdk.GroupOption{sdk.WithDelivery(sdk.AtMostOnce)}, nil
+	case f.policySet && f.byPolicy:
+		return []sdk.GroupOption{sdk.WithDelivery(sdk.CommitByPolicy)}, nil
+	case f.policySet:
+		return []sdk.GroupOption{sdk.WithDelivery(sdk.AtLeastOnce)}, nil
+	}
+	return nil, nil
+}
+
+// deliveryLine says who commits a group consumer's records.
+func deliveryLine(group string, g *sdk.GroupConsumer) string {
+	switch {
+	case g.GroupPolicy() != "":
+		return fmt.Sprintf("ledge: group %s: its commit policy %s decides the commits (--commit-by-policy=false commits what is printed)", group, g.GroupPolicy())
+	case g.Delivery() == sdk.CommitByPolicy:
+		return fmt.Sprintf("ledge: group %s: the group's commit policy decides the commits (--commit-by-policy); without one nothing is committed", group)
+	case g.Delivery() == sdk.AtMostOnce:
+		return fmt.Sprintf("ledge: group %s: the node commits each poll as it answers (--at-most-once)", group)
+	}
+	return fmt.Sprintf("ledge: group %s: commits what is printed (at least once)", group)
 }

@@ -358,14 +358,9 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 	case f.filter != "" || f.policy != "" || len(f.params) > 0:
 		return errors.New("--filter, --commit-policy and --param do not apply to --group: attach a commit policy to the group with ledge group set-policy")
 	}
-	delivery := sdk.AtLeastOnce
-	switch {
-	case f.atMostOnce && f.byPolicy:
-		return errors.New("--at-most-once and --commit-by-policy exclude each other: the node commits at delivery, or the group's policy decides")
-	case f.atMostOnce:
-		delivery = sdk.AtMostOnce
-	case f.byPolicy:
-		delivery = sdk.CommitByPolicy
+	delivery, err := groupDelivery(f)
+	if err != nil {
+		return err
 	}
 	// Without --follow a poll still waits a little: the member may have to
 	// wait for its partitions to be released by others.
@@ -386,11 +381,12 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 			fmt.Fprintf(stderr, "ledge: group %s: %s %s\n", group, what, strings.Join(tpStrings(tps), " "))
 		}
 	}
-	g, err := c.NewGroupConsumer(ctx, group, []string{topic}, sdk.WithGroupMaxWait(wait), sdk.WithDelivery(delivery),
-		sdk.OnAssigned(report("assigned")), sdk.OnRevoked(report("revoked")), sdk.OnLost(report("lost")))
+	g, err := c.NewGroupConsumer(ctx, group, []string{topic}, append(delivery, sdk.WithGroupMaxWait(wait),
+		sdk.OnAssigned(report("assigned")), sdk.OnRevoked(report("revoked")), sdk.OnLost(report("lost")))...)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(stderr, deliveryLine(group, g))
 	defer g.Close(context.WithoutCancel(ctx))
 
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
@@ -408,7 +404,7 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 		} else if f.count > 0 && printed+len(recs) > f.count {
 			rest := recs[f.count-printed:]
 			recs = recs[:f.count-printed]
-			if !f.byPolicy {
+			if g.Delivery() != sdk.CommitByPolicy {
 				if err := g.Commit(context.WithoutCancel(ctx), recs...); err != nil {
 					return fmt.Errorf("commit: %w", err)
 				}

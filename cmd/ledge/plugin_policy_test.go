@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The issue's path for a plugin author on an offline machine: a Go commit
+// policy from ledge plugin init is built and tested in an empty directory
+// with no module proxy, added to a node, set on a group, and then governs
+// the commits of a plain `ledge consume --group` (no flag); the consumer
+// says so on stderr, and --commit-by-policy=false opts out.
+func TestGroupPolicyAppliesWithoutAFlag(t *testing.T) {
+	dir := t.TempDir()
+	offlineRun(t, dir, "plugin", "init", "checkpoint", "--kind", "commit-policy", "--lang", "go")
+	offlineRun(t, dir, "plugin", "build", "checkpoint")
+	offlineRun(t, dir, "plugin", "test", "checkpoint")
+
+	n := serve(t, dir)
+	n.mustRun(t, "", "plugin", "add", "checkpoint", filepath.Join("checkpoint", "checkpoint.wasm"), "--kind", "commit-policy")
+	n.mustRun(t, "", "topic", "create", "frames")
+	n.mustRun(t, "frame 1\nframe 2 checkpoint\nframe 3\nframe 4 checkpoint\nframe 5\n", "produce", "frames")
+	committed := func(group string) uint64 {
+		t.Helper()
+		var d struct {
+			Offsets []struct {
+				Committed *uint64 `json:"committed"`
+			} `json:"offsets"`
+		}
+		if err := json.Unmarshal([]byte(n.mustRun(t, "", "group", "describe", group, "--json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Offsets) != 1 || d.Offsets[0].Committed == nil {
+			return 0
+		}
+		return *d.Offsets[0].Committed
+	}
+
+	for _, c := range []struct {
+		group   string
+		flags   []string
+		line    string // on stderr
+		commits uint64
+	}{
+		{"decoders", nil, "ledge: group decoders: its commit policy checkpoint decides the commits", 4},
+		{"raw", []string{"--commit-by-policy=false"}, "ledge: group raw: commits what is printed (at least once)", 5},
+	} {
+		n.mustRun(t, "", "group", "set-policy", c.group, "checkpoint", "--param", "marker=checkpoint")
+		out, errOut, err := n.run(t, "", append([]string{"consume", "frames", "--group", c.group}, c.flags...)...)
+		if err != nil {
+			t.Fatalf("consume --group %s: %v\n%s", c.group, err, errOut)
+		}
+		if strings.Count(out, "\n") != 5 {
+			t.Errorf("consume --group %s printed %q, want the 5 frames", c.group, out)
+		}
+		if !strings.Contains(errOut, c.line) {
+			t.Errorf("consume --group %s said\n%s\nwant a line %q", c.group, errOut, c.line)
+		}
+		if got := committed(c.group); got != c.commits {
+			t.Errorf("group %s committed %d, want %d", c.group, got, c.commits)
+		}
+	}
+	// The next member of the policy's group resumes after the last
+	// checkpoint.
+	if out := n.mustRun(t, "", "consume", "frames", "--group", "decoders"); out != "frame 5\n" {
+		t.Errorf("the second consume of decoders printed %q, want frame 5", out)
+	}
+}
