@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/sdk"
+	"github.com/ledgemq/ledge/transport/quic"
+)
+
+// parkedMaxWait is how long the parked polls of TestParkedConsumersAfterKill
+// wait for records: a fleet's devices park polls for minutes. A client
+// that learns of the restart only when its poll runs out, or only after
+// its request timeout on top (30 s), misses the test's bound.
+const parkedMaxWait = 2 * time.Minute
+
+// parkedBound is how long after the restarted node is ready a parked
+// consumer may take to print the record produced then. It is far above
+// what the node's reset of its predecessor's peers gives (the figures are
+// logged), and far below what waiting out a poll would take.
+const parkedBound = 20 * time.Second
+
+// TestParkedConsumersAfterKill parks every kind of consumer in a long
+// poll on an empty topic of `ledge serve`: an SDK consumer, an SDK group
+// member and `ledge consume --follow`, each on a connection of its own.
+// The node is SIGKILLed, with nothing said to the clients, and started
+// again; a record is produced; every consumer must receive it before its
+// poll's max wait could have run out. The parked clients send nothing
+// meanwhile (no poll runs out, a keep-alive is too short to be answered
+// with a stateless reset): they hear of the restart from the node, which
+// resets the connections its predecessor listed in the data directory.
+// The time from ready to each delivery is logged per round.
+func TestParkedConsumersAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ledge binary")
+	}
+	served := newServedLedge(t, buildLedge(t), filepath.Join(t.TempDir(), "ledge-data"))
+	served.start()
+	defer served.checkNoPanic()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	admin := served.dial(ctx)
+	defer admin.Close()
+	if _, err := admin.CreateTopic(ctx, "parked", sdk.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := admin.NewProducer(ctx, "parked")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type delivery struct {
+		who   string
+		value string
+		at    time.Time
+	}
+	got := make(chan delivery, 64)
+	follow := func(who string, poll func(context.Context) ([]*sdk.Record, error)) {
+		for ctx.Err() == nil {
+			recs, err := poll(ctx)
+			now := time.Now()
+			for _, r := range recs {
+				got <- delivery{who, string(r.Value), now}
+			}
+			if err != nil && ctx.Err() == nil {
+				t.Logf("%s: poll: %v", who, err)
+			}
+		}
+	}
+
+	sdkClient := served.dial(ctx)
+	defer sdkClient.Close()
+	cons, err := sdkClient.NewConsumer(ctx, "parked", sdk.WithMaxWait(parkedMaxWait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groupClient := served.dial(ctx)
+	defer groupClient.Close()
+	member, err := groupClient.NewGroupConsumer(ctx, "parked-group", []string{"parked"},
+		sdk.WithGroupMaxWait(parkedMaxWait), sdk.WithDelivery(sdk.AtMostOnce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 2)
+	go func() { follow("sdk consumer", cons.Poll); done <- struct{}{} }()
+	go func() { follow("group member", member.Poll); done <- struct{}{} }()
+	defer func() {
+		cancel()
+		<-done
+		<-done
+	}()
+
+	cli := served.client("consume", "parked", "--follow", "--from", "earliest", "--max-wait", parkedMaxWait.String())
+	stdout, err := cli.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cliErr strings.Builder
+	cli.Stderr = &cliErr
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.Process.Kill(); _ = cli.Wait() }()
+	go func() {
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			got <- delivery{"ledge consume --follow", strings.TrimSpace(lines.Text()), time.Now()}
+		}
+	}()
+
+	kinds := []string{"sdk consumer", "group member", "ledge consume --follow"}
+	// Every kind receives a first record, so that all are known to be
+	// following, and their polls after it are parked.
+	awaitAll := func(value string, since time.Time) map[string]time.Duration {
+		took := map[string]time.Duration{}
+		deadline := time.After(safety)
+		for len(took) < len(kinds) {
+			select {
+			case d := <-got:
+				if d.value == value {
+					took[d.who] = d.at.Sub(since)
+				}
+			case <-deadline:
+				t.Fatalf("%q reached only %v\nledge consume: %s\nnode:\n%s", value, took, cliErr.String(), served.logs.Tail(30))
+			}
+		}
+		return took
+	}
+	if err := prod.ProduceSync(ctx, &sdk.Record{Value: []byte("warm-up")}); err != nil {
+		t.Fatal(err)
+	}
+	awaitAll("warm-up", time.Now())
+
+	const rounds = 3
+	figures := map[string][]time.Duration{}
+	var before []uint16
+	for round := range rounds {
+		// Parked: the connections of the three consumers (and the
+		// admin's) are listed for a successor, all of them new since
+		// the last kill.
+		before = awaitListedPeers(t, served.dir, 4, before)
+		time.Sleep(500 * time.Millisecond) // past the polls' arrival: nothing in flight
+		served.stop(syscall.SIGKILL)
+		ready := served.start()
+		value := fmt.Sprintf("after-kill-%d", round)
+		pctx, pcancel := context.WithTimeout(ctx, parkedBound)
+		err := prod.ProduceSync(pctx, &sdk.Record{Value: []byte(value)})
+		pcancel()
+		if err != nil {
+			t.Fatalf("round %d: produce after the restart: %v", round, err)
+		}
+		took := awaitAll(value, ready)
+		for who, d := range took {
+			figures[who] = append(figures[who], d)
+			if d > parkedBound {
+				t.Errorf("round %d: %s received the record %v after the node was ready: it waited for its poll to run out",
+					round, who, d.Round(time.Millisecond))
+			}
+		}
+	}
+	if !strings.Contains(served.logs.String(), "reset the connections of the node's previous run") {
+		t.Errorf("no restarted node reset its predecessor's connections:\n%s", served.logs.Tail(30))
+	}
+	for _, who := range kinds {
+		t.Logf("%s: ready to the record produced after a SIGKILL: %s", who, median(figures[who]))
+	}
+}
+
+// awaitListedPeers waits until the node's peers file lists at least n
+// client ports, none of them in old, and returns them.
+func awaitListedPeers(t *testing.T, dir string, n int, old []uint16) []uint16 {
+	t.Helper()
+	path := filepath.Join(dir, node.PeersFile)
+	var ports []uint16
+	for deadline := time.Now().Add(safety); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) < 8 {
+			continue
+		}
+		peers, err := quic.ParsePeers(b[8:]) // past the file's magic and CRC
+		if err != nil {
+			continue
+		}
+		ports = ports[:0]
+		for _, p := range peers {
+			if port := p.Addr.Port(); !slices.Contains(ports, port) && !slices.Contains(old, port) {
+				ports = append(ports, port)
+			}
+		}
+		if len(ports) >= n {
+			return ports
+		}
+	}
+	t.Fatalf("the peers file never listed %d new connections (last: %v)", n, ports)
+	return nil
+}
