@@ -61,6 +61,45 @@ func defaultPluginCacheDir() string {
 	return ""
 }
 
+// project resolves a project directory (from ledge plugin init) to its
+// built module, and takes its kind, its sample records (when input is
+// empty) and its parameters, each --param overriding the one of its
+// name. Anything but a directory is returned as is.
+func (f *pluginFlags) project(file string, input *string) (string, error) {
+	if st, err := os.Stat(file); err != nil || !st.IsDir() {
+		return file, nil
+	}
+	p, err := loadProject(file)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(p.wasmPath()); err != nil {
+		return "", fmt.Errorf("%s is not built yet: run ledge plugin build %s", p.wasmPath(), p.dir)
+	}
+	if *input == "" {
+		*input = p.inputPath()
+	}
+	if f.kind == "" {
+		f.kind = p.Kind
+	}
+	params := maps.Clone(p.Params)
+	if params == nil {
+		params = map[string]string{}
+	}
+	for _, kv := range f.params {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return "", fmt.Errorf("--param %q: want key=value", kv)
+		}
+		params[k] = v
+	}
+	f.params = f.params[:0]
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		f.params = append(f.params, k+"="+params[k])
+	}
+	return p.wasmPath(), nil
+}
+
 // load starts a host with the production limits and adds the module.
 func (f *pluginFlags) load(ctx context.Context, cmd *cobra.Command, file string) (*plugins.Host, plugins.Kind, plugins.Params, error) {
 	params, err := plugins.ParseParams(f.params)
@@ -112,7 +151,8 @@ commit it proposes.
 
 With a project directory (from ledge plugin init; default: the current
 directory), it runs the project's built module on its sample records with
-its parameters; --input, --kind and --param override them.
+its parameters; --input and --kind override them, and each --param
+overrides the parameter of its name.
 
 Each input line is an object:
 
@@ -137,26 +177,9 @@ must propose nothing). The test fails when a decision differs.`,
 			if len(args) == 1 {
 				file = args[0]
 			}
-			if st, err := os.Stat(file); err == nil && st.IsDir() {
-				p, err := loadProject(file)
-				if err != nil {
-					return err
-				}
-				file = p.wasmPath()
-				if _, err := os.Stat(file); err != nil {
-					return fmt.Errorf("%s is not built yet: run ledge plugin build %s", file, p.dir)
-				}
-				if input == "" {
-					input = p.inputPath()
-				}
-				if f.kind == "" {
-					f.kind = p.Kind
-				}
-				if len(f.params) == 0 {
-					for _, k := range slices.Sorted(maps.Keys(p.Params)) {
-						f.params = append(f.params, k+"="+p.Params[k])
-					}
-				}
+			file, err := f.project(file, &input)
+			if err != nil {
+				return err
 			}
 			if input == "" {
 				return errors.New("--input is required with a .wasm file: name a JSON Lines file of records")
@@ -260,18 +283,31 @@ func newPluginBenchCommand() *cobra.Command {
 	var records, size int
 	var duration time.Duration
 	cmd := &cobra.Command{
-		Use:   "bench FILE.wasm",
+		Use:   "bench [DIR | FILE.wasm]",
 		Short: "Measure a plugin's throughput: records per second and time per call",
 		Long: `Call a plugin repeatedly, under production limits, on polls of --records
 records, and print records per second and the time per call. The records
 come from --input (repeated as needed) or are generated: JSON objects of
---size bytes, half of them with "site":"lyon".`,
-		Example: `  ledge plugin bench jsonfilter.wasm --param field=site --param equals=lyon
+--size bytes, half of them with "site":"lyon".
+
+With a project directory (from ledge plugin init; default: the current
+directory), it runs the project's built module on its sample records with
+its parameters, as ledge plugin test does; --input, --kind and --param
+override them.`,
+		Example: `  ledge plugin bench only-errors
+  ledge plugin bench jsonfilter.wasm --param field=site --param equals=lyon
   ledge plugin bench sample.wasm --param rate=0.1 --records 5000 --duration 5s`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			file := "."
+			if len(args) == 1 {
+				file = args[0]
+			}
+			file, err := f.project(file, &input)
+			if err != nil {
+				return err
+			}
 			var recs []record.Record
-			var err error
 			if input != "" {
 				if recs, err = readRecordsFile(input); err != nil {
 					return err
@@ -290,7 +326,7 @@ come from --input (repeated as needed) or are generated: JSON objects of
 				recs[i].Offset = uint64(i)
 			}
 			ctx := cmd.Context()
-			h, kind, params, err := f.load(ctx, cmd, args[0])
+			h, kind, params, err := f.load(ctx, cmd, file)
 			if err != nil {
 				return err
 			}

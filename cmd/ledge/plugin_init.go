@@ -78,9 +78,18 @@ Languages and what building needs:
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "wrote a %s %s project in %s\n", pluginLangs[p.Lang], kindWords(p.Kind), dir)
-			fmt.Fprintf(out, "next: ledge plugin build %s && ledge plugin test %s && ledge plugin add %s %s --kind %s\n",
-				dir, dir, p.Name, filepath.Join(dir, p.Wasm), p.Kind)
+			article := "a"
+			if p.Lang == "assemblyscript" {
+				article = "an"
+			}
+			fmt.Fprintf(out, "wrote %s %s %s project in %s\n", article, pluginLangs[p.Lang], kindWords(p.Kind), dir)
+			// The same commands, from the same directory, as the
+			// project's README.
+			fmt.Fprintf(out, "next: cd %s && ledge plugin build && ledge plugin test && ledge plugin add %s %s --kind %s\n",
+				shellQuote(dir), p.Name, p.Wasm, p.Kind)
+			if p.Lang == "assemblyscript" {
+				fmt.Fprintln(out, "(the first build runs npm install for the AssemblyScript compiler: the only step that needs the network)")
+			}
 			return nil
 		},
 	}
@@ -170,12 +179,19 @@ func (p *pluginProject) write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	shared, err := fs.ReadFile(pluginTemplates, "plugintemplates/common/kit.tmpl")
+	if err != nil {
+		return err
+	}
 	for to, from := range files {
 		text, err := fs.ReadFile(pluginTemplates, from)
 		if err != nil {
 			return err
 		}
-		t, err := template.New(from).Option("missingkey=error").Parse(string(text))
+		t, err := template.New(from).Option("missingkey=error").Parse(string(shared))
+		if err == nil {
+			t, err = t.Parse(string(text))
+		}
 		if err != nil {
 			return err
 		}

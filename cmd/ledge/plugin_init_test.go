@@ -234,6 +234,62 @@ func TestPluginProjectGoOffline(t *testing.T) {
 	}
 }
 
+// init's next: line and the project's README give the same commands,
+// from the project's directory, and they work there; plugin test
+// --param overrides one of the manifest's parameters, and plugin bench
+// takes the project as test does.
+func TestPluginProjectCommandsFromItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	out, err := pluginProjectRun(t, dir, "plugin", "init", "only-errors", "--kind", "filter", "--lang", "go")
+	if err != nil {
+		t.Fatalf("ledge plugin init: %v\n%s", err, out)
+	}
+	_, next, ok := strings.Cut(out, "next: ")
+	if !ok {
+		t.Fatalf("init printed no next: line:\n%s", out)
+	}
+	steps := strings.Split(strings.TrimSpace(strings.SplitN(next, "\n", 2)[0]), " && ")
+	if steps[0] != "cd only-errors" {
+		t.Fatalf("next: starts with %q, want cd only-errors", steps[0])
+	}
+	project := filepath.Join(dir, "only-errors")
+	readme, err := os.ReadFile(filepath.Join(project, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "From this directory:") {
+		t.Errorf("the README does not say where its commands run:\n%s", readme)
+	}
+	for _, step := range steps[1:] {
+		if !strings.Contains(string(readme), step) {
+			t.Errorf("the README lacks %q of init's next: line:\n%s", step, readme)
+		}
+		args := strings.Fields(step)
+		if args[0] != "ledge" || args[2] == "add" {
+			continue // adding needs a node: TestGroupPolicyAppliesWithoutAFlag adds one
+		}
+		if out, err := pluginProjectRun(t, project, args[1:]...); err != nil {
+			t.Fatalf("%s in the project: %v\n%s", step, err, out)
+		}
+	}
+
+	// equals=info with the manifest's field=level: the info record is
+	// kept, the error records dropped, against records.jsonl's verdicts.
+	out, err = pluginProjectRun(t, project, "plugin", "test", "--param", "equals=info")
+	if err == nil {
+		t.Fatalf("plugin test --param equals=info passed:\n%s", out)
+	}
+	for _, want := range []string{`keep 1 {"level": "info", "msg": "started"}`, `drop 0 {"level": "error", "msg": "disk full"}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plugin test --param equals=info lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = pluginProjectRun(t, project, "plugin", "bench", "--duration", "50ms")
+	if err != nil || !strings.Contains(out, "records/s") {
+		t.Fatalf("plugin bench in the project: %v\n%s", err, out)
+	}
+}
+
 func TestPluginInitRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
