@@ -28,10 +28,24 @@ import (
 // leaderID names no member: every member follows, and the node assigns.
 const leaderID = "ledge"
 
-// classicGroups remembers what each classic member was told.
+// classicGroups remembers what each classic member was told, and which
+// partitions a group has committed "no position" on.
 type classicGroups struct {
 	mu      sync.Mutex
 	members map[memberKey]*classicMember
+	// unset holds the partitions whose latest commit was a negative
+	// offset: Kafka stores it, and OffsetFetch returns it, so that the
+	// client resets per its policy (kafkajs commits -1 or -2 when its
+	// position fell out of the log, then asks where it is). The group's
+	// stored position is left as it was: after a restart, a client at
+	// an offset the log no longer holds meets OFFSET_OUT_OF_RANGE and
+	// commits its reset again.
+	unset map[unsetKey]struct{}
+}
+
+type unsetKey struct {
+	group, topic string
+	partition    int32
 }
 
 type memberKey struct{ group, member string }
@@ -47,7 +61,26 @@ type classicMember struct {
 }
 
 func newClassicGroups() *classicGroups {
-	return &classicGroups{members: map[memberKey]*classicMember{}}
+	return &classicGroups{members: map[memberKey]*classicMember{}, unset: map[unsetKey]struct{}{}}
+}
+
+// setUnset records whether a group's latest commit on a partition was
+// "no position".
+func (g *classicGroups) setUnset(k unsetKey, unset bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if unset {
+		g.unset[k] = struct{}{}
+	} else {
+		delete(g.unset, k)
+	}
+}
+
+func (g *classicGroups) isUnset(k unsetKey) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.unset[k]
+	return ok
 }
 
 func (g *classicGroups) get(group, member string) (classicMember, bool) {

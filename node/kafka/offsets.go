@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -18,6 +19,11 @@ import (
 // partition's (a commit from before a purge is refused with
 // FENCED_LEADER_EPOCH). A client that sends no leader epoch (-1) commits
 // in the history current when the commit is read.
+//
+// A negative offset is "no position", as Kafka stores it: a member of the
+// group at the generation it states, on a partition it was assigned, may
+// commit it, and OffsetFetch returns -1 until the group commits an offset
+// again (the client then resets per its own policy).
 func (cc *conn) offsetCommit(ctx context.Context, m *kmsg.OffsetCommitRequest) kmsg.Response {
 	r := m.ResponseKind().(*kmsg.OffsetCommitResponse)
 	fail := func(code int16) kmsg.Response {
@@ -61,7 +67,7 @@ func (cc *conn) offsetCommit(ctx context.Context, m *kmsg.OffsetCommitRequest) k
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			case p.Offset < 0:
-				rp.ErrorCode = kerr.OffsetOutOfRange.Code
+				rp.ErrorCode = cc.commitNoPosition(ctx, m, t.Topic, p.Partition)
 				continue
 			}
 			history := fence.HistoryEpoch(d.Partitions[p.Partition].History)
@@ -94,8 +100,34 @@ func (cc *conn) offsetCommit(ctx context.Context, m *kmsg.OffsetCommitRequest) k
 		case k < len(rep.Partitions):
 			rp.ErrorCode = commitCode(rep.Partitions[k].Status)
 		}
+		if rp.ErrorCode == 0 {
+			cc.s.groups.setUnset(unsetKey{m.Group, m.Topics[w.t].Topic, rp.Partition}, false)
+		}
 	}
 	return r
+}
+
+// commitNoPosition records a commit of a negative offset, and returns its
+// error code. The member must hold the generation it states and the
+// partition (assigned to it, or owned by its own account), and its token
+// the consume scope on the topic.
+func (cc *conn) commitNoPosition(ctx context.Context, m *kmsg.OffsetCommitRequest, topic string, partition int32) int16 {
+	cm, ok := cc.s.groups.get(m.Group, m.MemberID)
+	switch {
+	case !ok:
+		return kerr.UnknownMemberID.Code
+	case cm.epoch != uint64(m.Generation):
+		return kerr.IllegalGeneration.Code
+	}
+	tp := wire.TopicPartition{Topic: topic, Partition: uint32(partition)}
+	if !slices.Contains(cm.synced, tp) && !slices.Contains(cm.owned, tp) {
+		return kerr.IllegalGeneration.Code
+	}
+	if err := cc.sess.Authorize(ctx, topic, partition, wire.ScopeConsume); err != nil {
+		return commitCode(wire.StatusOf(err))
+	}
+	cc.s.groups.setUnset(unsetKey{m.Group, topic, partition}, true)
+	return 0
 }
 
 // commitCode maps a fenced commit to what a classic member acts on.
@@ -154,6 +186,8 @@ func (cc *conn) offsetFetch(ctx context.Context, m *kmsg.OffsetFetchRequest) kms
 			switch {
 			case o.Status != wire.StatusOK:
 				rp.ErrorCode = codeOfStatus(o.Status)
+			case cc.s.groups.isUnset(unsetKey{m.Group, t.Topic, p}):
+				// -1: the group committed "no position" last.
 			case o.HasOffset:
 				rp.Offset = int64(o.Resolved)
 			}
