@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -287,6 +288,39 @@ func TestPluginProjectCommandsFromItsDirectory(t *testing.T) {
 	out, err = pluginProjectRun(t, project, "plugin", "bench", "--duration", "50ms")
 	if err != nil || !strings.Contains(out, "records/s") {
 		t.Fatalf("plugin bench in the project: %v\n%s", err, out)
+	}
+}
+
+// The WebAssembly text templates read the input region through named
+// offsets, each the value the AssemblyScript kit gives the same name
+// (whose values sdk/plugin's tests check against the ABI), and through
+// no bare offset=N.
+func TestWATTemplatesNameTheirOffsets(t *testing.T) {
+	kit, err := os.ReadFile("../../sdk/plugin/assemblyscript/ledge.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^export const ([A-Z_0-9]+): \w+ = (\w+);`).FindAllStringSubmatch(string(kit), -1) {
+		named[m[1]] = m[2]
+	}
+	for _, kind := range []string{"filter", "commit-policy"} {
+		b, err := pluginTemplates.ReadFile("plugintemplates/wat/" + kind + "/plugin.wat.tmpl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		globals := regexp.MustCompile(`\(global \$([A-Z_]+) i32 \(i32\.const (\d+)\)\)`).FindAllStringSubmatch(string(b), -1)
+		if len(globals) < 3 {
+			t.Errorf("%s: %d named offsets", kind, len(globals))
+		}
+		for _, g := range globals {
+			if named[g[1]] != g[2] {
+				t.Errorf("%s: $%s is %s; ledge.ts has %q", kind, g[1], g[2], named[g[1]])
+			}
+		}
+		if m := regexp.MustCompile(`offset=\d+`).Find(b); m != nil {
+			t.Errorf("%s: a bare %s", kind, m)
+		}
 	}
 }
 

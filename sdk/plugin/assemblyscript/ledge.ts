@@ -41,7 +41,13 @@ export const ABI_VERSION: i32 = 1;
 export const KIND_FILTER: i32 = 1;
 export const KIND_COMMIT_POLICY: i32 = 2;
 
-// Input region header: field offsets from the region's start.
+// Input region header (HEADER_SIZE bytes): field offsets from the
+// region's start.
+export const INPUT_MAGIC: u32 = 0x3156504c; // "LPV1"
+export const HEADER_SIZE: usize = 64;
+export const HEADER_MAGIC: usize = 0;
+export const HEADER_VERSION: usize = 4;
+export const HEADER_REGION_SIZE: usize = 8;
 export const HEADER_COUNT: usize = 12;
 export const HEADER_FROM: usize = 16;
 export const HEADER_NEXT: usize = 24;
@@ -50,7 +56,9 @@ export const HEADER_TOPIC_OFF: usize = 36;
 export const HEADER_TOPIC_LEN: usize = 40;
 export const HEADER_RECORDS_OFF: usize = 44;
 export const HEADER_HEADERS_OFF: usize = 48;
+export const HEADER_HEADER_COUNT: usize = 52;
 export const HEADER_ANSWER_OFF: usize = 56;
+export const HEADER_ANSWER_CAP: usize = 60;
 
 // Record entry: 40 bytes.
 export const RECORD_ENTRY_SIZE: usize = 40;
@@ -66,8 +74,18 @@ export const RECORD_HEADER_COUNT: usize = 36;
 // Header entry: 16 bytes.
 export const HEADER_ENTRY_SIZE: usize = 16;
 
+// Header entry fields.
+export const HEADER_ENTRY_KEY_OFF: usize = 0;
+export const HEADER_ENTRY_KEY_LEN: usize = 4;
+export const HEADER_ENTRY_VALUE_OFF: usize = 8;
+export const HEADER_ENTRY_VALUE_LEN: usize = 12;
+
 // Proposal answer: 16 bytes, decision u32 | 0 u32 | through u64.
 export const PROPOSAL_SIZE: i32 = 16;
+export const PROPOSAL_DECISION: usize = 0;
+export const PROPOSAL_THROUGH: usize = 8;
+export const PROPOSE_NONE: u32 = 0;
+export const PROPOSE_COMMIT: u32 = 1;
 
 // Log levels of log().
 export const LEVEL_DEBUG: i32 = 0;
@@ -269,8 +287,8 @@ export class Record {
   header(i: i32): Header {
     const h = this.headerEntry(i);
     return new Header(
-      stringAt(this.region + <usize>load<u32>(h), load<i32>(h + 4))!,
-      stringAt(this.region + <usize>load<u32>(h + 8), load<i32>(h + 12)),
+      stringAt(this.region + <usize>load<u32>(h + HEADER_ENTRY_KEY_OFF), load<i32>(h + HEADER_ENTRY_KEY_LEN))!,
+      stringAt(this.region + <usize>load<u32>(h + HEADER_ENTRY_VALUE_OFF), load<i32>(h + HEADER_ENTRY_VALUE_LEN)),
     );
   }
 
@@ -281,8 +299,8 @@ export class Record {
     const wantLen = want.byteLength;
     for (let i = 0; i < this.headerCount; i++) {
       const h = this.headerEntry(i);
-      if (load<i32>(h + 4) == wantLen && memory.compare(this.region + <usize>load<u32>(h), changetype<usize>(want), <usize>wantLen) == 0) {
-        return stringAt(this.region + <usize>load<u32>(h + 8), load<i32>(h + 12));
+      if (load<i32>(h + HEADER_ENTRY_KEY_LEN) == wantLen && memory.compare(this.region + <usize>load<u32>(h + HEADER_ENTRY_KEY_OFF), changetype<usize>(want), <usize>wantLen) == 0) {
+        return stringAt(this.region + <usize>load<u32>(h + HEADER_ENTRY_VALUE_OFF), load<i32>(h + HEADER_ENTRY_VALUE_LEN));
       }
     }
     return null;
@@ -595,8 +613,8 @@ export function ledge_propose(ptr: usize, len: usize): i32 {
   const answer = b.answer;
   memory.fill(answer, 0, <usize>PROPOSAL_SIZE);
   if (p.commit) {
-    store<u32>(answer, 1);
-    store<u64>(answer + 8, p.through);
+    store<u32>(answer + PROPOSAL_DECISION, PROPOSE_COMMIT);
+    store<u64>(answer + PROPOSAL_THROUGH, p.through);
   }
   return PROPOSAL_SIZE;
 }
