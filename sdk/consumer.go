@@ -185,6 +185,8 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	}
 	limit := time.NewTimer(c.cfg.maxWait + c.b.requestTimeout())
 	defer limit.Stop()
+	probe := time.NewTimer(c.cfg.maxWait + pollProbeAfter)
+	defer probe.Stop()
 	var res pollResult
 	for waiting := true; waiting; {
 		select {
@@ -192,6 +194,8 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 			waiting = false
 		case next := <-inflight.head:
 			c.sendAhead(ctx, inflight, next)
+		case <-probe.C:
+			c.probe()
 		case <-ctx.Done():
 			c.pending = inflight
 			return nil, context.Cause(ctx)
@@ -228,6 +232,30 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		frame.recycle() // nothing aliases it
 	}
 	return recs, err
+}
+
+// pollProbeAfter is how long past its max wait a poll may go unanswered
+// before the consumer probes the node (probe). A node answers every poll
+// within its max wait, so a healthy one is never probed; the probe costs
+// one small request, once a poll, and only when the poll is overdue.
+const pollProbeAfter = time.Second
+
+// probe sends the node a small request when a poll is overdue. A node
+// that was killed and started again (the connection is unknown to it)
+// answers any packet long enough with a stateless reset, but a parked
+// poll sends nothing but keep-alives too short for one, and would wait
+// out the request timeout. The probe is long enough: its reset ends the
+// connection, the poll fails at once as a reset connection and the next
+// Poll reconnects. A restarted node usually resets its predecessor's
+// connections itself before that (docs/OPERATIONS.md); the probe covers
+// those it did not know of. A slow node answers the probe and the poll
+// keeps waiting, up to its max wait and the request timeout.
+func (c *Consumer) probe() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.b.requestTimeout())
+	go func() {
+		defer cancel()
+		_ = c.b.call(ctx, &wire.DescribeTopicRequest{Name: c.topic}, &wire.DescribeTopicReply{})
+	}()
 }
 
 // prefetches says whether polls are sent ahead (WithPrefetch): never

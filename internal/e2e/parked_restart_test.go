@@ -176,6 +176,88 @@ func TestParkedConsumersAfterKill(t *testing.T) {
 	}
 }
 
+// TestParkedConsumerProbesAForgetfulNode: a restarted node that has no
+// list of its predecessor's connections (lost, or the connection was
+// opened after the last write of it) resets nobody. A parked SDK consumer
+// then probes the node once its poll is a second overdue; the probe meets
+// a stateless reset and the consumer reconnects, well before its request
+// timeout (30 s) would have ended the poll. The time from ready to
+// delivery is logged: about the poll's max wait and a second.
+func TestParkedConsumerProbesAForgetfulNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ledge binary")
+	}
+	served := newServedLedge(t, buildLedge(t), filepath.Join(t.TempDir(), "ledge-data"))
+	served.start()
+	defer served.checkNoPanic()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	admin := served.dial(ctx)
+	defer admin.Close()
+	if _, err := admin.CreateTopic(ctx, "forgotten", sdk.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := admin.NewProducer(ctx, "forgotten")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxWait = 3 * time.Second
+	c := served.dial(ctx)
+	defer c.Close()
+	cons, err := c.NewConsumer(ctx, "forgotten", sdk.WithMaxWait(maxWait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type delivery struct {
+		value string
+		at    time.Time
+	}
+	got := make(chan delivery, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			recs, _ := cons.Poll(ctx)
+			for _, r := range recs {
+				got <- delivery{string(r.Value), time.Now()}
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+
+	var took []time.Duration
+	for round := range 3 {
+		value := fmt.Sprintf("round-%d", round)
+		// A poll is parked a moment after it was sent; kill the node
+		// within the max wait of the one parked now.
+		time.Sleep(maxWait / 2)
+		served.stop(syscall.SIGKILL)
+		if err := os.Remove(filepath.Join(served.dir, node.PeersFile)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		ready := served.start()
+		pctx, pcancel := context.WithTimeout(ctx, parkedBound)
+		err := prod.ProduceSync(pctx, &sdk.Record{Value: []byte(value)})
+		pcancel()
+		if err != nil {
+			t.Fatalf("round %d: produce after the restart: %v", round, err)
+		}
+		select {
+		case d := <-got:
+			if d.value != value {
+				t.Fatalf("round %d: received %q, want %q", round, d.value, value)
+			}
+			took = append(took, d.at.Sub(ready))
+			if d.at.Sub(ready) > parkedBound {
+				t.Errorf("round %d: the record came %v after ready: the consumer waited out its request timeout", round, d.at.Sub(ready))
+			}
+		case <-time.After(safety):
+			t.Fatalf("round %d: the consumer never received %q\n%s", round, value, served.logs.Tail(20))
+		}
+	}
+	t.Logf("a consumer the node did not reset (max wait %v): ready to delivery %s", maxWait, median(took))
+}
+
 // awaitListedPeers waits until the node's peers file lists at least n
 // client ports, none of them in old, and returns them.
 func awaitListedPeers(t *testing.T, dir string, n int, old []uint16) []uint16 {
