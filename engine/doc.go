@@ -47,15 +47,25 @@
 // the next append once it is older than SegmentAge, and, when appends
 // stopped, by EnforceRetention (below).
 //
-// Offsets are reserved durably ahead of use, in steps of
-// Options.ReservationStep recorded in pebble with one synced write, made
-// by the flusher between rounds once half a step is used (an append waits
-// only if the reservation runs out). A recovery after an unclean
-// stop continues numbering at the reserved ceiling, so an offset is never
-// handed out twice, and under interval and none bumps the history epoch
-// (a lossy-recovery transition records the end that was kept). A clean
-// Close records the exact next offset instead, so a clean restart neither
-// skips offsets nor bumps the epoch.
+// Offsets are reserved durably ahead of use, recorded in pebble with one
+// synced write, made by the flusher between rounds once half of the last
+// raise is left (an append waits only if the reservation runs out). A
+// raise covers about Options.ReservationTime (1 s) of the partition's
+// appends at the rate since the previous one, at least
+// MinReservationStep (1024) and at most ReservationStep (2^20).
+//
+// After an unclean stop, a topic under always continues numbering at the
+// recovered end of its log: its readers saw only fsynced records, which
+// recovery keeps, so the offsets handed out past the end were neither
+// acknowledged nor seen, and none is skipped; the history epoch stays.
+// Under interval and none readers may have seen offsets up to the
+// reserved ceiling, so numbering continues there (an offset a reader or a
+// producer saw never names another record), and the history epoch is
+// bumped (a lossy-recovery transition records the end that was kept).
+// The skipped range, at most about a second of appends, is recorded in
+// the partition state (PartitionState.Gaps): it holds no record, and
+// Skipped lets a lag leave it out. A clean Close records the exact next
+// offset, so a clean restart neither skips offsets nor bumps the epoch.
 //
 // A failed fsync or write fails the partition (ErrPartitionFailed): the
 // file is never fsynced again, unacknowledged appends fail, and the
@@ -153,7 +163,7 @@
 // # Metadata
 //
 // Topic records, partition states (start, epoch, lineage, reservation
-// ceiling, durable checkpoint), producer-state snapshots, bookmarks and the
+// ceiling, durable checkpoint, skipped ranges), producer-state snapshots, bookmarks and the
 // owners' key spaces live in pebble under a versioned schema (see
 // metakeys.go); every value carries magic, version, length and CRC32C, and
 // a value or schema from a newer version is refused with
@@ -173,7 +183,7 @@
 // # Rationale
 //
 // RATIONALE.md holds the decisions a reader would question — offsets
-// reserved in steps, the appender's copy into staging chunks, the inline
+// reserved ahead by the append rate, numbering after a crash by durability, the appender's copy into staging chunks, the inline
 // write of a lone append, group commit's wait for the appenders it
 // released, the syncer's deferred fsyncs, an append that allocates
 // nothing, the tail cache's warmth, read-ahead, retention by a jump-free
@@ -181,10 +191,14 @@
 //
 // # Known limits
 //
-// An unclean restart under interval and none bumps the history epoch
-// whenever offsets were reserved beyond the recovered end since numbering
-// last resumed, even if none of them was handed out: the engine cannot
-// tell, and a needless bump only costs consumers one "refresh position".
+// An unclean restart under interval and none skips the offsets reserved
+// beyond the recovered end and bumps the history epoch whenever offsets
+// were reserved there since numbering last resumed, even if none of them
+// was handed out: the engine cannot tell, and a needless bump only costs
+// consumers one "refresh position". A partition records at most 64
+// skipped ranges (the oldest are dropped, and counted as records again
+// by a lag that reaches that far back). Offsets refused for a full disk
+// are not recorded as skipped.
 // If the metadata store has failed too when a segment's fsync fails, the
 // durable end cannot be recorded: the next recovery keeps what the files
 // hold (made durable), so appends that were refused may come back. A

@@ -107,3 +107,12 @@ func (r *reservation) next(o Options, now time.Time, next uint64, ranOut bool) u
 	r.step, r.at, r.from = step, now, next
 	return step
 }
+
+// Skipped returns how many offsets in [from, to) a recovery skipped, as
+// PartitionState.Skipped does, without copying the partition's state.
+func (p *Partition) Skipped(from, to uint64) uint64 {
+	p.mu.Lock()
+	gaps := p.gaps
+	p.mu.Unlock()
+	return skippedIn(gaps, from, to)
+}

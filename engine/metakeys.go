@@ -168,7 +168,9 @@ type partState struct {
 	start   uint64
 	epoch   fence.HistoryEpoch
 	lineage []fence.HistoryTransition
-	// ceiling: no offset at or above it was ever handed out.
+	// ceiling: no offset at or above it was ever handed out. (Under
+	// always, offsets at or above the log's end were not seen either:
+	// recovery resumes at the end.)
 	ceiling uint64
 	cp      checkpoint
 	// clean: written by a clean shutdown; the next offset is ceiling and

@@ -43,12 +43,17 @@ import (
 //     purge that raced an append leaves a segment holding both sides of
 //     the start) but are never served; a last segment wholly below the
 //     start is removed.
-//  5. Numbering. After a clean shutdown the next offset is the recorded
-//     one. Otherwise offsets up to the reservation ceiling may have been
-//     handed out, so numbering continues at the ceiling; under interval and
-//     none, records a reader may have seen were possibly lost, so the
-//     history epoch is bumped with a lossy-recovery transition recording
-//     the end that was kept (the start, if the first segments were lost). The ceiling is then lowered to the next
+//  5. Numbering. Under always, readers saw only fsynced records, which
+//     step 4 kept: numbering continues at the log's end (or where the
+//     previous recovery resumed it, a high watermark readers saw), after
+//     any stop, and nothing is skipped. Otherwise, after a clean shutdown
+//     the next offset is the recorded one; after an unclean stop offsets
+//     up to the reservation ceiling may have been handed out and seen, so
+//     numbering continues at the ceiling and, as records a reader may
+//     have seen were possibly lost, the history epoch is bumped with a
+//     lossy-recovery transition recording the end that was kept (the
+//     start, if the first segments were lost). The range skipped is added
+//     to the partition's gaps. The ceiling is then lowered to the next
 //     offset, which is recorded as where numbering resumed, so a
 //     partition that takes no append before the next crash recovers
 //     without a bump (the gap below it was never handed out).

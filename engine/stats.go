@@ -18,6 +18,10 @@ type PartitionStats struct {
 	// RetentionHeld counts EnforceRetention calls whose floor kept data
 	// that retention would have deleted.
 	RetentionHeld uint64
+	// SkippedOffsets is not a counter: it is how many offsets between the
+	// log start and the high watermark recoveries skipped (they hold no
+	// record), so that records are HighWatermark - LogStart - SkippedOffsets.
+	SkippedOffsets uint64
 }
 
 type partStats struct {
@@ -36,5 +40,15 @@ func (p *Partition) Stats() PartitionStats {
 		SyncFailures:  s.syncFailures.Load(),
 		NoSpace:       s.noSpace.Load(),
 		RetentionHeld: s.retentionHeld.Load(),
+
+		SkippedOffsets: p.skippedAboveStart(),
 	}
+}
+
+// skippedAboveStart counts the skipped offsets between the start and the
+// high watermark.
+func (p *Partition) skippedAboveStart() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return skippedIn(p.gaps, p.start, p.hwLocked())
 }

@@ -134,12 +134,21 @@ func consumersOf(l owner.PartitionLog, st owner.LogState) []ops.ConsumerSnapshot
 			c.Position = max(res.Offset, st.LogStart)
 		}
 		if st.HighWatermark > c.Position {
-			c.Lag = st.HighWatermark - c.Position
+			c.Lag = st.HighWatermark - c.Position - skippedIn(l, c.Position, st.HighWatermark)
 		}
 		out = append(out, c)
 		return nil
 	})
 	return out
+}
+
+// skippedIn counts the offsets of [from, to) that hold no record because
+// a recovery skipped them: they are not lag.
+func skippedIn(l owner.PartitionLog, from, to uint64) uint64 {
+	if el, ok := l.(owner.EngineLog); ok {
+		return el.Partition().Skipped(from, to)
+	}
+	return 0
 }
 
 // ReadinessChecks are the node's own readiness conditions: its QUIC

@@ -21,7 +21,7 @@ func nodeDesc(name, help string) *prometheus.Desc { return prometheus.NewDesc(na
 
 // stateDescs are the scrape-time metrics.
 type stateDescs struct {
-	hw, start, epoch, records, size, failed              *prometheus.Desc
+	hw, start, epoch, records, skipped, size, failed     *prometheus.Desc
 	appends, appendedBytes, deliveredBytes               *prometheus.Desc
 	partSyncFailures, noSpace                            *prometheus.Desc
 	committed, lag                                       *prometheus.Desc
@@ -46,7 +46,8 @@ func newStateDescs() stateDescs {
 		hw:                   partitionDesc("ledge_partition_high_watermark", "Exclusive end of what readers may see (the next offset to be handed out)."),
 		start:                partitionDesc("ledge_partition_log_start_offset", "First offset readers may ask for; raised by retention and purge."),
 		epoch:                partitionDesc("ledge_partition_history_epoch", "History epoch; bumped by purge and by a recovery that lost records."),
-		records:              partitionDesc("ledge_partition_records", "Records readers may see: high watermark minus log start."),
+		records:              partitionDesc("ledge_partition_records", "Records readers may see: high watermark minus log start, less the offsets recoveries skipped."),
+		skipped:              partitionDesc("ledge_partition_skipped_offsets", "Offsets between log start and high watermark that recoveries skipped after unclean stops: they hold no record."),
 		size:                 partitionDesc("ledge_partition_size_bytes", "Size of the partition's files on disk."),
 		failed:               partitionDesc("ledge_partition_failed", "1 while the partition refuses appends until a restart (failed fsync, corrupt log)."),
 		appends:              partitionDesc("ledge_partition_appends_total", "Record batches appended since the node started."),
@@ -101,7 +102,7 @@ type stateCollector struct {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{
-		d.hw, d.start, d.epoch, d.records, d.size, d.failed, d.appends, d.appendedBytes, d.deliveredBytes,
+		d.hw, d.start, d.epoch, d.records, d.skipped, d.size, d.failed, d.appends, d.appendedBytes, d.deliveredBytes,
 		d.partSyncFailures, d.noSpace,
 		d.committed, d.lag, d.topics, d.partitions, d.connsOpen, d.connsAccepted, d.connsRefused, d.authFailures,
 		d.connsUnauth, d.connsEvicted, d.retries, d.streamsOpen, d.streamsAccepted, d.inFlight, d.inflightBytes, d.inflightBudget, d.bpWaits,
@@ -136,7 +137,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(d.hw, float64(st.HighWatermark), l...)
 				gauge(d.start, float64(st.LogStart), l...)
 				gauge(d.epoch, float64(st.History), l...)
-				gauge(d.records, float64(st.HighWatermark-min(st.LogStart, st.HighWatermark)), l...)
+				offsets := st.HighWatermark - min(st.LogStart, st.HighWatermark)
+				skipped := min(p.Stats.SkippedOffsets, offsets)
+				gauge(d.records, float64(offsets-skipped), l...)
+				gauge(d.skipped, float64(skipped), l...)
 				if p.Size >= 0 {
 					gauge(d.size, float64(p.Size), l...)
 				}

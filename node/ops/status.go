@@ -92,8 +92,13 @@ type PartitionStatus struct {
 	LogStart      uint64 `json:"log_start"`
 	HighWatermark uint64 `json:"high_watermark"`
 	HistoryEpoch  uint64 `json:"history_epoch"`
-	// Records is what readers may see: high watermark minus log start.
+	// Records is what readers may see: high watermark minus log start,
+	// less SkippedOffsets.
 	Records uint64 `json:"records"`
+	// SkippedOffsets are the offsets between LogStart and HighWatermark
+	// that recoveries skipped after unclean stops (interval and none
+	// topics): they hold no record and count in neither Records nor lag.
+	SkippedOffsets uint64 `json:"skipped_offsets,omitempty"`
 	// SizeBytes is the size of the partition's files on disk (-1 when the
 	// storage does not say).
 	SizeBytes int64 `json:"size_bytes"`

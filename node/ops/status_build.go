@@ -91,7 +91,8 @@ func (s *HTTPServer) topicStatus(t TopicSnapshot, now time.Time, live map[rateKe
 			SizeBytes: p.Size,
 		}
 		if ls.HighWatermark > ls.LogStart {
-			ps.Records = ls.HighWatermark - ls.LogStart
+			ps.SkippedOffsets = min(p.Stats.SkippedOffsets, ls.HighWatermark-ls.LogStart)
+			ps.Records = ls.HighWatermark - ls.LogStart - ps.SkippedOffsets
 		}
 		if ls.Failed != nil {
 			ps.Failed = ls.Failed.Error()
