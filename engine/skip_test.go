@@ -14,6 +14,8 @@ import (
 // all of which survive, so numbering continues at the log's end, the
 // history epoch stays, and no gap is recorded. Appends in flight at the
 // loss (not waited for) survive or not; the log stays dense either way.
+//
+// covers: G27
 func TestAlwaysSkipsNoOffsetAfterPowerLoss(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	opts := testOptions(fs, newFakeClock())
@@ -99,6 +101,8 @@ func TestAlwaysSixteenthRecordAfterThreePowerLosses(t *testing.T) {
 // skip is at most about 10,000 offsets, not 2^20. The skipped range is
 // recorded, survives a clean restart, and counts as no record between a
 // consumer at the log's end and the high watermark.
+//
+// covers: G27
 func TestSkipAfterCrashIsAboutASecondOfAppends(t *testing.T) {
 	for _, d := range []Durability{DurabilityInterval, DurabilityNone} {
 		t.Run(d.String(), func(t *testing.T) {
