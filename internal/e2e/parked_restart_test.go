@@ -15,6 +15,8 @@ import (
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/ledgemq/ledge/transport/quic"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // parkedMaxWait is how long the parked polls of TestParkedConsumersAfterKill
@@ -285,4 +287,96 @@ func awaitListedPeers(t *testing.T, dir string, n int, old []uint16) []uint16 {
 	}
 	t.Fatalf("the peers file never listed %d new connections (last: %v)", n, ports)
 	return nil
+}
+
+// TestParkedKafkaFetchAfterKill: a franz-go consumer parked in a long
+// fetch on the Kafka listener of `ledge serve`. The kernel resets the TCP
+// connections of a killed process, so the client learns at once and
+// reconnects; this test holds that, over three SIGKILLs, and logs the
+// time from ready to the record produced then.
+func TestParkedKafkaFetchAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ledge binary")
+	}
+	served := newServedLedge(t, buildLedge(t), filepath.Join(t.TempDir(), "ledge-data"))
+	kafkaAddr := freeTCPPort(t)
+	served.env = append(served.env, "LEDGE_KAFKA_LISTEN="+kafkaAddr)
+	served.start()
+	defer served.checkNoPanic()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	admin := served.dial(ctx)
+	defer admin.Close()
+	if _, err := admin.CreateTopic(ctx, "fetched", sdk.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := admin.NewProducer(ctx, "fetched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := os.ReadFile(filepath.Join(served.dir, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(kafkaAddr),
+		kgo.SASL(plain.Auth{User: "test", Pass: strings.TrimSpace(string(token))}.AsMechanism()),
+		kgo.ConsumeTopics("fetched"),
+		kgo.FetchMaxWait(parkedMaxWait),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	type delivery struct {
+		value string
+		at    time.Time
+	}
+	got := make(chan delivery, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) { got <- delivery{string(r.Value), now} })
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	await := func(value string) time.Time {
+		select {
+		case d := <-got:
+			if d.value != value {
+				t.Fatalf("received %q, want %q", d.value, value)
+			}
+			return d.at
+		case <-time.After(safety):
+			t.Fatalf("the Kafka consumer never received %q\n%s", value, served.logs.Tail(20))
+		}
+		return time.Time{}
+	}
+	if err := prod.ProduceSync(ctx, &sdk.Record{Value: []byte("warm-up")}); err != nil {
+		t.Fatal(err)
+	}
+	await("warm-up")
+	var took []time.Duration
+	for round := range 3 {
+		time.Sleep(time.Second) // the next fetch is parked
+		served.stop(syscall.SIGKILL)
+		ready := served.start()
+		value := fmt.Sprintf("after-kill-%d", round)
+		pctx, pcancel := context.WithTimeout(ctx, parkedBound)
+		err := prod.ProduceSync(pctx, &sdk.Record{Value: []byte(value)})
+		pcancel()
+		if err != nil {
+			t.Fatalf("round %d: produce after the restart: %v", round, err)
+		}
+		d := await(value).Sub(ready)
+		took = append(took, d)
+		if d > parkedBound {
+			t.Errorf("round %d: the fetch returned the record %v after ready: it waited out its max wait", round, d)
+		}
+	}
+	t.Logf("kafka consumer (franz-go): ready to the record produced after a SIGKILL: %s", median(took))
 }
