@@ -23,6 +23,9 @@
 // them: a node reads its next produce request into the memory of one whose
 // batch the engine has written, instead of allocating and zeroing it.
 // [Listener.CloseToken] closes every connection of a revoked token.
+// [Listener.Peers] lists the clients' connections as a successor would
+// reset them after a crash, and [Listener.ResetPeers] sends those of a
+// predecessor a stateless reset (see Rationale: the quic-go settings).
 // [Listener.Shutdown] stops accepting, lets requests already read be
 // answered and waits for clients to read the replies, then closes.
 //
@@ -93,7 +96,18 @@
 //     survive restarts to be of use (derive it from a secret kept in the
 //     data directory). The listener's connection IDs are 16 bytes, not 4,
 //     so that every packet carrying a request is over the 42 bytes quic-go
-//     needs to answer it with a reset.
+//     needs to answer it with a reset. A client parked in a long poll
+//     sends no such packet (keep-alives are shorter), so a node that was
+//     killed could not reach it until its poll ran out. With a key, the
+//     node's socket notes, per short-header packet it reads, the
+//     connection ID each client address sends to (one map update per
+//     datagram, one lock per batch); [Listener.Peers] lists them and a
+//     successor's [Listener.ResetPeers] sends each a reset unasked, with
+//     quic-go's token (HMAC-SHA256 of the connection ID under the key). A
+//     client honours only the token of the connection ID it currently
+//     sends to, which is why the socket, which sees those IDs, keeps the
+//     list rather than the connection ID generator, which does not know
+//     whose ID it makes.
 //
 // On loopback the windows neither help nor hurt: interleaved runs of the
 // raw ceiling with quic-go's defaults and with these settings gave medians
