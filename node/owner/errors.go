@@ -1,10 +1,6 @@
 package owner
 
-import (
-	"errors"
-
-	"github.com/ledgemq/ledge/transport/wire"
-)
+import "errors"
 
 // Errors of an owner's steps that package node maps to wire statuses as
 // its own (node.StatusOf); the comment says what a client does next.
@@ -19,7 +15,11 @@ var (
 	ErrInvalidArgument = errors.New("node: invalid argument")
 )
 
-// invalidArgument is a request value the owner refuses.
-func invalidArgument(msg string) error {
-	return &wire.Error{Status: wire.StatusInvalidArgument, Message: msg}
-}
+// invalidArgument is a request value the owner refuses: errors.Is matches
+// ErrInvalidArgument, and the message reads as the protocol's status does.
+func invalidArgument(msg string) error { return invalidArgumentError(msg) }
+
+type invalidArgumentError string
+
+func (e invalidArgumentError) Error() string        { return "invalid argument: " + string(e) }
+func (e invalidArgumentError) Is(target error) bool { return target == ErrInvalidArgument }

@@ -5,8 +5,12 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/record"
-	"github.com/ledgemq/ledge/transport/wire"
 )
+
+// NoAppendTime is ProduceResult.AppendTime when the log stamped no time.
+// It is the protocol's value (wire.NoAppendTime), so that a reply carries
+// it as it is.
+const NoAppendTime int64 = -1
 
 // ProduceResult says where a batch was appended.
 type ProduceResult struct {
@@ -15,7 +19,7 @@ type ProduceResult struct {
 	// are the original offsets and nothing was appended.
 	Duplicate bool
 	// AppendTime is the time (unix ms) the log stamped on the batch of an
-	// append-time topic, or wire.NoAppendTime: on a topic that keeps
+	// append-time topic, or NoAppendTime: on a topic that keeps
 	// producer timestamps, and for a duplicate (nothing was stamped; the
 	// original's time is in the stored batch).
 	AppendTime int64
@@ -100,7 +104,7 @@ func (o *Owner) OrderProduceOwned(ctx context.Context, batch []byte, release fun
 		if v.Duplicate {
 			// The original may not be durable yet: answer only once it
 			// is, as the original reply would have.
-			res := ProduceResult{Base: v.Base, Last: v.Last, Duplicate: true, AppendTime: wire.NoAppendTime}
+			res := ProduceResult{Base: v.Base, Last: v.Last, Duplicate: true, AppendTime: NoAppendTime}
 			return res, Durable{log: o.log, off: v.Last}, nil
 		}
 	}
@@ -115,7 +119,7 @@ func (o *Owner) OrderProduceOwned(ctx context.Context, batch []byte, release fun
 		return ProduceResult{}, Durable{}, err
 	}
 	appended = true
-	res := ProduceResult{Base: base, Last: last, AppendTime: wire.NoAppendTime}
+	res := ProduceResult{Base: base, Last: last, AppendTime: NoAppendTime}
 	if o.appendTime {
 		// The log stamped the header in place before Append returned, and
 		// only reads the batch from then on.
