@@ -493,12 +493,6 @@ func (p *Partition) noteWritten(seg *segment, run []pending, pos, now int64, not
 	}
 }
 
-func (p *Partition) startOffset() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.start
-}
-
 // refuseNoSpaceLocked refuses batch, which found the disk full: its
 // appends fail with err (ErrNoSpace, retryable) and the partition goes on.
 func (p *Partition) refuseNoSpaceLocked(err error, batch []pending) {

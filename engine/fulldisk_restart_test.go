@@ -31,7 +31,6 @@ func TestRestartOnAFullDisk(t *testing.T) {
 	p, _ := top.Partition(0)
 	fs.Fill(3 << 20)
 	acked := appendUntilFull(t, p, 1000)
-	last := acked[len(acked)-1].Last
 	// Space is freed a little: an idempotent producer's batch goes in,
 	// and the disk fills again.
 	fs.SetBudget(fs.Used() + 3<<20)
@@ -40,7 +39,7 @@ func TestRestartOnAFullDisk(t *testing.T) {
 	setProducer(idem, 7, 0, 0)
 	ir := appendWait(t, p, idem)
 	acked = append(acked, appendUntilFull(t, p, 1000)...)
-	last = acked[len(acked)-1].Last
+	last := acked[len(acked)-1].Last
 	if _, err := p.SetBookmark("reader", Bookmark{Offset: 10}); err != nil {
 		t.Fatalf("commit on a full disk: %v", err)
 	}

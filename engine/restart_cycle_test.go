@@ -28,8 +28,6 @@ func TestUncleanThenCleanRestartServes(t *testing.T) {
 				// make it durable so that the crash keeps it
 				_ = e.Close()
 				e = mustOpen(t, testOptions(mem, clock))
-				tp, _ = e.Topic("t")
-				p, _ = tp.Partition(0)
 			}
 			crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 			_ = e.Close()

@@ -42,12 +42,6 @@ type StoredTopic struct {
 	Partitions []owner.PartitionLog
 }
 
-// orderedLog once wrapped the node's logs to learn when a request was
-// ordered; owners now say so themselves (Owner.OrderProduce, OrderCommit,
-// OrderReset return a Durable), and the node no longer wraps its logs. The
-// type remains while status_snapshot.go still unwraps it.
-type orderedLog struct{ owner.PartitionLog }
-
 // spaceReporter is a Storage that knows whether its disk is full: the
 // storage engine.
 type spaceReporter interface {

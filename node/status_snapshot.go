@@ -71,9 +71,6 @@ func (n *Node) partitionSize(id fence.TopicID, index int) int64 {
 // logStats returns the storage engine's counters of a partition log;
 // false for storages that keep none.
 func logStats(l owner.PartitionLog) (engine.PartitionStats, bool) {
-	if o, ok := l.(orderedLog); ok {
-		l = o.PartitionLog
-	}
 	if el, ok := l.(owner.EngineLog); ok {
 		return el.Partition().Stats(), true
 	}
@@ -87,9 +84,6 @@ type bookmarkLister interface {
 
 // listBookmarks calls fn for every bookmark stored on the log.
 func listBookmarks(l owner.PartitionLog, fn func(consumer string, b owner.Bookmark) error) (err error) {
-	if o, ok := l.(orderedLog); ok {
-		l = o.PartitionLog
-	}
 	// A status read racing the storage's close must not take the node
 	// down: a closed metadata store panics on new iterators.
 	defer func() {

@@ -19,7 +19,6 @@ type tModule struct {
 	imports    []tImport
 	funcs      []tFunc
 	memPages   uint32 // 0: no memory
-	noMemory   bool
 	exportMem  bool
 	data       []tData
 	rawExtra   []byte // appended as is (e.g. a custom section)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -213,6 +212,3 @@ func sortedPartitions[V any](m map[groupPartition]V) []groupPartition {
 func tpOf(p groupPartition) wire.TopicPartition {
 	return wire.TopicPartition{Topic: p.topic, Partition: p.index}
 }
-
-// memberEpochOf is a member's epoch as the wire carries it.
-func memberEpochOf(e uint64) fence.MemberEpoch { return fence.MemberEpoch(e) }

@@ -18,8 +18,19 @@ var (
 //go:wasmexport ledge_abi_version
 func exportABIVersion() int32 { return abi.Version }
 
+// exportKinds returns the ABI kinds bit set of what is registered.
+//
 //go:wasmexport ledge_kinds
-func exportKinds() int32 { return registeredKinds() }
+func exportKinds() int32 {
+	var k int32
+	if registry.recordFilter != nil || registry.batchFilter != nil {
+		k |= abi.KindFilter
+	}
+	if registry.commitPolicy != nil {
+		k |= abi.KindCommitPolicy
+	}
+	return k
+}
 
 //go:wasmexport ledge_buffer
 func exportBuffer(size uint32) uint32 {

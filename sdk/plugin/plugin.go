@@ -98,18 +98,6 @@ func RegisterCommitPolicy(setup func(Params) (CommitPolicy, error)) {
 	registry.commitPolicy = setup
 }
 
-// registeredKinds returns the ABI kinds bit set of what is registered.
-func registeredKinds() int32 {
-	var k int32
-	if registry.recordFilter != nil || registry.batchFilter != nil {
-		k |= abi.KindFilter
-	}
-	if registry.commitPolicy != nil {
-		k |= abi.KindCommitPolicy
-	}
-	return k
-}
-
 // Params are the key=value parameters a consumer gave the plugin.
 type Params struct {
 	m map[string]string

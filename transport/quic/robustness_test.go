@@ -196,7 +196,6 @@ func TestBackpressure(t *testing.T) {
 	ts.serve(t, func(s *Stream, r *Request) { held <- r })
 	c := ts.dial(t, ClientConfig{})
 	body := strings.Repeat("z", size-headerLen)
-	var streams []*ClientStream
 	for range 3 {
 		s, err := c.OpenStream(testContext(t))
 		if err != nil {
@@ -208,7 +207,6 @@ func TestBackpressure(t *testing.T) {
 		if err := s.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		streams = append(streams, s)
 	}
 	first := wait(t, held, "a request")
 	wait(t, held, "a second request")

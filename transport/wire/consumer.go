@@ -50,8 +50,6 @@ type Consumer struct {
 	MemberEpoch uint64
 }
 
-const consumerMinSize = 1 + 2 + 8 + 2 + 8
-
 func (c *Consumer) put(w *fieldWriter) {
 	w.enum(uint8(c.Kind), uint8(consumerKindMax), "consumer kind")
 	w.str16(c.Name, MaxNameLen, "consumer name")

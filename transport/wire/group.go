@@ -165,8 +165,6 @@ type MemberAssignment struct {
 	Assignment []AssignedPartition
 }
 
-const memberAssignmentMinSize = 2 + 8 + 8 + 8 + 4
-
 func (m *MemberAssignment) put(w *fieldWriter) {
 	w.str16(m.MemberID, MaxNameLen, "member id")
 	w.u64(m.MemberEpoch)

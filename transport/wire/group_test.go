@@ -128,15 +128,6 @@ func groupMessageCases() []messageCase {
 	}
 }
 
-func mustAppendRequest(t *testing.T, m wire.Message) []byte {
-	t.Helper()
-	b, err := wire.AppendRequest(nil, 1, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestGroupMessageKinds(t *testing.T) {
 	want := map[string]wire.Kind{
 		"JoinGroup": wire.KindJoinGroup, "Heartbeat": wire.KindHeartbeat, "LeaveGroup": wire.KindLeaveGroup,

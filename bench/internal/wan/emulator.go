@@ -66,21 +66,22 @@ func (e *Emulator) Start() {
 
 type packet struct {
 	due time.Time
-	buf []byte
+	buf *[]byte // from the pool, cut to the packet's length
 }
 
 func (e *Emulator) forward(from, to *os.File, seed uint64) {
 	delay := e.cfg.RTT / 2
 	q := make(chan packet, 1<<16)
-	pool := sync.Pool{New: func() any { return make([]byte, 65536) }}
+	// The pool holds pointers: a slice put in an interface is allocated.
+	pool := sync.Pool{New: func() any { b := make([]byte, 65536); return &b }}
 	e.wg.Add(2)
 	go func() {
 		defer e.wg.Done()
 		defer close(q)
 		r := rand.New(rand.NewPCG(seed, 0x77))
 		for {
-			buf := pool.Get().([]byte)
-			n, err := from.Read(buf[:cap(buf)])
+			buf := pool.Get().(*[]byte)
+			n, err := from.Read((*buf)[:cap(*buf)])
 			if err != nil {
 				return
 			}
@@ -89,10 +90,12 @@ func (e *Emulator) forward(from, to *os.File, seed uint64) {
 				pool.Put(buf)
 				continue
 			}
+			*buf = (*buf)[:n]
 			select {
-			case q <- packet{due: time.Now().Add(delay), buf: buf[:n]}:
+			case q <- packet{due: time.Now().Add(delay), buf: buf}:
 			default: // a full queue drops, like a full netem queue
 				e.dropped.Add(1)
+				*buf = (*buf)[:cap(*buf)]
 				pool.Put(buf)
 			}
 		}
@@ -105,10 +108,11 @@ func (e *Emulator) forward(from, to *os.File, seed uint64) {
 			if d := time.Until(p.due); d > 0 {
 				time.Sleep(d)
 			}
-			if _, err := to.Write(p.buf); err == nil {
+			if _, err := to.Write(*p.buf); err == nil {
 				e.forwarded.Add(1)
 			}
-			pool.Put(p.buf[:cap(p.buf)])
+			*p.buf = (*p.buf)[:cap(*p.buf)]
+			pool.Put(p.buf)
 		}
 	}()
 }
