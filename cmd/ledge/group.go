@@ -266,7 +266,12 @@ node commits what the policy proposes with that poll's fence token. A
 proposal from a member that was fenced, or whose partition moved, is
 dropped. The policy is kept with the group across node restarts; ledge
 group describe shows it. A group that does not exist yet is created,
-empty. --clear detaches the group's policy. Needs an admin token.`,
+empty. --clear detaches the group's policy. Needs an admin token.
+
+The policy governs the group's commits: a consumer of the group created
+while it is set (ledge consume --group GROUP, or an SDK group consumer
+without WithDelivery) commits nothing itself and says so;
+--commit-by-policy=false opts a consumer out.`,
 		Example: `  ledge group set-policy billing checkpoint
   ledge group set-policy billing checkpoint --param header=checkpoint
   ledge group set-policy billing --clear`,

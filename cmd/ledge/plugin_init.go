@@ -55,13 +55,22 @@ equal to "equals"; the commit policy commits through the last record of a
 poll whose value contains "marker". Both decide a poll with one call into
 the node's native matchers, so they cost little; change them at will.
 
+The project carries the plugin kit of this binary, so it builds with no
+network and no checkout of Ledge, against the ABI of the node that wrote it.
 Languages and what building needs:
-  go              Go; the module requires github.com/ledgemq/ledge. Inside a
-                  checkout of Ledge (or with LEDGE_SOURCE=DIR) its go.mod
-                  replaces it with that checkout.
-  assemblyscript  node and npm: "ledge plugin build" runs the project's own
-                  "npm install" of the compiler, then "npm run build".
-  wat             wat2wasm (Debian: apt-get install wabt).`,
+  go              Go. The kit (github.com/ledgemq/ledge/sdk/plugin and the
+                  ABI package it imports) is written to ledge-sdk/, and
+                  go.mod replaces the module with it. Inside a checkout of
+                  Ledge (or with LEDGE_SOURCE=DIR) go.mod replaces it with
+                  that checkout instead.
+  assemblyscript  node and npm. The kit is assembly/ledge.ts: typed records,
+                  parameters, verdicts, proposals. The compiler comes from
+                  npm: the first "ledge plugin build" runs the project's own
+                  "npm install", the only step that needs the network.
+  wat             wat2wasm (Debian: apt-get install wabt). The source names
+                  the ABI's offsets.
+
+The project's README gives the next commands, run from its directory.`,
 		Example: `  ledge plugin init only-errors --kind filter --lang go
   ledge plugin init checkpoint --kind commit-policy --lang assemblyscript
   ledge plugin init prefix --kind filter --lang wat --dir plugins/prefix`,

@@ -7,19 +7,42 @@ import (
 	"testing"
 )
 
-// The issue's path for a plugin author on an offline machine: a Go commit
-// policy from ledge plugin init is built and tested in an empty directory
-// with no module proxy, added to a node, set on a group, and then governs
-// the commits of a plain `ledge consume --group` (no flag); the consumer
-// says so on stderr, and --commit-by-policy=false opts out.
-func TestGroupPolicyAppliesWithoutAFlag(t *testing.T) {
+// A plugin author's whole path, in an empty directory outside any
+// checkout: a filter and a commit policy from ledge plugin init are built
+// and tested (Go with no module proxy and an empty module cache;
+// AssemblyScript with its typed kit, the compiler from npm), added to a
+// node, and used: the filter by consume --filter, the policy set on a
+// group, where it governs the commits of a plain `ledge consume --group`
+// (no flag); the consumer says so on stderr, and --commit-by-policy=false
+// opts out.
+func TestPluginProjectsOnANode(t *testing.T) {
+	for _, lang := range []string{"go", "assemblyscript"} {
+		t.Run(lang, func(t *testing.T) {
+			if lang == "assemblyscript" {
+				needTool(t, "node")
+				needTool(t, "npm")
+			}
+			pluginProjectOnANode(t, lang)
+		})
+	}
+}
+
+func pluginProjectOnANode(t *testing.T, lang string) {
 	dir := t.TempDir()
-	offlineRun(t, dir, "plugin", "init", "checkpoint", "--kind", "commit-policy", "--lang", "go")
-	offlineRun(t, dir, "plugin", "build", "checkpoint")
-	offlineRun(t, dir, "plugin", "test", "checkpoint")
+	for _, p := range []struct{ name, kind string }{{"only-errors", "filter"}, {"checkpoint", "commit-policy"}} {
+		offlineRun(t, dir, "plugin", "init", p.name, "--kind", p.kind, "--lang", lang)
+		offlineRun(t, dir, "plugin", "build", p.name)
+		offlineRun(t, dir, "plugin", "test", p.name)
+	}
 
 	n := serve(t, dir)
+	n.mustRun(t, "", "plugin", "add", "only-errors", filepath.Join("only-errors", "only-errors.wasm"), "--kind", "filter")
 	n.mustRun(t, "", "plugin", "add", "checkpoint", filepath.Join("checkpoint", "checkpoint.wasm"), "--kind", "commit-policy")
+	n.mustRun(t, "", "topic", "create", "logs")
+	n.mustRun(t, `{"level":"error","msg":"disk full"}`+"\n"+`{"level":"info","msg":"ok"}`+"\n"+`{"level":"error","msg":"fan"}`+"\n", "produce", "logs")
+	if out := n.mustRun(t, "", "consume", "logs", "--filter", "only-errors", "--param", "field=level", "--param", "equals=error"); out != `{"level":"error","msg":"disk full"}`+"\n"+`{"level":"error","msg":"fan"}`+"\n" {
+		t.Errorf("consume --filter only-errors printed\n%s", out)
+	}
 	n.mustRun(t, "", "topic", "create", "frames")
 	n.mustRun(t, "frame 1\nframe 2 checkpoint\nframe 3\nframe 4 checkpoint\nframe 5\n", "produce", "frames")
 	committed := func(group string) uint64 {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ledgemq/ledge/plugins/abi"
@@ -110,5 +111,22 @@ func TestAssemblyScriptKitMatchesTheABI(t *testing.T) {
 	le.PutUint64(answer[at("PROPOSAL_THROUGH"):], 12)
 	if p, err := abi.ParseProposal(answer); err != nil || !p.Commit || p.Through != 12 {
 		t.Errorf("a proposal written at PROPOSAL_DECISION and PROPOSAL_THROUGH parses as %+v, %v", p, err)
+	}
+}
+
+// docs/PLUGINS.md shows the AssemblyScript example as it is built and
+// tested (cmd/ledge's TestPluginAssemblyScriptTypedRecords).
+func TestPluginsDocShowsTheAssemblyScriptExample(t *testing.T) {
+	example, err := os.ReadFile("assemblyscript/examples/above/index.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/PLUGINS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, code, _ := strings.Cut(string(example), "import {")
+	if !strings.Contains(string(doc), "import {"+strings.TrimRight(code, "\n")) {
+		t.Error("docs/PLUGINS.md, Part 1b, no longer shows examples/above/index.ts from its import on: copy it there")
 	}
 }

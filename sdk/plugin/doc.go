@@ -45,6 +45,11 @@
 // functions through the very encoding the host uses, and the native
 // helpers are plain Go.
 //
+// The kit imports nothing but the standard library and plugins/abi, so
+// `ledge plugin init` carries it: Source returns this package's files and
+// assemblyscript/ledge.ts, the same kit for AssemblyScript, which init
+// writes beside a new project so that it builds offline.
+//
 // Registration is package state set from init functions, the one place in
 // Ledge where that is the design: a WebAssembly reactor has no main to
 // call.
