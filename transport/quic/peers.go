@@ -41,32 +41,30 @@ const PeerConnIDLen = serverConnIDLen
 // peerTable remembers, from the datagrams the node's socket reads, the
 // address each connection ID was last seen from. The socket's reader
 // updates it once per batch, under one lock; a snapshot takes the same
-// lock once a second or so. The cost is a map update per datagram, next
-// to quic-go's decryption of it.
+// lock once a second or so. A datagram of a connection already noted
+// since the last snapshot costs one map lookup (BenchmarkPeerTableObserve),
+// next to quic-go's decryption of it.
 type peerTable struct {
 	mu    sync.Mutex
 	seen  map[[serverConnIDLen]byte]peerSeen
 	limit int // connection IDs held at most: a flood of made-up IDs is not remembered
 	now   func() time.Time
+	epoch int64 // unix nanoseconds of the last snapshot: when "seen" starts counting
 }
 
 type peerSeen struct {
-	addr netip.AddrPort
-	at   int64 // unix nanoseconds of the batch it was last seen in
+	addr  netip.AddrPort
+	epoch int64 // the snapshot epoch in which it was last seen
 }
 
 func newPeerTable(limit int, now func() time.Time) *peerTable {
-	return &peerTable{seen: make(map[[serverConnIDLen]byte]peerSeen), limit: limit, now: now}
+	return &peerTable{seen: make(map[[serverConnIDLen]byte]peerSeen), limit: limit, now: now, epoch: now().UnixNano()}
 }
 
 // observe records the destination connection ID and source of each
 // short-header packet of a batch read from the socket. Long-header
 // packets (handshakes) carry IDs a client has not settled on yet.
 func (t *peerTable) observe(ms []ipv4.Message) {
-	if len(ms) == 0 {
-		return
-	}
-	at := t.now().UnixNano()
 	t.mu.Lock()
 	for i := range ms {
 		m := &ms[i]
@@ -82,22 +80,30 @@ func (t *peerTable) observe(ms []ipv4.Message) {
 			continue
 		}
 		id := [serverConnIDLen]byte(b[1 : 1+serverConnIDLen])
-		if _, known := t.seen[id]; !known && len(t.seen) >= t.limit {
+		addr := unmapped(ua.AddrPort())
+		s, known := t.seen[id]
+		if known && s.epoch == t.epoch && s.addr == addr {
+			continue // noted since the last snapshot
+		}
+		if !known && len(t.seen) >= t.limit {
 			continue
 		}
-		t.seen[id] = peerSeen{addr: unmapped(ua.AddrPort()), at: at}
+		t.seen[id] = peerSeen{addr: addr, epoch: t.epoch}
 	}
 	t.mu.Unlock()
 }
 
-// snapshot returns the connection IDs seen within maxAge from an address
-// that live reports as a connected peer's, sorted, and forgets the rest.
+// snapshot returns the connection IDs seen within maxAge (give or take
+// the time between two snapshots) from an address that live reports as
+// a connected peer's, sorted, and forgets the rest.
 func (t *peerTable) snapshot(maxAge time.Duration, live map[netip.AddrPort]bool) []Peer {
-	oldest := t.now().Add(-maxAge).UnixNano()
+	now := t.now().UnixNano()
+	oldest := now - maxAge.Nanoseconds()
 	t.mu.Lock()
+	t.epoch = now
 	peers := make([]Peer, 0, len(t.seen))
 	for id, s := range t.seen {
-		if s.at < oldest || !live[s.addr] {
+		if s.epoch < oldest || !live[s.addr] {
 			delete(t.seen, id)
 			continue
 		}

@@ -3,9 +3,13 @@ package quic
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/binary"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
+
+	"golang.org/x/net/ipv4"
 )
 
 // TestSuccessorResetsTheIdlePeersOfItsPredecessor: a node dies without
@@ -112,4 +116,32 @@ func TestParsePeersRefusesATornList(t *testing.T) {
 	if _, err := ParsePeers(bytes.Repeat([]byte{0}, 0)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkPeerTableObserve is what noting peers adds to the node's read
+// path: batches of 8 short-header datagrams from a fleet of 10,000
+// connections, every connection already noted since the last snapshot
+// (the steady state between two snapshots).
+func BenchmarkPeerTableObserve(b *testing.B) {
+	const fleet, batch = 10000, 8
+	pt := newPeerTable(4*fleet, time.Now)
+	batches := make([][]ipv4.Message, fleet/batch)
+	for i := range fleet {
+		d := make([]byte, 64)
+		d[0] = 0x40
+		binary.BigEndian.PutUint32(d[1:], uint32(i*2654435761))
+		addr := &net.UDPAddr{IP: net.IPv4(10, 0, byte(i>>8), byte(i)), Port: 40000 + i%1000}
+		k := (i * 1237) % fleet / batch // spread each batch over the fleet
+		batches[k] = append(batches[k], ipv4.Message{Buffers: [][]byte{d}, N: len(d), Addr: addr})
+	}
+	for _, ms := range batches {
+		pt.observe(ms)
+	}
+	datagrams := 0
+	for i := 0; b.Loop(); i++ {
+		ms := batches[i%len(batches)]
+		pt.observe(ms)
+		datagrams += len(ms)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(datagrams), "ns/datagram")
 }
