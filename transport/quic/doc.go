@@ -100,7 +100,7 @@
 //     sends no such packet (keep-alives are shorter), so a node that was
 //     killed could not reach it until its poll ran out. With a key, the
 //     node's socket notes, per short-header packet it reads, the
-//     connection ID each client address sends to (one map update per
+//     connection ID each client address sends to (a map lookup per
 //     datagram, one lock per batch); [Listener.Peers] lists them and a
 //     successor's [Listener.ResetPeers] sends each a reset unasked, with
 //     quic-go's token (HMAC-SHA256 of the connection ID under the key). A
