@@ -79,101 +79,75 @@ func TestPluginProjectAssemblyScript(t *testing.T) {
 }
 
 // The AssemblyScript kit's typed records decide beyond the host's
-// matchers: the worked example of sdk/plugin/assemblyscript/examples
-// compares a JSON number per record, built in a project from init.
+// matchers: the examples of sdk/plugin/assemblyscript/examples (a JSON
+// number comparison per record; a commit policy reading headers, keys
+// and offsets and keeping state), each built in a project from init.
 func TestPluginAssemblyScriptTypedRecords(t *testing.T) {
 	needTool(t, "node")
 	needTool(t, "npm")
-	dir := t.TempDir()
-	if out, err := pluginProjectRun(t, dir, "plugin", "init", "above", "--kind", "filter", "--lang", "assemblyscript"); err != nil {
-		t.Fatalf("ledge plugin init: %v\n%s", err, out)
-	}
-	project := filepath.Join(dir, "above")
-	example := "../../sdk/plugin/assemblyscript/examples/above"
-	for from, to := range map[string]string{"index.ts": "assembly/index.ts", "records.jsonl": "records.jsonl"} {
-		b, err := os.ReadFile(filepath.Join(example, from))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(project, to), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	manifest := filepath.Join(project, projectFile)
-	b, err := os.ReadFile(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["params"] = map[string]string{"min": "30", "unit": "C"}
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(manifest, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := pluginProjectRun(t, project, "plugin", "build"); err != nil {
-		t.Fatalf("ledge plugin build: %v\n%s", err, out)
-	}
-	out, err := pluginProjectRun(t, project, "plugin", "test")
-	if err != nil || !strings.Contains(out, "ok: 7 verdicts as") {
-		t.Fatalf("ledge plugin test: %v\n%s", err, out)
-	}
-	// A parameter the example does not know fails the poll with the kit's
-	// message, naming it.
-	out, err = pluginProjectRun(t, project, "plugin", "test", "--param", "nim=3")
-	if err == nil || !strings.Contains(out, `unknown parameter "nim"`) {
-		t.Fatalf("ledge plugin test --param nim=3: %v\n%s", err, out)
-	}
-}
-
-func TestPluginProjectWAT(t *testing.T) {
-	needTool(t, "wat2wasm")
-	testPluginProject(t, "wat")
-}
-
-// A Go project's own tests pass natively, and ledge plugin test fails,
-// naming the record, when the module's verdict is not the expected one.
-func TestPluginProjectTestCatchesAWrongVerdict(t *testing.T) {
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"plugin", "init", "only-errors", "--kind", "filter", "--lang", "go"},
-		{"plugin", "build", "only-errors"},
+	for _, ex := range []struct {
+		name, kind string
+		params     map[string]string
+		want       string
+	}{
+		{"above", "filter", map[string]string{"min": "30", "unit": "C"}, "ok: 7 verdicts as"},
+		{"checkpoint", "commit-policy", map[string]string{}, "ok: 1 proposal as"},
 	} {
-		if out, err := pluginProjectRun(t, dir, args...); err != nil {
-			t.Fatalf("ledge %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	project := filepath.Join(dir, "only-errors")
-	goTest := exec.Command("go", "test", "./...")
-	goTest.Dir = project
-	if out, err := goTest.CombinedOutput(); err != nil {
-		t.Fatalf("go test in the generated project: %v\n%s", err, out)
-	}
-
-	records := filepath.Join(project, "records.jsonl")
-	b, err := os.ReadFile(records)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrong := strings.Replace(string(b), `"msg": "started"}, "expect": "drop"`, `"msg": "started"}, "expect": "keep"`, 1)
-	if wrong == string(b) {
-		t.Fatal("the sample records changed: update this test")
-	}
-	if err := os.WriteFile(records, []byte(wrong), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := pluginProjectRun(t, dir, "plugin", "test", "only-errors")
-	if err == nil {
-		t.Fatalf("ledge plugin test passed with a wrong expectation:\n%s", out)
-	}
-	for _, want := range []string{"drop 1 {\"level\": \"info\", \"msg\": \"started\"}   <- expected keep", "1 of 6 verdicts differ"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+		t.Run(ex.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if out, err := pluginProjectRun(t, dir, "plugin", "init", ex.name, "--kind", ex.kind, "--lang", "assemblyscript"); err != nil {
+				t.Fatalf("ledge plugin init: %v\n%s", err, out)
+			}
+			project := filepath.Join(dir, ex.name)
+			example := filepath.Join("../../sdk/plugin/assemblyscript/examples", ex.name)
+			for from, to := range map[string]string{"index.ts": "assembly/index.ts", "records.jsonl": "records.jsonl"} {
+				b, err := os.ReadFile(filepath.Join(example, from))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(project, to), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			manifest := filepath.Join(project, projectFile)
+			b, err := os.ReadFile(manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["params"] = ex.params
+			if b, err = json.Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(manifest, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := pluginProjectRun(t, project, "plugin", "build"); err != nil {
+				t.Fatalf("ledge plugin build: %v\n%s", err, out)
+			}
+			out, err := pluginProjectRun(t, project, "plugin", "test")
+			if err != nil || !strings.Contains(out, ex.want) {
+				t.Fatalf("ledge plugin test: %v\n%s\nwant %q", err, out, ex.want)
+			}
+			if ex.name == "checkpoint" {
+				// With value=yes the policy passes over the record whose
+				// checkpoint header is null (the expected commit) and
+				// commits through the one marked yes.
+				out, err := pluginProjectRun(t, project, "plugin", "test", "--param", "value=yes")
+				if err == nil || !strings.Contains(out, "commit through 101") {
+					t.Errorf("ledge plugin test --param value=yes: %v\n%s\nwant a commit through 101, not the expected one", err, out)
+				}
+			}
+			// A parameter the example does not know fails the poll with
+			// the kit's message, naming it.
+			out, err = pluginProjectRun(t, project, "plugin", "test", "--param", "nim=3")
+			if err == nil || !strings.Contains(out, `unknown parameter "nim"`) {
+				t.Fatalf("ledge plugin test --param nim=3: %v\n%s", err, out)
+			}
+		})
 	}
 }
 

@@ -295,15 +295,29 @@ export class Record {
   // headerValue returns the value of the first header called name, or
   // null when there is none or its value is null.
   headerValue(name: string): string | null {
+    const h = this.findHeader(name);
+    if (h == 0) return null;
+    return stringAt(this.region + <usize>load<u32>(h + HEADER_ENTRY_VALUE_OFF), load<i32>(h + HEADER_ENTRY_VALUE_LEN));
+  }
+
+  // findHeader returns the address of the entry of the first header
+  // called name, or 0.
+  private findHeader(name: string): usize {
     const want = String.UTF8.encode(name);
     const wantLen = want.byteLength;
     for (let i = 0; i < this.headerCount; i++) {
       const h = this.headerEntry(i);
       if (load<i32>(h + HEADER_ENTRY_KEY_LEN) == wantLen && memory.compare(this.region + <usize>load<u32>(h + HEADER_ENTRY_KEY_OFF), changetype<usize>(want), <usize>wantLen) == 0) {
-        return stringAt(this.region + <usize>load<u32>(h + HEADER_ENTRY_VALUE_OFF), load<i32>(h + HEADER_ENTRY_VALUE_LEN));
+        return h;
       }
     }
-    return null;
+    return 0;
+  }
+
+  // hasHeader reports whether the record has a header called name,
+  // whatever its value (null included).
+  hasHeader(name: string): bool {
+    return this.findHeader(name) != 0;
   }
 
   // jsonField returns the raw JSON text of the member that path ("a" or
