@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -33,11 +34,16 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 	// DefaultMaxControlRequestBytes bounds every other request of an
 	// authenticated connection: a Metadata, an OffsetCommit or a group
-	// request (room for an OffsetCommit of 3,000 partitions). kmsg
+	// request (room for more elements than MaxRequestElements). kmsg
 	// sizes their arrays from claimed counts checked against a few bytes
 	// an element, so what decoding one allocates is a bounded multiple of
 	// this, not of MaxRequestBytes.
-	DefaultMaxControlRequestBytes = 64 << 10
+	DefaultMaxControlRequestBytes = 16 << 10
+	// DefaultMaxRequestElements bounds the topics, partitions and groups
+	// of one request, in all: answering each costs the node up to 2 KiB
+	// (a Fetch partition 2.1 KB, a Metadata topic 1.2 KB), so 384 keep
+	// what a request makes the node allocate within 1 MiB.
+	DefaultMaxRequestElements = 384
 	// DefaultMaxUnauthenticatedRequestBytes bounds a request before
 	// authentication (ApiVersions, SaslHandshake, SaslAuthenticate): a
 	// thirty-second of Kafka's 512 KiB (sasl.server.max.receive.size),
@@ -86,6 +92,11 @@ type Config struct {
 	// against their bytes before they are decoded); a larger one closes
 	// the connection. Default DefaultMaxControlRequestBytes.
 	MaxControlRequestBytes int
+	// MaxRequestElements bounds the elements of a request: its topics,
+	// partitions, groups and other array entries, at every depth. A
+	// request with more closes the connection. Default
+	// DefaultMaxRequestElements.
+	MaxRequestElements int
 	// MaxUnauthenticatedRequestBytes bounds a request before
 	// authentication; a larger one closes the connection. Default
 	// DefaultMaxUnauthenticatedRequestBytes.
@@ -160,6 +171,7 @@ func serveListener(cfg Config, ln net.Listener) *Server {
 	}
 	setDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
 	setDefault(&cfg.MaxControlRequestBytes, DefaultMaxControlRequestBytes)
+	setDefault(&cfg.MaxRequestElements, DefaultMaxRequestElements)
 	setDefault(&cfg.MaxUnauthenticatedRequestBytes, DefaultMaxUnauthenticatedRequestBytes)
 	setDefault(&cfg.AuthTimeout, DefaultAuthTimeout)
 	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
@@ -655,6 +667,11 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 	if err := req.ReadFrom(rd.Src); err != nil {
 		cc.s.log.Info("kafka: malformed request; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "err", err)
 		cc.closing(reasonMalformed)
+		return rp, false
+	}
+	if n := countElements(reflect.ValueOf(req)); n > cc.s.cfg.MaxRequestElements {
+		cc.s.log.Info("kafka: request of too many elements; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "elements", n, "limit", cc.s.cfg.MaxRequestElements)
+		cc.closing(reasonTooLarge)
 		return rp, false
 	}
 	defer func() {
