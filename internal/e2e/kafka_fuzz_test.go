@@ -476,4 +476,3 @@ func (p *recordingProxy) forward(c net.Conn, target string) {
 		}
 	}
 }
-
