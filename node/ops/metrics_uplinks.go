@@ -21,7 +21,7 @@ type uplinkDescs struct {
 func newUplinkDescs() uplinkDescs {
 	return uplinkDescs{
 		position:       partitionDesc("ledge_uplink_position", "Next Ledge offset the uplink forwards: the position committed in Kafka (0 until the forwarder first read it)."),
-		lagRecords:     partitionDesc("ledge_uplink_lag_records", "Records not yet forwarded to Kafka: high watermark minus the uplink's position."),
+		lagRecords:     partitionDesc("ledge_uplink_lag_records", "Records not yet forwarded to Kafka: high watermark minus the uplink's position, less the offsets recoveries skipped."),
 		lagSeconds:     partitionDesc("ledge_uplink_lag_seconds", "Age of the oldest record not yet forwarded to Kafka, by its timestamp; 0 when caught up."),
 		forwarded:      partitionDesc("ledge_uplink_forwarded_records_total", "Records committed to Kafka by the uplink since its forwarder started."),
 		transactions:   partitionDesc("ledge_uplink_transactions_total", "Kafka transactions the uplink committed since its forwarder started."),

@@ -73,6 +73,10 @@ func (l EngineLog) current() (LogState, []fence.HistoryTransition) {
 	return c.state, c.lineage
 }
 
+// Skipped returns how many offsets of [from, to) a recovery skipped: they
+// hold no record (engine.Partition.Skipped).
+func (l EngineLog) Skipped(from, to uint64) uint64 { return l.p.Skipped(from, to) }
+
 func (l EngineLog) State() LogState {
 	st, _ := l.current()
 	return st

@@ -101,6 +101,16 @@ type PartitionState = fence.Partition
 // State returns the partition's current state.
 func (o *Owner) State() PartitionState { return o.facts() }
 
+// Skipped returns how many offsets of [from, to) hold no record because a
+// recovery skipped them (0 for a log that does not say): a lag in records
+// leaves them out.
+func (o *Owner) Skipped(from, to uint64) uint64 {
+	if sk, ok := o.log.(interface{ Skipped(from, to uint64) uint64 }); ok {
+		return sk.Skipped(from, to)
+	}
+	return 0
+}
+
 // facts returns the partition's current state as fence sees it.
 func (o *Owner) facts() fence.Partition {
 	st := o.log.State()

@@ -253,9 +253,10 @@ type Status struct {
 	Known    bool
 	// HighWatermark is the partition's as last seen.
 	HighWatermark uint64
-	// LagRecords is HighWatermark - Position (offsets, so gaps count);
-	// until the position is known, HighWatermark - the log start: an
-	// upper bound. It is read from the partition at every Status call.
+	// LagRecords is HighWatermark - Position, less the offsets a recovery
+	// skipped (they hold no record; other gaps count); until the position
+	// is known, from the log start: an upper bound. It is read from the
+	// partition at every Status call.
 	LagRecords uint64
 	// LagAge is how old the oldest record not yet forwarded is; 0 when
 	// caught up or unknown.
@@ -309,6 +310,12 @@ type retentionHolder interface {
 	RetentionHold() owner.RetentionHold
 }
 
+// skipper is a source that says which offsets hold no record because a
+// recovery skipped them (*Owner): they are not lag.
+type skipper interface {
+	Skipped(from, to uint64) uint64
+}
+
 func (u *uplinkStats) update(fn func(s *Status)) {
 	u.mu.Lock()
 	fn(&u.s)
@@ -322,6 +329,9 @@ func (u *uplinkStats) lagLocked() {
 	from := max(u.s.Position, u.logStart)
 	if u.s.HighWatermark > from {
 		u.s.LagRecords = u.s.HighWatermark - from
+		if sk, ok := u.source.(skipper); ok {
+			u.s.LagRecords -= min(sk.Skipped(from, u.s.HighWatermark), u.s.LagRecords)
+		}
 	} else {
 		u.s.LagRecords = 0
 		u.oldest = 0
