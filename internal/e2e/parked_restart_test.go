@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
+
+var parkedRounds = flag.Int("parked.rounds", 3, "SIGKILLs under parked consumers in each TestParked* test (8 for the figures of docs/OPERATIONS.md)")
 
 // parkedMaxWait is how long the parked polls of TestParkedConsumersAfterKill
 // wait for records: a fleet's devices park polls for minutes. A client
@@ -143,10 +146,9 @@ func TestParkedConsumersAfterKill(t *testing.T) {
 	}
 	awaitAll("warm-up", time.Now())
 
-	const rounds = 3
 	figures := map[string][]time.Duration{}
 	var before []uint16
-	for round := range rounds {
+	for round := range *parkedRounds {
 		// Parked: the connections of the three consumers (and the
 		// admin's) are listed for a successor, all of them new since
 		// the last kill.
@@ -228,7 +230,7 @@ func TestParkedConsumerProbesAForgetfulNode(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	var took []time.Duration
-	for round := range 3 {
+	for round := range *parkedRounds {
 		value := fmt.Sprintf("round-%d", round)
 		// A poll is parked a moment after it was sent; kill the node
 		// within the max wait of the one parked now.
@@ -361,7 +363,7 @@ func TestParkedKafkaFetchAfterKill(t *testing.T) {
 	}
 	await("warm-up")
 	var took []time.Duration
-	for round := range 3 {
+	for round := range *parkedRounds {
 		time.Sleep(time.Second) // the next fetch is parked
 		served.stop(syscall.SIGKILL)
 		ready := served.start()
