@@ -66,8 +66,11 @@
 // past the high watermark); "next" polls against the resolution rules of
 // FENCING.md; each poll's range against the log; lineages against the
 // transitions the model can explain; and after each restart, the whole log
-// against what must have survived, the disk against the obligations that
-// must be finished, and the bookmarks against those written.
+// against what must have survived, where numbering resumes (under always
+// at the log's end: the model then forgets the offsets handed out past it,
+// never acknowledged nor seen) and the skipped ranges recorded, the disk
+// against the obligations that must be finished, and the bookmarks against
+// those written.
 //
 // # Groups and state
 //

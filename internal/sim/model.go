@@ -33,7 +33,8 @@ type partModel struct {
 
 	// values holds every offset ever handed out with the value of its
 	// record: an offset never holds another record, not after a purge,
-	// not after a crash.
+	// not after a crash (except, under always, an offset past the log's
+	// end at a recovery: never acknowledged nor seen, it is forgotten).
 	values map[uint64]string
 	// acked: appends acknowledged to the producer.
 	acked map[uint64]bool

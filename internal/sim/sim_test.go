@@ -37,6 +37,11 @@ func runSeed(t *testing.T, seed uint64, logf func(string, ...any)) Result {
 //     records; a recovery that lost records a reader could see bumped the
 //     history epoch (a lossy-recovery transition whose kept end is below
 //     them), and never under always;
+//   - a recovery under always numbers on from the log's end, skipping
+//     nothing (offsets handed out past it were never acknowledged nor
+//     seen, and may be handed out again); under every policy the offsets
+//     between the log's last record and where numbering resumes are
+//     recorded as skipped;
 //   - the owner never writes a bookmark of an older history; a commit
 //     with a token of an older history (or of a deleted topic) is
 //     refused; "next" resumes where the rules say (after a purge: the
