@@ -71,7 +71,7 @@ func RegisterMetrics(reg prometheus.Registerer) (*PromMetrics, error) {
 		}, []string{"reason"}),
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ledge_kafka_connections_closed_total",
-			Help: "Kafka connections closed after being served, by reason (client_closed, auth_timeout, auth_failed, before_auth, evicted, idle, read_timeout, too_large, malformed, conn_limit, revoked, handler_failure, shutdown).",
+			Help: "Kafka connections closed after being served, by reason (client_closed, auth_timeout, auth_failed, before_auth, evicted, idle, read_timeout, too_large, malformed, unserved_api, conn_limit, revoked, handler_failure, shutdown).",
 		}, []string{"reason"}),
 	}
 	var err error

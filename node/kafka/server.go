@@ -242,7 +242,8 @@ const (
 	reasonIdle           = "idle"            // IdleTimeout without a request, or a reply unread
 	reasonReadTimeout    = "read_timeout"    // a request begun and not continued for ReadTimeout
 	reasonTooLarge       = "too_large"       // a request over its bound
-	reasonMalformed      = "malformed"       // a request that does not parse, or one of an unknown API
+	reasonMalformed      = "malformed"       // a request that does not parse
+	reasonUnservedAPI    = "unserved_api"    // a request of an API the listener does not serve
 	reasonRevoked        = "revoked"         // the token was revoked
 	reasonShutdown       = "shutdown"        // the listener closed
 	reasonClientClosed   = "client_closed"   // the client closed it, or the network failed
@@ -621,10 +622,13 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 			cc.clientID = strings.ToValidUTF8(cc.clientID[:min(len(cc.clientID), wire.MaxNameLen)], "")
 		}
 	}
-	req := kmsg.RequestForKey(key)
+	req := newRequest(key)
 	if req == nil {
-		cc.s.log.Info("kafka: unknown api key; closing the connection", "remote", cc.c.RemoteAddr(), "key", key)
-		cc.closing(reasonMalformed)
+		// Clients ask ApiVersions first and send only what it lists; a
+		// Kafka broker closes the connection on an API it does not
+		// serve, too.
+		cc.s.log.Info("kafka: api not served; closing the connection", "remote", cc.c.RemoteAddr(), "key", key, "api", kmsg.NameForKey(key))
+		cc.closing(reasonUnservedAPI)
 		return rp, false
 	}
 	req.SetVersion(version)

@@ -115,29 +115,40 @@ func (rc *rawClient) authenticate(password string) int16 {
 	return ar.ErrorCode
 }
 
-// TestUnsupportedRequestIsAnswered: a request of an API the listener does
-// not serve gets its response with UNSUPPORTED_VERSION, and the
-// connection goes on serving.
-func TestUnsupportedRequestIsAnswered(t *testing.T) {
+// TestUnsupportedRequests: a request of an API the listener serves, at a
+// version it does not speak, is answered with UNSUPPORTED_VERSION and the
+// connection goes on serving; a request of an API it does not serve
+// (DescribeConfigs, or a key Kafka does not define) closes the
+// connection, as a Kafka broker does.
+func TestUnsupportedRequests(t *testing.T) {
 	rc := dialRaw(t)
 	if code := rc.authenticate("good"); code != 0 {
 		t.Fatalf("authentication refused: %v", kerr.ErrorForCode(code))
 	}
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	resp := kmsg.NewPtrDescribeConfigsResponse()
-	if err := rc.send(req, resp); err != nil {
-		t.Fatalf("DescribeConfigs: %v", err)
-	}
-	av := kmsg.NewPtrApiVersionsResponse()
-	if err := rc.send(kmsg.NewPtrApiVersionsRequest(), av); err != nil || av.ErrorCode != 0 || len(av.ApiKeys) == 0 {
-		t.Fatalf("ApiVersions after an unsupported request: %v %v", err, kerr.ErrorForCode(av.ErrorCode))
-	}
-
 	old := kmsg.NewPtrFetchRequest()
 	old.Version = 0 // below what the listener speaks
 	fr := kmsg.NewPtrFetchResponse()
 	if err := rc.send(old, fr); err != nil {
 		t.Fatalf("Fetch v0: %v", err)
+	}
+	av := kmsg.NewPtrApiVersionsResponse()
+	if err := rc.send(kmsg.NewPtrApiVersionsRequest(), av); err != nil || av.ErrorCode != 0 || len(av.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions after an unsupported version: %v %v", err, kerr.ErrorForCode(av.ErrorCode))
+	}
+	if err := rc.send(kmsg.NewPtrDescribeConfigsRequest(), kmsg.NewPtrDescribeConfigsResponse()); !closedByNode(err) {
+		t.Fatalf("DescribeConfigs: %v, want the connection closed", err)
+	}
+
+	rc = dialRaw(t)
+	if code := rc.authenticate("good"); code != 0 {
+		t.Fatalf("authentication refused: %v", kerr.ErrorForCode(code))
+	}
+	unknown := []byte{0, 0, 0, 10, 0x03, 0xe7, 0, 0, 0, 0, 0, 9, 0xff, 0xff} // key 999
+	if _, err := rc.c.Write(unknown); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.r.ReadByte(); !closedByNode(err) {
+		t.Fatalf("an api key of 999: %v, want the connection closed", err)
 	}
 }
 

@@ -58,3 +58,57 @@ func setErrorCodes(r kmsg.Response, code int16) {
 		f.SetInt(int64(code))
 	}
 }
+
+// newRequest is a request of the API key, for the APIs the listener
+// serves; nil for any other. A switch over these types alone, rather
+// than kmsg.RequestForKey, leaves the other request and response types
+// of kmsg out of the binary.
+func newRequest(key int16) kmsg.Request {
+	switch kmsg.Key(key) {
+	case kmsg.Produce:
+		return kmsg.NewPtrProduceRequest()
+	case kmsg.Fetch:
+		return kmsg.NewPtrFetchRequest()
+	case kmsg.ListOffsets:
+		return kmsg.NewPtrListOffsetsRequest()
+	case kmsg.Metadata:
+		return kmsg.NewPtrMetadataRequest()
+	case kmsg.OffsetCommit:
+		return kmsg.NewPtrOffsetCommitRequest()
+	case kmsg.OffsetFetch:
+		return kmsg.NewPtrOffsetFetchRequest()
+	case kmsg.FindCoordinator:
+		return kmsg.NewPtrFindCoordinatorRequest()
+	case kmsg.JoinGroup:
+		return kmsg.NewPtrJoinGroupRequest()
+	case kmsg.Heartbeat:
+		return kmsg.NewPtrHeartbeatRequest()
+	case kmsg.LeaveGroup:
+		return kmsg.NewPtrLeaveGroupRequest()
+	case kmsg.SyncGroup:
+		return kmsg.NewPtrSyncGroupRequest()
+	case kmsg.DescribeGroups:
+		return kmsg.NewPtrDescribeGroupsRequest()
+	case kmsg.ListGroups:
+		return kmsg.NewPtrListGroupsRequest()
+	case kmsg.SASLHandshake:
+		return kmsg.NewPtrSASLHandshakeRequest()
+	case kmsg.ApiVersions:
+		return kmsg.NewPtrApiVersionsRequest()
+	case kmsg.CreateTopics:
+		return kmsg.NewPtrCreateTopicsRequest()
+	case kmsg.DeleteTopics:
+		return kmsg.NewPtrDeleteTopicsRequest()
+	case kmsg.DeleteRecords:
+		return kmsg.NewPtrDeleteRecordsRequest()
+	case kmsg.InitProducerID:
+		return kmsg.NewPtrInitProducerIDRequest()
+	case kmsg.OffsetForLeaderEpoch:
+		return kmsg.NewPtrOffsetForLeaderEpochRequest()
+	case kmsg.SASLAuthenticate:
+		return kmsg.NewPtrSASLAuthenticateRequest()
+	case kmsg.ConsumerGroupHeartbeat:
+		return kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	}
+	return nil
+}
