@@ -17,6 +17,15 @@
 // password being a Ledge token; the token's scopes decide what each
 // request may do.
 //
+// It is bounded as the QUIC listener is (docs/KAFKA.md, "Bounds"): only
+// ApiVersions and SASL before authentication, small and within a
+// deadline; caps on unauthenticated and authenticated connections; idle
+// and read deadlines. A request's bytes are allocated as they arrive,
+// its claims (array lengths, tagged fields, record counts) are checked
+// against the bytes that carry them before anything is sized from them
+// (bound.go), and a Produce is authorized before its batches are
+// decompressed or converted.
+//
 // Messages are franz-go's kmsg, generated from Kafka's own definitions;
 // record batches are converted once each way, since Ledge's stored batch
 // (package record) is not Kafka's: on produce into a Ledge batch that the
