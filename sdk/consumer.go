@@ -169,6 +169,8 @@ func (c *Consumer) Session() uint64 { return c.who.Session }
 // failed. A fenced session fails every later call with ErrFencedSession.
 // When ctx ends first, Poll returns its error, and the records of the
 // poll still on its way are returned by the next Poll, so none are lost.
+// After the node restarted, Poll fails as a reset connection, and the
+// next Poll reconnects and continues where the last delivery ended.
 func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()

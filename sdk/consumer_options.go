@@ -189,7 +189,11 @@ func WithAutoCommit(m AutoCommit) ConsumerOption {
 
 // WithMaxWait sets how long the node holds a poll that finds no records
 // before answering with none (a long poll). It answers as soon as records
-// arrive.
+// arrive. A poll still unanswered a second past it sends the node one
+// small request, so that a node killed and started again meanwhile
+// answers with a stateless reset and Poll fails at once as a reset
+// connection (the next Poll reconnects), rather than after the request
+// timeout (WithRequestTimeout) on top of the max wait.
 //
 // Default 1 s. Zero or negative answers at once.
 func WithMaxWait(d time.Duration) ConsumerOption {
