@@ -31,11 +31,12 @@
 //	node → {node/owner, node/group, node/uplink, node/ops, node/kafka}
 //	node/ops → {node/uplink, node/statuspage}
 //	node/group, node/uplink, node/ops → node/owner
-//	node/owner → {engine, fence, record, transport/wire}
+//	node/owner → {engine, fence, record}
 //
-// Each rule can be checked with go list:
+// internal/layout's test checks these rules, and DESIGN.md's, with go
+// list:
 //
-//   - node/owner imports nothing of node/...: it learns of group members
+//   - node/owner imports nothing of node/... and no transport: it learns of group members
 //     through its Members interface, which the coordinator implements, and
 //     of its storage through PartitionLog and Metadata.
 //   - node/group drives owners only through PartitionAssigner (Assign,
@@ -51,5 +52,7 @@
 //     the listener's interfaces.
 //   - Packages named ...test (node/owner/ownertest,
 //     node/uplink/uplinktest, node/ops/opstest) are test support: only
-//     _test.go files import them.
+//     _test.go files import them. So are internal/fullfs, internal/sim and
+//     internal/testtool: the release binary links none of them (cmd/ledge
+//     has its test disk only under the ledgetest build tag).
 package node

@@ -34,7 +34,7 @@ func newTestGroups(t *testing.T, topic string, partitions int) *group.Groups {
 		return id, parts, logs, name == topic
 	}
 	gs, err := group.OpenGroups(group.GroupsConfig{
-		Meta: meta, Topics: NewGroupTopics(lookup), Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
+		Meta: meta, Topics: group.FuncTopics(lookup, StatusOf), Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,3 +1,5 @@
+//go:build ledgetest
+
 package main
 
 import (
@@ -17,7 +19,10 @@ import (
 // limited size: the node's file system is wrapped in internal/fullfs,
 // counting the data directory's files, so that a test without the right
 // to mount a small file system can fill the node's disk and free it. It
-// is for tests only, and so is left out of --help and of the settings.
+// is for tests only, and so is left out of --help and of the settings,
+// and built only with the ledgetest build tag (go build -tags ledgetest),
+// which a release build does not set: a release binary links no test file
+// system (testdisk_release.go).
 //
 // The file holds the disk's size in bytes, or "full" for the bytes in use
 // at that moment (no room left). The node reads it at start and whenever

@@ -19,11 +19,13 @@ import (
 	"github.com/ledgemq/ledge/sdk"
 )
 
-// buildLedge builds the ledge binary, as operators run it.
+// buildLedge builds the ledge binary, as operators run it, with the
+// ledgetest tag: its test disk (LEDGE_TEST_DISK, cmd/ledge/testdisk.go)
+// is there, and nothing else changes.
 func buildLedge(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ledge")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/ledgemq/ledge/cmd/ledge")
+	cmd := exec.Command("go", "build", "-tags", "ledgetest", "-o", bin, "github.com/ledgemq/ledge/cmd/ledge")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

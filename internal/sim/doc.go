@@ -11,11 +11,13 @@
 //
 // # What runs
 //
-// A World is one node: an engine.Engine on a Disk, a node.Owner per
-// partition (wired as the node wires them), the registries of consumer
-// sessions and producers, and the node's consumer-group coordinator
-// (node.Groups), opened from the metadata store before the owners and
-// driving them through node.NewGroupTopics, as the node does. Ops act on it one at a time: appends,
+// A World is one node without its listeners: an engine.Engine on a Disk,
+// an owner.Owner per partition (wired as the node wires them), the
+// registries of consumer sessions and producers, and the consumer-group
+// coordinator (group.Groups), opened from the metadata store before the
+// owners and driving them through group.FuncTopics, as the node does. It
+// imports no part of node beyond node/owner and node/group (a test keeps
+// it so: internal/layout). Ops act on it one at a time: appends,
 // polls (named consumers with each commit mode, and anonymous ones),
 // manual commits, purges (some racing an append), retention, time
 // passing, topic deletion and re-creation, work sent to deleted topics,

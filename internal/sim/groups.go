@@ -9,7 +9,6 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
-	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -162,7 +161,7 @@ func newGroupModel() *groupModel {
 // does before it builds its owners.
 func (w *World) openGroups() error {
 	g, err := group.OpenGroups(group.GroupsConfig{
-		Meta: w.meta, Topics: node.NewGroupTopics(w.groupTopic), Now: time.Now,
+		Meta: w.meta, Topics: group.FuncTopics(w.groupTopic, offsetStatus), Now: time.Now,
 		HeartbeatInterval: simHeartbeat, SessionTimeout: simSession, RebalanceTimeout: simRebalance,
 		EpochBlock: simEpochBlock,
 	})
@@ -172,6 +171,11 @@ func (w *World) openGroups() error {
 	w.groups = g
 	return nil
 }
+
+// offsetStatus is the status of a group offset the World could not read:
+// the checks tell only OK from the rest, so the protocol's own mapping of
+// an error will do (the node's adds statuses for its plugins and storage).
+func offsetStatus(err error) (wire.Status, string) { return wire.StatusOf(err), err.Error() }
 
 // groupTopic is the coordinator's view of the World's live topics: each
 // owner wrapped so that the model sees what it is told.
