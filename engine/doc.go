@@ -47,12 +47,13 @@
 // the next append once it is older than SegmentAge, and, when appends
 // stopped, by EnforceRetention (below).
 //
-// Offsets are reserved durably ahead of use, recorded in pebble with one
-// synced write, made by the flusher between rounds once half of the last
-// raise is left (an append waits only if the reservation runs out). A
-// raise covers about Options.ReservationTime (1 s) of the partition's
-// appends at the rate since the previous one, at least
-// MinReservationStep (1024) and at most ReservationStep (2^20).
+// Under interval and none, offsets are reserved durably ahead of use,
+// recorded in pebble with one synced write, made by the flusher between
+// rounds once half of the last raise is left (an append waits only if the
+// reservation runs out). A raise covers about Options.ReservationTime
+// (1 s) of the partition's appends at the rate since the previous one, at
+// least MinReservationStep (1024) and at most ReservationStep (2^20).
+// Under always nothing is reserved: a recovery never needs it (below).
 //
 // After an unclean stop, a topic under always continues numbering at the
 // recovered end of its log: its readers saw only fsynced records, which

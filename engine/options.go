@@ -182,7 +182,8 @@ type Options struct {
 	Logger *slog.Logger
 
 	// ReservationStep is the most offsets one durable reservation covers
-	// (default 1<<20). A reservation covers about ReservationTime of the
+	// (default 1<<20); topics under DurabilityAlways reserve none. A
+	// reservation covers about ReservationTime of the
 	// partition's appends at the rate measured since the previous one,
 	// at least MinReservationStep (or ReservationStep, if smaller) and at
 	// most ReservationStep; it is extended in the background when half of

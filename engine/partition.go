@@ -287,7 +287,7 @@ func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, err
 			p.mu.Unlock()
 			return AppendResult{}, err
 		}
-		if p.next+n > p.ceiling {
+		if p.reserves() && p.next+n > p.ceiling {
 			p.extendLocked(p.next + n)
 			ch := p.extendDone
 			p.mu.Unlock()
@@ -316,7 +316,7 @@ func (p *Partition) AppendOwned(batch []byte, release func()) (AppendResult, err
 		record.StampAppendTime(batch, now)
 		h.MaxTimestamp = now
 	}
-	if p.ceiling-p.next < p.resv.stepLocked(p.e.opts)/2 {
+	if p.reserves() && p.ceiling-p.next < p.resv.stepLocked(p.e.opts)/2 {
 		p.extendLocked(0)
 	}
 	q := pending{b: batch, release: release, base: base, last: base + n - 1, maxTS: h.MaxTimestamp}
@@ -386,6 +386,12 @@ func (p *Partition) WaitDurable(ctx context.Context, off uint64) error {
 		}
 	}
 }
+
+// reserves reports whether the partition reserves offsets ahead of use.
+// Under always it does not: a recovery resumes at the log's end, which
+// holds every offset a reader or a producer saw, and never reads the
+// ceiling.
+func (p *Partition) reserves() bool { return p.cfg.Durability != DurabilityAlways }
 
 // extendLocked asks the flusher to raise the durable offset reservation
 // to cover at least need (and a step more); extendDone is closed once it
