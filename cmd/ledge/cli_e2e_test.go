@@ -271,7 +271,7 @@ func TestTopicLifecycleThroughCLI(t *testing.T) {
 		t.Fatalf("consumed %q", out)
 	}
 
-	n.mustRun(t, "", "topic", "purge", "s", "--partition", "1")
+	n.mustRun(t, "", "topic", "purge", "s", "--partition", "1", "--yes")
 	describe()
 	if p := d.State[1]; p.StartOffset != 4 || p.HighWatermark != 4 || p.History != 2 {
 		t.Fatalf("partition 1 after purge: %+v", p)
@@ -279,7 +279,7 @@ func TestTopicLifecycleThroughCLI(t *testing.T) {
 	if out := n.mustRun(t, "", "consume", "s"); out != "" {
 		t.Fatalf("a purged topic still shows %q", out)
 	}
-	n.mustRun(t, "", "topic", "delete", "s")
+	n.mustRun(t, "", "topic", "delete", "s", "--yes")
 	if out := n.mustRun(t, "", "topic", "list"); strings.Contains(out, "s ") {
 		t.Fatalf("deleted topic still listed:\n%s", out)
 	}

@@ -82,8 +82,8 @@ func TestCLIErrorsSpeakTheCLIsWords(t *testing.T) {
 	}
 }
 
-// With no node at the address, the CLI says so, in words that point at
-// ledge serve.
+// With no node at the address, the CLI says so at once, in words that
+// point at ledge serve and at where the address came from.
 func TestNoNodeAnswered(t *testing.T) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -95,7 +95,7 @@ func TestNoNodeAnswered(t *testing.T) {
 	dir := t.TempDir()
 	n := &servedNode{addr: addr, dir: dir}
 	_, errOut, err := n.run(t, "", "topic", "list", "--token", "x")
-	if want := "ledge: no Ledge node answered at " + addr + ": is `ledge serve` running?\n"; err == nil || errOut != want {
+	if want := "ledge: nothing listens at " + addr + " (LEDGE_SERVER): is `ledge serve` running, and is LEDGE_SERVER its --listen address?\n"; err == nil || errOut != want {
 		t.Errorf("err %v, stderr %q, want %q", err, errOut, want)
 	}
 }
@@ -120,7 +120,7 @@ func TestConsumeFromOutOfRange(t *testing.T) {
 		t.Errorf("--from 3 printed %q", out)
 	}
 
-	n.mustRun(t, "", "topic", "purge", "demo")
+	n.mustRun(t, "", "topic", "purge", "demo", "--yes")
 	n.mustRun(t, "f\ng\n", "produce", "demo")
 	_, errOut, err = n.run(t, "", "consume", "demo", "--from", "2")
 	if want := "ledge: offset 2 is below the start of demo/0 (first offset 5): use --from earliest, or --reset earliest or latest\n"; err == nil || errOut != want {
@@ -199,7 +199,28 @@ func TestDestructiveCommandsAskFirst(t *testing.T) {
 	if out, err := run("", "topic", "purge", "keep", "--yes"); err != nil || !strings.Contains(out, "purged keep") {
 		t.Errorf("--yes: %v\n%s", err, out)
 	}
-	n.mustRun(t, "", "topic", "delete", "scripted") // not a terminal: not asked
+	// Not a terminal: nothing is asked, and nothing done without --yes.
+	if _, errOut, err := n.run(t, "", "topic", "delete", "scripted"); err == nil ||
+		errOut != "ledge: nothing was changed: standard input is not a terminal to ask on, pass --yes to go ahead\n" {
+		t.Errorf("topic delete without a terminal nor --yes: err %v, stderr %q", err, errOut)
+	}
+	// /dev/null is a character device, not a terminal.
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	fromNull := ledgeCmd(context.Background(), "topic", "delete", "scripted", "--server", n.addr)
+	fromNull.Dir, fromNull.Stdin = n.dir, devNull
+	if out, err := fromNull.CombinedOutput(); err == nil || strings.Contains(string(out), "[y/N]") || !strings.Contains(string(out), "pass --yes") {
+		t.Errorf("topic delete with stdin /dev/null: %v\n%s", err, out)
+	}
+	n.mustRun(t, "", "topic", "delete", "scripted", "--yes")
+	// A topic that does not exist is said before anyone is asked.
+	if out, err := run("y\n", "topic", "delete", "never"); err == nil || strings.Contains(out, "[y/N]") ||
+		!strings.Contains(explain(err), "topic never does not exist") {
+		t.Errorf("topic delete of a missing topic: %v\n%s", err, out)
+	}
 	list := n.mustRun(t, "", "topic", "list")
 	if !strings.Contains(list, "keep") || strings.Contains(list, "gone") || strings.Contains(list, "scripted") {
 		t.Errorf("topic list after the answers:\n%s", list)

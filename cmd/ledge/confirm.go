@@ -12,25 +12,33 @@ import (
 
 // Destructive commands (topic delete, topic purge, group delete) ask
 // before they act when a person is at the terminal, as rpk and the nats
-// CLI do; --yes answers for them, and a script (standard input not a
-// terminal) is not asked.
+// CLI do; --yes answers for them. With standard input not a terminal (a
+// script, a pipe, /dev/null) there is no one to ask: they do nothing
+// without --yes, and say so.
 
 // addYesFlag registers --yes on a destructive command.
 func addYesFlag(cmd *cobra.Command) *bool {
 	yes := new(bool)
-	cmd.Flags().BoolVarP(yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVarP(yes, "yes", "y", false, "do not ask for confirmation (needed when standard input is not a terminal)")
 	return yes
 }
 
 // errNotConfirmed is the answer "no".
 var errNotConfirmed = errors.New("nothing was changed: answer y to go ahead, or pass --yes")
 
-// confirm asks question on the terminal unless yes is set or standard
-// input is not a terminal, and returns errNotConfirmed unless the answer
-// is yes.
+// errNoTerminal is a destructive command run without a terminal to ask
+// on and without --yes.
+var errNoTerminal = errors.New("nothing was changed: standard input is not a terminal to ask on, pass --yes to go ahead")
+
+// confirm asks question on the terminal unless yes is set, and returns
+// errNotConfirmed unless the answer is yes; with standard input not a
+// terminal it asks nothing and returns errNoTerminal.
 func confirm(cmd *cobra.Command, yes bool, question string) error {
-	if yes || !stdinIsTerminal(cmd) {
+	if yes {
 		return nil
+	}
+	if !stdinIsTerminal(cmd) {
+		return errNoTerminal
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
 	line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')

@@ -116,13 +116,13 @@ func TestGroupsThroughCLI(t *testing.T) {
 
 	// Deletion removes the group and its offsets: consuming again under
 	// the name starts from the beginning.
-	if out := n.mustRun(t, "", "group", "delete", "audit"); out != "group audit deleted\n" {
+	if out := n.mustRun(t, "", "group", "delete", "audit", "--yes"); out != "group audit deleted\n" {
 		t.Fatalf("delete printed %q", out)
 	}
 	if out := n.mustRun(t, "", "group", "list"); strings.Contains(out, "audit") {
 		t.Fatalf("group list after the deletion:\n%s", out)
 	}
-	_, errOut, err = n.run(t, "", "group", "delete", "audit")
+	_, errOut, err = n.run(t, "", "group", "delete", "audit", "--yes")
 	if err == nil || !strings.Contains(errOut, "group audit does not exist") {
 		t.Fatalf("deleting it again: err %v, stderr %q", err, errOut)
 	}

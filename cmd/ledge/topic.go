@@ -261,15 +261,20 @@ func newTopicDeleteCommand(cf *clientFlags) *cobra.Command {
 	var yes *bool
 	cmd := &cobra.Command{
 		Use:     "delete TOPIC",
-		Short:   "Delete a topic with its data, offsets and sessions (asks first on a terminal; --yes does not)",
+		Short:   "Delete a topic with its data, offsets and sessions (asks first on a terminal; --yes does not, and is needed without one)",
 		Example: "  ledge topic delete orders\n  ledge topic delete orders --yes",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := confirm(cmd, *yes, fmt.Sprintf("Delete topic %s with all its records, committed offsets and sessions?", args[0])); err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			return cf.with(ctx, func(c *sdk.Client) error {
+				// A topic that does not exist is said before anyone is
+				// asked about deleting it.
+				if _, err := c.DescribeTopic(ctx, args[0]); err != nil {
+					return err
+				}
+				if err := confirm(cmd, *yes, fmt.Sprintf("Delete topic %s with all its records, committed offsets and sessions?", args[0])); err != nil {
+					return err
+				}
 				if err := c.DeleteTopic(ctx, args[0]); err != nil {
 					return err
 				}
