@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bufio"
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/tls"
@@ -457,7 +458,11 @@ func (s *Server) serve(cc *conn) {
 		close(replies)
 		<-written
 	}()
-	r := bufio.NewReaderSize(c, 64<<10)
+	// A connection that has not authenticated gets a small buffer: a
+	// flood of them costs little. The request buffer grows once the
+	// connection authenticated (readBufferAuthenticated).
+	r := bufio.NewReaderSize(c, readBufferUnauthenticated)
+	grown := false
 	var size [4]byte
 	var produceBuf []byte
 	for {
@@ -506,6 +511,10 @@ func (s *Server) serve(cc *conn) {
 		}
 		read := time.Now()
 		rp, keep := cc.handle(ctx, body)
+		if cc.sess != nil && !grown {
+			r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bufferedOf(r)), c), readBufferAuthenticated)
+			grown = true
+		}
 		rp.read = read
 		if rp.resp == nil && keep { // an acks=0 produce: done once ordered
 			s.cfg.Metrics.RequestDone(rp.key, 0, time.Since(read))
@@ -518,6 +527,22 @@ func (s *Server) serve(cc *conn) {
 			return
 		}
 	}
+}
+
+// The read buffers of a connection before and after it authenticated.
+const (
+	readBufferUnauthenticated = 1 << 10
+	readBufferAuthenticated   = 64 << 10
+	// writeBuffer is the write buffer of a connection, allocated with
+	// its first reply; a reply larger (a fetch's) is written through.
+	writeBuffer = 16 << 10
+)
+
+// bufferedOf returns what r has read from its source and not handed out
+// yet, a copy.
+func bufferedOf(r *bufio.Reader) []byte {
+	b, _ := r.Peek(r.Buffered())
+	return bytes.Clone(b)
 }
 
 // maxReusedBody bounds the Produce buffer a connection keeps: past it (a
@@ -564,7 +589,7 @@ func (cc *conn) readBody(r *bufio.Reader, n int, reuse *[]byte) ([]byte, error) 
 // writeReplies writes the replies in order, flushing when no other is
 // ready. A failed write closes the connection, which ends its reading.
 func (cc *conn) writeReplies(replies <-chan reply) {
-	w := bufio.NewWriterSize(cc.c, 64<<10)
+	var w *bufio.Writer
 	var out []byte
 	broken := false
 	for rp := range replies {
@@ -590,6 +615,9 @@ func (cc *conn) writeReplies(replies <-chan reply) {
 			out = rp.resp.AppendTo(out)
 			binary.BigEndian.PutUint32(out[0:], uint32(len(out)-4))
 			binary.BigEndian.PutUint32(out[4:], uint32(rp.corr))
+		}
+		if w == nil {
+			w = bufio.NewWriterSize(cc.c, writeBuffer)
 		}
 		// A client that reads no reply for IdleTimeout is closed.
 		_ = cc.c.SetWriteDeadline(time.Now().Add(cc.s.cfg.IdleTimeout))
