@@ -25,22 +25,38 @@ func (c *Config) Print(w io.Writer) error {
 	if c.File != "" {
 		fmt.Fprintf(&b, "# File: %s\n", c.File)
 	}
+	writeYAML(&b, func(k Key) string {
+		return yamlValue(k, k.get(c)) + "  # " + c.origins[k.Name]
+	})
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// DefaultYAML returns a --config file with every key at its default,
+// which docs/OPERATIONS.md carries.
+func DefaultYAML() string {
+	var b strings.Builder
+	writeYAML(&b, func(k Key) string { return yamlValue(k, k.Default) })
+	return b.String()
+}
+
+// writeYAML writes every key with the value that value gives it, keys of
+// a section ("quic.max_conns") under their section's name.
+func writeYAML(b *strings.Builder, value func(Key) string) {
 	var section string
 	for _, k := range Keys() {
 		name, indent := k.Name, ""
 		if i := strings.IndexByte(k.Name, '.'); i >= 0 {
 			if k.Name[:i] != section {
 				section = k.Name[:i]
-				fmt.Fprintf(&b, "%s:\n", section)
+				fmt.Fprintf(b, "%s:\n", section)
 			}
 			name, indent = k.Name[i+1:], "  "
 		} else {
 			section = ""
 		}
-		fmt.Fprintf(&b, "%s%s: %s  # %s\n", indent, name, yamlValue(k, k.get(c)), c.origins[k.Name])
+		fmt.Fprintf(b, "%s%s: %s\n", indent, name, value(k))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // yamlValue spells a value for the file: lists as flow sequences, strings
