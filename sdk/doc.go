@@ -8,11 +8,15 @@
 // # Connecting
 //
 // Dial needs an address and credentials. Run beside a node — in the
-// directory that holds its ledge-data — it needs neither: the node listens
-// on 127.0.0.1:7420 by default and keeps its CA certificate and admin token
-// in the data directory, where Dial looks (WithDataDir). Elsewhere, pass
-// WithCAFile and WithToken. Options follow one pattern: each says its
-// default, its unit and what happens at the edges.
+// directory that holds its ledge-data, or with LEDGE_DATA_DIR naming it —
+// it needs neither: a running node records where it listens in its data
+// directory (listen.json) and keeps its CA certificate and admin token
+// there, where Dial looks (WithDataDir). Elsewhere, pass the address and
+// WithCAFile and WithToken, or set LEDGE_SERVER, LEDGE_CA and LEDGE_TOKEN
+// (or LEDGE_TOKEN_FILE), the variables the ledge CLI reads too. A node
+// Dial cannot reach is a *DialError matching ErrNodeUnreachable, naming
+// the address and where it came from. Options follow one pattern: each
+// says its default, its unit and what happens at the edges.
 //
 // # Producing
 //
