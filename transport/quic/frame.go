@@ -140,25 +140,44 @@ func (fr *frameReader) readHeader() (int, error) {
 	return n, nil
 }
 
+// frameGrowStep bounds what a frame's announced length alone allocates:
+// a longer frame's buffer grows as its bytes arrive, doubling from this,
+// so a peer that announces a large frame (a reply may announce 64 MiB)
+// and sends little costs what it sent.
+const frameGrowStep = 1 << 20
+
 // readBody takes a buffer for the frame of total length n announced by
 // the last header and reads the rest of it. With a head hook, a frame
 // longer than the hook's length is read in two steps, and the hook sees
 // its start before the rest is read.
 func (fr *frameReader) readBody(n int, head headHook) ([]byte, error) {
-	frame := FrameBuffer(n)
+	frame := FrameBuffer(min(n, frameGrowStep))
 	copy(frame, fr.header)
 	from := fr.framing.HeaderLen
-	if head.fn != nil && head.len > from && n > head.len {
+	hooked := false
+	if head.fn != nil && head.len > from && n > head.len && head.len <= len(frame) {
 		if err := fr.readFull(frame[from:head.len]); err != nil {
 			RecycleFrame(frame)
 			return nil, err
 		}
 		head.fn(frame[:head.len:head.len])
-		from = head.len
+		from, hooked = head.len, true
 	}
-	if err := fr.readFull(frame[from:]); err != nil {
-		RecycleFrame(frame)
-		return nil, err
+	for {
+		if err := fr.readFull(frame[from:]); err != nil {
+			RecycleFrame(frame)
+			return nil, err
+		}
+		if len(frame) == n {
+			break
+		}
+		from = len(frame)
+		grown := FrameBuffer(min(n, 2*len(frame)))
+		copy(grown, frame)
+		if !hooked { // the hook may hold the start of the old buffer
+			RecycleFrame(frame)
+		}
+		frame = grown
 	}
 	fr.giveBackEmpty()
 	return frame, nil
