@@ -97,7 +97,7 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
 	fs.IntVarP(&f.count, "count", "n", 0, "stop after this many records (0: no limit)")
 	fs.BoolVar(&f.commit, "commit", false, "commit what was printed (needs --consumer)")
 	fs.StringVar(&f.consumer, "consumer", "", "consume as this named consumer")
-	fs.StringVar(&f.group, "group", "", "consume as a member of this consumer group (at least once, or --at-most-once; see ledge group)")
+	fs.StringVar(&f.group, "group", "", "consume as a member of this consumer group (its commit policy decides the commits if it has one; else at least once, or --at-most-once; see ledge group)")
 	fs.BoolVar(&f.byPolicy, "commit-by-policy", false, "with --group: commit nothing from this consumer; the group's commit policy (ledge group set-policy) decides the committed offset on the node (default: true when the group has a policy; =false commits what is printed)")
 	fs.BoolVar(&f.atMostOnce, "at-most-once", false, "with --group: the node commits each poll before it answers (a crash loses what was not printed; with --count, what a poll returned past the count is skipped)")
 	fs.StringVar(&f.format, "format", "raw", "output format: raw or json")
