@@ -145,3 +145,49 @@ func BenchmarkPeerTableObserve(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(datagrams), "ns/datagram")
 }
+
+// TestPeerTableForgetsWhatWentQuiet: a connection ID stays listed while
+// its address is a live connection's and it was seen within the idle
+// timeout; an address no connection has any more, or an ID silent for
+// longer, is forgotten. Handshake packets and short datagrams are not
+// noted.
+func TestPeerTableForgetsWhatWentQuiet(t *testing.T) {
+	now := time.Unix(1000, 0)
+	pt := newPeerTable(16, func() time.Time { return now })
+	a := netip.MustParseAddrPort("10.0.0.1:4000")
+	b := netip.MustParseAddrPort("10.0.0.2:4000")
+	datagram := func(id byte, from netip.AddrPort, first byte, n int) ipv4.Message {
+		d := make([]byte, n)
+		d[0] = first
+		d[1] = id
+		return ipv4.Message{Buffers: [][]byte{d}, N: n, Addr: net.UDPAddrFromAddrPort(from)}
+	}
+	pt.observe([]ipv4.Message{
+		datagram(1, a, 0x41, 60),
+		datagram(2, b, 0x41, 60),
+		datagram(3, a, 0xc0, 1200), // a handshake (long header)
+		datagram(4, a, 0x41, 20),   // too short to carry a connection ID and a tag
+	})
+	live := map[netip.AddrPort]bool{a: true, b: true}
+	ids := func(peers []Peer) []byte {
+		var out []byte
+		for _, p := range peers {
+			out = append(out, p.ConnID[0])
+		}
+		return out
+	}
+	if got := ids(pt.snapshot(time.Minute, live)); !bytes.Equal(got, []byte{1, 2}) {
+		t.Fatalf("listed %v, want connection IDs 1 and 2", got)
+	}
+	delete(live, b) // b's connection closed
+	now = now.Add(30 * time.Second)
+	pt.observe([]ipv4.Message{datagram(5, a, 0x41, 60)}) // a moved to a new connection ID
+	if got := ids(pt.snapshot(time.Minute, live)); !bytes.Equal(got, []byte{1, 5}) {
+		t.Fatalf("listed %v, want 1 and 5 (a's old and new IDs), not b's", got)
+	}
+	now = now.Add(45 * time.Second)
+	pt.observe([]ipv4.Message{datagram(5, a, 0x41, 60)})
+	if got := ids(pt.snapshot(time.Minute, live)); !bytes.Equal(got, []byte{5}) {
+		t.Fatalf("listed %v, want only 5: 1 was silent for longer than the idle timeout", got)
+	}
+}
