@@ -195,7 +195,7 @@ type Options struct {
 	// MinReservationStep is the fewest offsets one reservation covers
 	// (default 1024): below about a thousand appends a second, a
 	// reservation lasts longer than ReservationTime, so that a slow
-	// partition makes a synced metadata write per 512 appends at most.
+	// partition makes a synced metadata write per 512 offsets at most.
 	MinReservationStep uint64
 	// ReservationTime is how long a reservation should last at the
 	// partition's append rate (default 1s): a synced metadata write about
