@@ -18,8 +18,10 @@
 //     readiness, the status API and page.
 //   - node/kafka: the Kafka protocol listener, an adapter onto this
 //     package.
+//   - node/tokens: the registry of bearer tokens (create, authenticate,
+//     revoke), kept in the node's metadata.
 //   - node/statuspage: the status page's HTML.
-//   - node (this package): Open and Config, topics, tokens, plugins, the
+//   - node (this package): Open and Config, topics, plugins, the
 //     request handlers of the protocol (groups and uplinks included), and
 //     the snapshots of its state that node/ops reads.
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -28,12 +29,12 @@ var (
 	ErrUnknownPartition = errors.New("node: unknown partition")
 	// ErrUnauthenticated: the token is unknown, expired or revoked (give
 	// up; get another token).
-	ErrUnauthenticated = errors.New("node: unauthenticated")
+	ErrUnauthenticated = tokens.ErrUnauthenticated
 	// ErrForbidden: the token lacks the scope the request needs on the
 	// topic it names (give up; use a token that has it).
 	ErrForbidden = errors.New("node: forbidden")
 	// ErrUnknownToken: RevokeToken named a token that does not exist.
-	ErrUnknownToken = errors.New("node: unknown token")
+	ErrUnknownToken = tokens.ErrUnknownToken
 	// ErrShuttingDown: the node is draining (retry on a new connection).
 	ErrShuttingDown = owner.ErrShuttingDown
 	// ErrBusy: the node is at a limit (parked polls) and sheds load (retry

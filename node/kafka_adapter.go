@@ -8,6 +8,7 @@ import (
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -53,20 +54,20 @@ func (n *Node) KafkaAddr() string {
 
 // closeKafkaToken closes the Kafka connections authenticated with the
 // token (revoked), and returns how many.
-func (n *Node) closeKafkaToken(rec *tokenRecord) int {
+func (n *Node) closeKafkaToken(rec *tokens.Token) int {
 	if n.kafka == nil {
 		return 0
 	}
 	return n.kafka.CloseSessions(func(s kafka.Session) bool {
 		ks, ok := s.(*kafkaSession)
-		return ok && ks.tok.info.ID == rec.info.ID
+		return ok && ks.tok.Info.ID == rec.Info.ID
 	})
 }
 
 type kafkaBackend struct{ n *Node }
 
 func (b kafkaBackend) Authenticate(secret, host string) (kafka.Session, error) {
-	rec, err := b.n.tokens.authenticate(secret)
+	rec, err := b.n.tokens.Authenticate(secret)
 	if err != nil {
 		return nil, err
 	}
@@ -75,16 +76,16 @@ func (b kafkaBackend) Authenticate(secret, host string) (kafka.Session, error) {
 
 type kafkaSession struct {
 	n    *Node
-	tok  *tokenRecord
+	tok  *tokens.Token
 	host string // the IP address of the client's connection, or ""
 }
 
-func (s *kafkaSession) Valid() error { return wireError(s.tok.valid(s.n.cfg.Now())) }
+func (s *kafkaSession) Valid() error { return wireError(s.tok.Valid(s.n.cfg.Now())) }
 
 // request is a request of the session, refused once its token expired or
 // was revoked.
 func (s *kafkaSession) request() (*request, error) {
-	if err := s.tok.valid(s.n.cfg.Now()); err != nil {
+	if err := s.tok.Valid(s.n.cfg.Now()); err != nil {
 		return nil, wireError(err)
 	}
 	return &request{n: s.n, tok: s.tok}, nil

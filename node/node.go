@@ -19,6 +19,7 @@ import (
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
@@ -171,7 +172,7 @@ type Node struct {
 	meta      owner.Metadata
 	producers *owner.Producers
 	sessions  *owner.Sessions
-	tokens    *tokens
+	tokens    *tokens.Registry
 	plugins   *pluginRegistry
 	groups    *group.Groups
 	uplinks   *uplink.Manager
@@ -272,7 +273,7 @@ func (n *Node) open(ctx context.Context) error {
 		}
 		n.topics[t.name] = t
 	}
-	if n.tokens, err = openTokens(n.meta, cfg.Now); err != nil {
+	if n.tokens, err = tokens.Open(n.meta, cfg.Now); err != nil {
 		return err
 	}
 	if n.plugins, err = openPlugins(cfg, n.meta); err != nil {
@@ -484,7 +485,7 @@ func (n *Node) retentionFloor(id fence.TopicID, partition uint32) (uint64, bool)
 // not accept; the next start mints another.
 func (n *Node) bootstrapAdminToken(ctx context.Context) error {
 	if b, err := os.ReadFile(n.paths.AdminToken); err == nil {
-		if _, err := n.tokens.authenticate(strings.TrimSpace(string(b))); err != nil {
+		if _, err := n.tokens.Authenticate(strings.TrimSpace(string(b))); err != nil {
 			n.log.Warn("the admin token file holds a token this node does not accept; remove the file to mint a new one at the next start",
 				"file", n.paths.AdminToken, "reason", err)
 		}
@@ -492,7 +493,7 @@ func (n *Node) bootstrapAdminToken(ctx context.Context) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("node: admin token file: %w", err)
 	}
-	_, secret, err := n.tokens.create(ctx, "admin", wire.AllTopics, wire.ScopeProduce|wire.ScopeConsume|wire.ScopeAdmin, 0)
+	_, secret, err := n.tokens.Create(ctx, "admin", wire.AllTopics, wire.ScopeProduce|wire.ScopeConsume|wire.ScopeAdmin, 0)
 	if err != nil {
 		return fmt.Errorf("node: minting the admin token: %w", err)
 	}

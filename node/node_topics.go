@@ -112,7 +112,7 @@ const maxPartitions = 1 << 16
 // the default (PROTOCOL.md), except the retention limits, where zero keeps
 // forever.
 func (n *Node) CreateTopic(ctx context.Context, name string, cfg wire.TopicConfig) (wire.TopicInfo, error) {
-	if err := checkTopicName(name); err != nil {
+	if err := wire.CheckTopicName(name); err != nil {
 		return wire.TopicInfo{}, err
 	}
 	if cfg.Partitions > maxPartitions {
@@ -171,19 +171,4 @@ func (n *Node) DeleteTopic(ctx context.Context, name string, id [16]byte) error 
 		return err
 	}
 	return nil // logged by the storage engine, as the creation
-}
-
-// checkTopicName accepts 1 to 255 bytes of letters, digits, '.', '_' and
-// '-', other than "." and "..": names appear in file paths and CLI
-// arguments.
-func checkTopicName(name string) error {
-	if name == "" || len(name) > wire.MaxNameLen || name == "." || name == ".." {
-		return invalidArgument(fmt.Sprintf("topic name %q: want 1 to %d characters, not . or ..", name, wire.MaxNameLen))
-	}
-	for _, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return invalidArgument(fmt.Sprintf("topic name %q: only letters, digits, '.', '_' and '-' are allowed", name))
-		}
-	}
-	return nil
 }

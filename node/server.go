@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -45,20 +46,20 @@ func (n *Node) authenticate(_ context.Context, req quic.AuthRequest) (quic.Ident
 	if err := wire.DecodeRequest(f, &m); err != nil {
 		return refuse(quic.CodeProtocolError, err.Error())
 	}
-	rec, err := n.tokens.authenticate(m.Token)
+	rec, err := n.tokens.Authenticate(m.Token)
 	if err != nil {
 		n.log.Info("authentication refused", "remote", req.RemoteAddr, "reason", err)
 		return refuse(quic.CodeUnauthenticated, err.Error())
 	}
 	reply, err := wire.AppendReply(nil, f.ID, &wire.AuthenticateReply{
-		TokenID: rec.info.ID, Topic: rec.info.Topic, Scopes: rec.info.Scopes,
+		TokenID: rec.Info.ID, Topic: rec.Info.Topic, Scopes: rec.Info.Scopes,
 		MaxFrameSize: uint32(n.cfg.Transport.MaxFrameSize - wire.FrameHeaderSize),
 		NodeVersion:  n.cfg.Version,
 	})
 	if err != nil {
 		return refuse(quic.CodeInternal, err.Error())
 	}
-	return quic.Identity{TokenID: rec.info.ID, Value: rec}, reply, nil
+	return quic.Identity{TokenID: rec.Info.ID, Value: rec}, reply, nil
 }
 
 // parseFrame splits a whole frame as the transport reads it.
@@ -85,12 +86,12 @@ func (n *Node) acceptLoop() {
 
 // serveConn accepts the streams of one connection.
 func (n *Node) serveConn(c *quic.Conn) {
-	rec, ok := c.Identity().Value.(*tokenRecord)
+	rec, ok := c.Identity().Value.(*tokens.Token)
 	if !ok {
 		_ = c.Close(quic.CodeInternal, "connection without identity")
 		return
 	}
-	if rec.revoked.Load() { // revoked between authentication and now
+	if rec.Revoked() { // revoked between authentication and now
 		_ = c.Close(quic.CodeTokenRevoked, "token revoked")
 		return
 	}
@@ -126,7 +127,7 @@ type served struct {
 // stream keeps its partition order while many appends share one fsync.
 // Replies leave in request order: from writeReplies, or from this
 // goroutine when nothing is owed (replyNow).
-func (n *Node) serveStream(ctx context.Context, tok *tokenRecord, s *quic.Stream) {
+func (n *Node) serveStream(ctx context.Context, tok *tokens.Token, s *quic.Stream) {
 	w := &replyWriter{depth: n.cfg.MaxStreamRequests}
 	host := hostOf(s.Conn().RemoteAddr())
 	for {
@@ -339,7 +340,7 @@ func (n *Node) finish(ctx context.Context, r *request) (out served) {
 // handle serves one request frame. It returns the request with its reply
 // in out, or deferred (finish encodes it). It never panics: a panic in a
 // handler is logged and answered with StatusInternal.
-func (n *Node) handle(ctx context.Context, tok *tokenRecord, host string, frame []byte) (r *request) {
+func (n *Node) handle(ctx context.Context, tok *tokens.Token, host string, frame []byte) (r *request) {
 	r = &request{n: n, tok: tok, host: host, raw: frame, deferring: true}
 	f, err := parseFrame(frame)
 	r.frame = f
@@ -358,7 +359,7 @@ func (n *Node) handle(ctx context.Context, tok *tokenRecord, host string, frame 
 		r.out.frame = errorReply(f.FrameHeader, err)
 		return r
 	}
-	if err := tok.valid(n.cfg.Now()); err != nil {
+	if err := tok.Valid(n.cfg.Now()); err != nil {
 		r.out.frame = errorReply(f.FrameHeader, err)
 		return r
 	}
@@ -454,7 +455,7 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 // request is one request being served, from its frame to its reply.
 type request struct {
 	n     *Node
-	tok   *tokenRecord
+	tok   *tokens.Token
 	host  string // the IP address of the client's connection ("" when unknown)
 	frame wire.Frame
 	raw   []byte        // the whole frame, as read
@@ -646,13 +647,13 @@ func errorReply(h wire.FrameHeader, err error) []byte {
 
 // allow returns ErrForbidden unless the token grants want on topic.
 func (r *request) allow(topic string, want wire.Scope) error {
-	if r.tok.allows(topic, want) {
+	if r.tok.Allows(topic, want) {
 		return nil
 	}
 	if topic == "" {
-		return fmt.Errorf("%w: token %s lacks the %s scope", ErrForbidden, r.tok.info.ID, want)
+		return fmt.Errorf("%w: token %s lacks the %s scope", ErrForbidden, r.tok.Info.ID, want)
 	}
-	return fmt.Errorf("%w: token %s lacks the %s scope on topic %q", ErrForbidden, r.tok.info.ID, want, topic)
+	return fmt.Errorf("%w: token %s lacks the %s scope on topic %q", ErrForbidden, r.tok.Info.ID, want, topic)
 }
 
 // hostOf is the IP address of a connection's remote address, without the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -33,7 +34,7 @@ func (r *request) deleteTopic(ctx context.Context, m *wire.DeleteTopicRequest) (
 func (r *request) listTopics(_ context.Context, _ *wire.ListTopicsRequest) (*wire.ListTopicsReply, error) {
 	rep := &wire.ListTopicsReply{}
 	for _, t := range r.n.topicList() {
-		if r.tok.sees(t.name) {
+		if r.tok.Sees(t.name) {
 			rep.Topics = append(rep.Topics, t.info())
 		}
 	}
@@ -42,8 +43,8 @@ func (r *request) listTopics(_ context.Context, _ *wire.ListTopicsRequest) (*wir
 
 // visible returns the topic if the token may see it.
 func (r *request) visible(name string, id [16]byte) (*topic, error) {
-	if !r.tok.sees(name) {
-		return nil, fmt.Errorf("%w: token %s is restricted to topic %q", ErrForbidden, r.tok.info.ID, r.tok.info.Topic)
+	if !r.tok.Sees(name) {
+		return nil, fmt.Errorf("%w: token %s is restricted to topic %q", ErrForbidden, r.tok.Info.ID, r.tok.Info.Topic)
 	}
 	return r.n.lookup(name, id)
 }
@@ -125,26 +126,26 @@ func (r *request) createToken(ctx context.Context, m *wire.CreateTokenRequest) (
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	if r.tok.info.Topic != wire.AllTopics {
-		if m.Topic != r.tok.info.Topic || !r.tok.info.Scopes.Has(m.Scopes) {
+	if r.tok.Info.Topic != wire.AllTopics {
+		if m.Topic != r.tok.Info.Topic || !r.tok.Info.Scopes.Has(m.Scopes) {
 			return nil, fmt.Errorf("%w: token %s may only create tokens for topic %q with scopes within %s",
-				ErrForbidden, r.tok.info.ID, r.tok.info.Topic, r.tok.info.Scopes)
+				ErrForbidden, r.tok.Info.ID, r.tok.Info.Topic, r.tok.Info.Scopes)
 		}
 	}
-	rec, secret, err := r.n.tokens.create(ctx, m.Label, m.Topic, m.Scopes, m.ExpiresAt)
+	rec, secret, err := r.n.tokens.Create(ctx, m.Label, m.Topic, m.Scopes, m.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
-	r.n.log.Info("token created", "id", rec.info.ID, "label", rec.info.Label, "topic", rec.info.Topic, "scopes", rec.info.Scopes.String(), "by", r.tok.info.ID)
-	return &wire.CreateTokenReply{Token: rec.info, Secret: secret}, nil
+	r.n.log.Info("token created", "id", rec.Info.ID, "label", rec.Info.Label, "topic", rec.Info.Topic, "scopes", rec.Info.Scopes.String(), "by", r.tok.Info.ID)
+	return &wire.CreateTokenReply{Token: rec.Info, Secret: secret}, nil
 }
 
 func (r *request) listTokens(_ context.Context, _ *wire.ListTokensRequest) (*wire.ListTokensReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	return &wire.ListTokensReply{Tokens: r.n.tokens.list(func(t *tokenRecord) bool {
-		return r.tok.info.Topic == wire.AllTopics || t.info.Topic == r.tok.info.Topic
+	return &wire.ListTokensReply{Tokens: r.n.tokens.List(func(t *tokens.Token) bool {
+		return r.tok.Info.Topic == wire.AllTopics || t.Info.Topic == r.tok.Info.Topic
 	})}, nil
 }
 
@@ -154,16 +155,16 @@ func (r *request) revokeToken(ctx context.Context, m *wire.RevokeTokenRequest) (
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	if r.tok.info.Topic != wire.AllTopics {
-		if t := r.n.tokens.get(m.ID); t != nil && t.info.Topic != r.tok.info.Topic {
-			return nil, fmt.Errorf("%w: token %s may only revoke tokens of topic %q", ErrForbidden, r.tok.info.ID, r.tok.info.Topic)
+	if r.tok.Info.Topic != wire.AllTopics {
+		if t := r.n.tokens.Get(m.ID); t != nil && t.Info.Topic != r.tok.Info.Topic {
+			return nil, fmt.Errorf("%w: token %s may only revoke tokens of topic %q", ErrForbidden, r.tok.Info.ID, r.tok.Info.Topic)
 		}
 	}
-	rec, err := r.n.tokens.revoke(ctx, m.ID)
+	rec, err := r.n.tokens.Revoke(ctx, m.ID)
 	if err != nil {
 		return nil, err
 	}
-	closed := r.n.ln.CloseToken(rec.info.ID, "token revoked") + r.n.closeKafkaToken(rec)
-	r.n.log.Info("token revoked", "id", rec.info.ID, "connections closed", closed, "by", r.tok.info.ID)
+	closed := r.n.ln.CloseToken(rec.Info.ID, "token revoked") + r.n.closeKafkaToken(rec)
+	r.n.log.Info("token revoked", "id", rec.Info.ID, "connections closed", closed, "by", r.tok.Info.ID)
 	return &wire.RevokeTokenReply{}, nil
 }

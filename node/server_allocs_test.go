@@ -24,7 +24,7 @@ func TestServeProduceAllocations(t *testing.T) {
 	c.createTopic("t", wire.TopicConfig{Durability: wire.DurabilityNone})
 	var id wire.InitProducerReply
 	c.mustCall(&wire.InitProducerRequest{Name: "p"}, &id)
-	tok, err := tn.tokens.authenticate(tn.admin)
+	tok, err := tn.tokens.Authenticate(tn.admin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (r *request) listUplinks(u *uplink.Manager) func(context.Context, *wire.Lis
 		}
 		rep := &wire.ListUplinksReply{}
 		for _, info := range u.List() {
-			if r.tok.sees(info.Spec.Topic) {
+			if r.tok.Sees(info.Spec.Topic) {
 				rep.Uplinks = append(rep.Uplinks, uplinkInfoToWire(info, u.Now()))
 			}
 		}

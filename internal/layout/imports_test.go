@@ -69,6 +69,8 @@ var rules = []rule{
 		why: "node/ops reads a node only through its Source interface (node/doc.go)"},
 	{from: "node/kafka/...", deny: []string{"node", "node/owner/...", "node/group/...", "node/uplink/...", "node/ops/...", "transport/quic/...", "plugins/...", "engine/..."},
 		why: "node/kafka never imports transport/quic, node or the owner: node adapts itself to the listener's interfaces (node/doc.go)"},
+	{from: "node/tokens/...", deny: []string{"node", "node/group/...", "node/uplink/...", "node/ops/...", "node/kafka/...", "node/session/...", "transport/quic/...", "plugins/..."},
+		why: "node/tokens is a registry in the node's metadata (owner.Metadata); it serves no request"},
 	{from: "internal/sim/...", deny: []string{"node", "node/kafka/...", "node/ops/...", "node/uplink/...", "transport/quic/...", "plugins/...",
 		"github.com/quic-go/...", "github.com/tetratelabs/wazero/...", "github.com/twmb/franz-go/..."},
 		why: "the simulator drives owners and the group coordinator, not a node with its listeners"},

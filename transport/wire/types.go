@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -269,3 +270,18 @@ func (r *fieldReader) scope() Scope {
 
 // AllTopics as a token's topic grants its scopes on every topic.
 const AllTopics = "*"
+
+// CheckTopicName accepts 1 to MaxNameLen bytes of letters, digits, '.',
+// '_' and '-', other than "." and "..": names appear in file paths and
+// CLI arguments. A name it refuses is a StatusInvalidArgument Error.
+func CheckTopicName(name string) error {
+	if name == "" || len(name) > MaxNameLen || name == "." || name == ".." {
+		return &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf("topic name %q: want 1 to %d characters, not . or ..", name, MaxNameLen)}
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf("topic name %q: only letters, digits, '.', '_' and '-' are allowed", name)}
+		}
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package node
+package tokens
 
 import (
 	"cmp"
@@ -21,13 +21,6 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// Bearer tokens. A token's secret is "ledge_" + id + "_" + 43 characters of
-// base64url (256 random bits). The node stores the id, the SHA-256 of the
-// whole secret, the scopes and the topic restriction; the secret itself is
-// shown once, when the token is created. The id inside the secret lets the
-// node find the record without a table of hashes; the hash comparison is
-// constant-time.
-
 const (
 	tokenPrefix    = "ledge_"
 	tokenIDBytes   = 8
@@ -37,65 +30,85 @@ const (
 
 var keyTokens = []byte("tokens/")
 
-// tokenRecord is a token as the node keeps it. The record is shared by the
+// Errors of the registry, which package node maps to wire statuses; the
+// comment says what a client does next.
+var (
+	// ErrUnauthenticated: the token is unknown, expired or revoked (give
+	// up: authenticate with another token).
+	ErrUnauthenticated = errors.New("tokens: unauthenticated")
+	// ErrUnknownToken: a revocation named a token that does not exist
+	// (give up).
+	ErrUnknownToken = errors.New("tokens: unknown token")
+)
+
+// Revoked reports whether the token was revoked since it was read.
+func (r *Token) Revoked() bool { return r.revoked.Load() }
+
+// invalidArgument is a request value the registry refuses.
+func invalidArgument(msg string) error {
+	return &wire.Error{Status: wire.StatusInvalidArgument, Message: msg}
+}
+
+// Token is a token as the node keeps it. The record is shared by the
 // connections authenticated with it, so a revocation is seen by their next
 // request even before the connection is closed.
-type tokenRecord struct {
-	info    wire.TokenInfo
+type Token struct {
+	Info    wire.TokenInfo // never changed once the token exists
 	hash    [sha256.Size]byte
 	revoked atomic.Bool
 }
 
-// allows reports whether the token grants want on topic. An empty topic
+// Allows reports whether the token grants want on topic. An empty topic
 // asks for want on any topic (requests that name none: init producer,
 // attach consumer).
-func (r *tokenRecord) allows(topic string, want wire.Scope) bool {
-	if !r.info.Scopes.Has(want) {
+func (r *Token) Allows(topic string, want wire.Scope) bool {
+	if !r.Info.Scopes.Has(want) {
 		return false
 	}
-	return topic == "" || r.info.Topic == wire.AllTopics || r.info.Topic == topic
+	return topic == "" || r.Info.Topic == wire.AllTopics || r.Info.Topic == topic
 }
 
-// sees reports whether the token may see topic at all (list, describe).
-func (r *tokenRecord) sees(topic string) bool {
-	return r.info.Topic == wire.AllTopics || r.info.Topic == topic
+// Sees reports whether the token may see topic at all (list, describe).
+func (r *Token) Sees(topic string) bool {
+	return r.Info.Topic == wire.AllTopics || r.Info.Topic == topic
 }
 
-func (r *tokenRecord) expired(now time.Time) bool {
-	return r.info.ExpiresAt != 0 && now.UnixMilli() >= r.info.ExpiresAt
+func (r *Token) expired(now time.Time) bool {
+	return r.Info.ExpiresAt != 0 && now.UnixMilli() >= r.Info.ExpiresAt
 }
 
-// valid returns ErrUnauthenticated when the token can no longer be used.
-func (r *tokenRecord) valid(now time.Time) error {
+// Valid returns ErrUnauthenticated when the token can no longer be used.
+func (r *Token) Valid(now time.Time) error {
 	switch {
 	case r.revoked.Load():
-		return fmt.Errorf("%w: token %s was revoked", ErrUnauthenticated, r.info.ID)
+		return fmt.Errorf("%w: token %s was revoked", ErrUnauthenticated, r.Info.ID)
 	case r.expired(now):
-		return fmt.Errorf("%w: token %s expired", ErrUnauthenticated, r.info.ID)
+		return fmt.Errorf("%w: token %s expired", ErrUnauthenticated, r.Info.ID)
 	}
 	return nil
 }
 
-// tokens is the node's token registry, persisted in Metadata.
-type tokens struct {
+// Registry is the node's token registry, persisted in Metadata.
+type Registry struct {
 	meta owner.Metadata
 	now  func() time.Time
 
 	writeMu sync.Mutex // serializes create and revoke across their sync
 
 	mu   sync.RWMutex
-	byID map[string]*tokenRecord
+	byID map[string]*Token
 }
 
-func openTokens(meta owner.Metadata, now func() time.Time) (*tokens, error) {
-	ts := &tokens{meta: meta, now: now, byID: map[string]*tokenRecord{}}
+// Open reads the tokens stored in meta; now is the clock of expiries.
+func Open(meta owner.Metadata, now func() time.Time) (*Registry, error) {
+	ts := &Registry{meta: meta, now: now, byID: map[string]*Token{}}
 	err := meta.Scan(keyTokens, func(k, v []byte) error {
 		r, revoked, err := decodeToken(v)
 		if err != nil {
-			return fmt.Errorf("node: token %q: %w", k[len(keyTokens):], err)
+			return fmt.Errorf("tokens: token %q: %w", k[len(keyTokens):], err)
 		}
 		if !revoked {
-			ts.byID[r.info.ID] = r
+			ts.byID[r.Info.ID] = r
 		}
 		return nil
 	})
@@ -105,9 +118,9 @@ func openTokens(meta owner.Metadata, now func() time.Time) (*tokens, error) {
 	return ts, nil
 }
 
-// authenticate returns the record of secret, or ErrUnauthenticated. The
+// Authenticate returns the record of secret, or ErrUnauthenticated. The
 // error never repeats the secret.
-func (ts *tokens) authenticate(secret string) (*tokenRecord, error) {
+func (ts *Registry) Authenticate(secret string) (*Token, error) {
 	id, ok := tokenID(secret)
 	if !ok {
 		return nil, fmt.Errorf("%w: not a ledge token", ErrUnauthenticated)
@@ -119,7 +132,7 @@ func (ts *tokens) authenticate(secret string) (*tokenRecord, error) {
 	if r == nil || subtle.ConstantTimeCompare(sum[:], r.hash[:]) != 1 {
 		return nil, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
 	}
-	if err := r.valid(ts.now()); err != nil {
+	if err := r.Valid(ts.now()); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -141,15 +154,15 @@ func tokenID(secret string) (string, bool) {
 	return id, true
 }
 
-// create mints a token and returns it with its secret once it is durable.
-func (ts *tokens) create(ctx context.Context, label, topic string, scopes wire.Scope, expiresAt int64) (*tokenRecord, string, error) {
+// Create mints a token and returns it with its secret once it is durable.
+func (ts *Registry) Create(ctx context.Context, label, topic string, scopes wire.Scope, expiresAt int64) (*Token, string, error) {
 	switch {
 	case scopes == 0:
 		return nil, "", invalidArgument("a token needs at least one scope")
 	case topic == "":
 		return nil, "", invalidArgument(`a token needs a topic, or "*" for every topic`)
-	case topic != wire.AllTopics && checkTopicName(topic) != nil:
-		return nil, "", checkTopicName(topic)
+	case topic != wire.AllTopics && wire.CheckTopicName(topic) != nil:
+		return nil, "", wire.CheckTopicName(topic)
 	case expiresAt != 0 && expiresAt <= ts.now().UnixMilli():
 		return nil, "", invalidArgument("the token's expiry is in the past")
 	}
@@ -163,8 +176,8 @@ func (ts *tokens) create(ctx context.Context, label, topic string, scopes wire.S
 	}
 	id := hex.EncodeToString(idb[:])
 	secret := tokenPrefix + id + "_" + base64.RawURLEncoding.EncodeToString(key[:])
-	r := &tokenRecord{
-		info: wire.TokenInfo{
+	r := &Token{
+		Info: wire.TokenInfo{
 			ID: id, Label: label, Topic: topic, Scopes: scopes,
 			CreatedAt: ts.now().UnixMilli(), ExpiresAt: expiresAt,
 		},
@@ -181,9 +194,9 @@ func (ts *tokens) create(ctx context.Context, label, topic string, scopes wire.S
 	return r, secret, nil
 }
 
-// revoke revokes a token once the revocation is durable. Connections
+// Revoke revokes a token once the revocation is durable. Connections
 // authenticated with it fail their next request; the caller closes them.
-func (ts *tokens) revoke(ctx context.Context, id string) (*tokenRecord, error) {
+func (ts *Registry) Revoke(ctx context.Context, id string) (*Token, error) {
 	ts.writeMu.Lock()
 	defer ts.writeMu.Unlock()
 	ts.mu.RLock()
@@ -202,20 +215,20 @@ func (ts *tokens) revoke(ctx context.Context, id string) (*tokenRecord, error) {
 	return r, nil
 }
 
-// get returns the live token with that id.
-func (ts *tokens) get(id string) *tokenRecord {
+// Get returns the live token with that id.
+func (ts *Registry) Get(id string) *Token {
 	ts.mu.RLock()
 	defer ts.mu.RUnlock()
 	return ts.byID[id]
 }
 
-// list returns the live tokens that filter accepts, by creation time.
-func (ts *tokens) list(filter func(*tokenRecord) bool) []wire.TokenInfo {
+// List returns the live tokens that filter accepts, by creation time.
+func (ts *Registry) List(filter func(*Token) bool) []wire.TokenInfo {
 	ts.mu.RLock()
 	out := make([]wire.TokenInfo, 0, len(ts.byID))
 	for _, r := range ts.byID {
 		if filter(r) {
-			out = append(out, r.info)
+			out = append(out, r.Info)
 		}
 	}
 	ts.mu.RUnlock()
@@ -225,8 +238,8 @@ func (ts *tokens) list(filter func(*tokenRecord) bool) []wire.TokenInfo {
 	return out
 }
 
-func (ts *tokens) store(ctx context.Context, r *tokenRecord, revoked bool) error {
-	t, err := ts.meta.Put(append(slices.Clip(keyTokens), r.info.ID...), encodeToken(r, revoked))
+func (ts *Registry) store(ctx context.Context, r *Token, revoked bool) error {
+	t, err := ts.meta.Put(append(slices.Clip(keyTokens), r.Info.ID...), encodeToken(r, revoked))
 	if err != nil {
 		return err
 	}
@@ -237,23 +250,23 @@ func (ts *tokens) store(ctx context.Context, r *tokenRecord, revoked bool) error
 //
 //	version u8 | flags u8 (bit 0 revoked) | scopes u8 | created i64 | expires i64 |
 //	sha256 [32] | id u16+bytes | label u16+bytes | topic u16+bytes
-func encodeToken(r *tokenRecord, revoked bool) []byte {
+func encodeToken(r *Token, revoked bool) []byte {
 	var flags byte
 	if revoked {
 		flags = 1
 	}
-	b := []byte{tokenRecordVer, flags, byte(r.info.Scopes)}
-	b = binary.BigEndian.AppendUint64(b, uint64(r.info.CreatedAt))
-	b = binary.BigEndian.AppendUint64(b, uint64(r.info.ExpiresAt))
+	b := []byte{tokenRecordVer, flags, byte(r.Info.Scopes)}
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Info.CreatedAt))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Info.ExpiresAt))
 	b = append(b, r.hash[:]...)
-	for _, s := range []string{r.info.ID, r.info.Label, r.info.Topic} {
+	for _, s := range []string{r.Info.ID, r.Info.Label, r.Info.Topic} {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
 		b = append(b, s...)
 	}
 	return b
 }
 
-func decodeToken(b []byte) (*tokenRecord, bool, error) {
+func decodeToken(b []byte) (*Token, bool, error) {
 	bad := errors.New("malformed token record")
 	const fixed = 3 + 8 + 8 + sha256.Size
 	if len(b) < fixed {
@@ -262,14 +275,14 @@ func decodeToken(b []byte) (*tokenRecord, bool, error) {
 	if b[0] != tokenRecordVer {
 		return nil, false, fmt.Errorf("token record version %d is newer than this node knows", b[0])
 	}
-	r := &tokenRecord{}
+	r := &Token{}
 	revoked := b[1]&1 != 0
-	r.info.Scopes = wire.Scope(b[2])
-	r.info.CreatedAt = int64(binary.BigEndian.Uint64(b[3:]))
-	r.info.ExpiresAt = int64(binary.BigEndian.Uint64(b[11:]))
+	r.Info.Scopes = wire.Scope(b[2])
+	r.Info.CreatedAt = int64(binary.BigEndian.Uint64(b[3:]))
+	r.Info.ExpiresAt = int64(binary.BigEndian.Uint64(b[11:]))
 	copy(r.hash[:], b[19:fixed])
 	b = b[fixed:]
-	for _, dst := range []*string{&r.info.ID, &r.info.Label, &r.info.Topic} {
+	for _, dst := range []*string{&r.Info.ID, &r.Info.Label, &r.Info.Topic} {
 		if len(b) < 2 {
 			return nil, false, bad
 		}
@@ -280,7 +293,7 @@ func decodeToken(b []byte) (*tokenRecord, bool, error) {
 		*dst = string(b[2 : 2+n])
 		b = b[2+n:]
 	}
-	if len(b) != 0 || r.info.ID == "" {
+	if len(b) != 0 || r.Info.ID == "" {
 		return nil, false, bad
 	}
 	return r, revoked, nil
