@@ -583,6 +583,9 @@ func newPollPartition(topic string, cur *cursor, p *wire.PollPartitionReply, fra
 	return pp
 }
 
+// minRecordBytes is the smallest a record is, uncompressed.
+const minRecordBytes = 6
+
 // decodeRecords decodes a delivery's batches into records within
 // [pp.from, pp.next).
 func decodeRecords(pp *pollPartition, batches []byte) ([]*Record, error) {
@@ -596,7 +599,10 @@ func decodeRecords(pp *pollPartition, batches []byte) ([]*Record, error) {
 		count += int(h.RecordCount)
 		rest = r
 	}
-	slab, out := recordArrays(count)
+	// The counts are the node's claims, not yet verified: the arrays are
+	// sized for at most one record per 6 bytes received (the smallest a
+	// record is), and grow if compressed batches hold more.
+	slab, out := recordArrays(min(count, len(batches)/minRecordBytes))
 	if f := pp.frame; f != nil {
 		// Handed back with the frame (Recycle); the slab is not
 		// appended to past its capacity, see below.

@@ -159,3 +159,23 @@ func TestRecycleReadsNothingItHandedBack(t *testing.T) {
 	}
 	<-done
 }
+
+// TestHostileRecordCountDoesNotAllocate: a node's batch whose header
+// claims 4,294,967,295 records is refused (its CRC no longer matches)
+// without the client sizing anything from the claim.
+func TestHostileRecordCountDoesNotAllocate(t *testing.T) {
+	batch := storedBatch(t, 0, record.CompressionNone, "a")
+	batch[28], batch[29], batch[30], batch[31] = 0xff, 0xff, 0xff, 0xff // the record count
+	pp := newPollPartition("t", &cursor{partition: 0, pos: AtCommitted()}, &wire.PollPartitionReply{Next: 1}, nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := decodeRecords(pp, batch)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a batch claiming 4,294,967,295 records decoded")
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
+		t.Fatalf("decoding a %d-byte batch claiming 4,294,967,295 records allocated %d bytes", len(batch), grown)
+	}
+}
