@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -51,8 +52,9 @@ sent it, for scripts.`,
   ledge status --json | jq '.consumers[] | {name, lag}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			from := "--http-addr"
 			if !cmd.Flags().Changed("http-addr") {
-				addr = statusAddr(dataDir)
+				addr, from = statusAddr(dataDir)
 			}
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -60,7 +62,7 @@ sent it, for scripts.`,
 			}
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			raw, st, err := fetchStatus(ctx, addr)
+			raw, st, err := fetchStatus(ctx, addr, from)
 			if err != nil {
 				return err
 			}
@@ -80,18 +82,25 @@ sent it, for scripts.`,
 }
 
 // statusAddr is the HTTP listener ledge status reads without
-// --http-addr: statusAddrEnv, else the one recorded by a node running on
-// the data directory (dataDir, else LEDGE_DATA_DIR, else ./ledge-data),
-// else the default.
-func statusAddr(dataDir string) string {
+// --http-addr, and where it came from: statusAddrEnv, else the one
+// recorded by a node running on the data directory (dataDir, else
+// LEDGE_DATA_DIR, else ./ledge-data), else the default.
+func statusAddr(dataDir string) (addr, from string) {
 	if v := os.Getenv(statusAddrEnv); v != "" {
-		return v
+		return v, statusAddrEnv
 	}
 	dir := firstNonEmpty(dataDir, os.Getenv(envDataDir), sdk.DefaultDataDir)
-	if l, live, err := datadir.ReadListen(dir); err == nil && live && l.HTTP != "" {
-		return l.HTTP
+	path := filepath.Join(dir, datadir.ListenFile)
+	l, live, err := datadir.ReadListen(dir)
+	switch {
+	case err == nil && live && l.HTTP != "":
+		return l.HTTP, path
+	case err == nil && live:
+		return ops.DefaultHTTPListen, "the default: the node of " + path + " serves no HTTP"
+	case err == nil:
+		return ops.DefaultHTTPListen, fmt.Sprintf("the default: %s is stale, the node that wrote it (pid %d) is gone", path, l.PID)
 	}
-	return ops.DefaultHTTPListen
+	return ops.DefaultHTTPListen, "the default: no running node's listen file in " + dir
 }
 
 // statusURL turns host:port or a URL into the status endpoint's URL.
@@ -104,7 +113,7 @@ func statusURL(addr string) string {
 }
 
 // fetchStatus reads and decodes a node's status document.
-func fetchStatus(ctx context.Context, addr string) ([]byte, ops.Status, error) {
+func fetchStatus(ctx context.Context, addr, from string) ([]byte, ops.Status, error) {
 	var st ops.Status
 	url := statusURL(addr)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -116,8 +125,9 @@ func fetchStatus(ctx context.Context, addr string) ([]byte, ops.Status, error) {
 	if err != nil {
 		// Refused, unreachable, unresolvable or silent: Go's words for each
 		// (a dial, a URL) say less to a user than where to look.
-		return nil, st, fmt.Errorf("no Ledge node's HTTP listener answered at %s: is `ledge serve` running, "+
-			"and is --http-addr (or %s) the address of its --http-listen?", addr, statusAddrEnv)
+		return nil, st, fmt.Errorf("no Ledge node's HTTP listener answered at %s (%s): is `ledge serve` running, "+
+			"and is that the address of its --http-listen? --data-dir (or %s) names its data directory, --http-addr (or %s) the address",
+			addr, from, envDataDir, statusAddrEnv)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes))

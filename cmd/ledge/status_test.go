@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/internal/datadir"
 	"github.com/ledgemq/ledge/node/ops"
 )
 
@@ -88,6 +90,20 @@ func TestStatusCommand(t *testing.T) {
 	if out, err := run("--http-addr", srv.URL+"/", "--json"); err != nil || strings.TrimSpace(out) != string(body) {
 		t.Errorf("status --json: %v\n%s", err, out)
 	}
+	// The listener a running node recorded in its data directory.
+	dataDir := t.TempDir()
+	if err := datadir.WriteListen(dataDir, datadir.Listen{PID: os.Getpid(), QUIC: "127.0.0.1:1", HTTP: addr}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(statusAddrEnv, "")
+	if out, err := run("--data-dir", dataDir); err != nil || !strings.Contains(out, "billing") {
+		t.Errorf("status --data-dir: %v\n%s", err, out)
+	}
+	t.Setenv(envDataDir, dataDir)
+	if out, err := run(); err != nil || !strings.Contains(out, "billing") {
+		t.Errorf("status with %s: %v\n%s", envDataDir, err, out)
+	}
+	t.Setenv(envDataDir, "")
 	t.Setenv(statusAddrEnv, addr)
 	if out, err := run(); err != nil || !strings.Contains(out, "billing") {
 		t.Errorf("status with %s: %v\n%s", statusAddrEnv, err, out)
@@ -99,7 +115,8 @@ func TestStatusCommand(t *testing.T) {
 	// Nothing listens there now: one sentence saying where to look, not
 	// Go's dial error.
 	want := "no Ledge node's HTTP listener answered at " + addr +
-		": is `ledge serve` running, and is --http-addr (or LEDGE_HTTP_ADDR) the address of its --http-listen?"
+		" (--http-addr): is `ledge serve` running, and is that the address of its --http-listen? " +
+		"--data-dir (or LEDGE_DATA_DIR) names its data directory, --http-addr (or LEDGE_HTTP_ADDR) the address"
 	if _, err := run("--http-addr", addr, "--timeout", "2s"); err == nil || explain(err) != want {
 		t.Errorf("no node: %v\nwant %q", err, want)
 	}
