@@ -3,6 +3,8 @@
 package datadir
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -26,8 +28,11 @@ func Live(dir string, pid int) bool {
 		return false
 	}
 	f, err := os.Open(filepath.Join(dir, LockFile))
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return false
+	case err != nil:
+		return true // the lock cannot be asked: the process is there
 	}
 	defer f.Close()
 	lk := unix.Flock_t{Type: unix.F_WRLCK}
