@@ -303,7 +303,7 @@ export class Record {
   // findHeader returns the address of the entry of the first header
   // called name, or 0.
   private findHeader(name: string): usize {
-    const want = String.UTF8.encode(name);
+    const want = utf8(name);
     const wantLen = want.byteLength;
     for (let i = 0; i < this.headerCount; i++) {
       const h = this.headerEntry(i);
@@ -325,7 +325,7 @@ export class Record {
   // keeps its quotes: compare with jsonEquals. The host does the lookup.
   jsonField(path: string): string | null {
     if (this.valueLen < 0) return null;
-    const p = String.UTF8.encode(path);
+    const p = utf8(path);
     const at = hostJSONGet(this.valuePtr, <usize>this.valueLen, changetype<usize>(p), <usize>p.byteLength);
     if (at < 0) return null;
     return String.UTF8.decodeUnsafe(this.valuePtr + <usize>(at >> 32), <usize>(at & 0xffffffff));
@@ -347,7 +347,7 @@ export class Record {
   // contains reports whether the value contains needle. The host searches.
   contains(needle: string): bool {
     if (this.valueLen < 0) return false;
-    const n = String.UTF8.encode(needle);
+    const n = utf8(needle);
     return hostIndex(this.valuePtr, <usize>this.valueLen, changetype<usize>(n), <usize>n.byteLength) >= 0;
   }
 
@@ -355,6 +355,27 @@ export class Record {
     const headers = this.region + <usize>load<u32>(this.region + HEADER_HEADERS_OFF);
     return headers + HEADER_ENTRY_SIZE * <usize>(load<i32>(this.entry + RECORD_FIRST_HEADER) + i);
   }
+}
+
+// utf8 returns s encoded as UTF-8. The few strings a plugin passes to the
+// host again and again (a path, a needle: fields of its filter) are
+// encoded once, remembered by identity.
+const utf8Strings: string[] = ["", "", "", "", "", "", "", ""];
+const utf8Bytes: ArrayBuffer[] = [
+  new ArrayBuffer(0), new ArrayBuffer(0), new ArrayBuffer(0), new ArrayBuffer(0),
+  new ArrayBuffer(0), new ArrayBuffer(0), new ArrayBuffer(0), new ArrayBuffer(0),
+];
+let utf8Next = 0;
+
+function utf8(s: string): ArrayBuffer {
+  for (let i = 0; i < utf8Strings.length; i++) {
+    if (changetype<usize>(utf8Strings[i]) == changetype<usize>(s)) return utf8Bytes[i];
+  }
+  const b = String.UTF8.encode(s);
+  utf8Strings[utf8Next] = s;
+  utf8Bytes[utf8Next] = b;
+  utf8Next = (utf8Next + 1) % utf8Strings.length;
+  return b;
 }
 
 function bytesAt(ptr: usize, len: i32): Uint8Array | null {
@@ -469,15 +490,15 @@ export function commitThrough(offset: u64): Proposal {
 // with the member at path equal to want (as Record.jsonEquals), drops the
 // others, and returns how many it kept.
 export function nativeMatchJSON(b: Batch, path: string, want: string, keep: Bitmap): i32 {
-  const p = String.UTF8.encode(path);
-  const w = String.UTF8.encode(want);
+  const p = utf8(path);
+  const w = utf8(want);
   return hostMatchJSON(changetype<usize>(p), <usize>p.byteLength, changetype<usize>(w), <usize>w.byteLength, keep.ptr);
 }
 
 // nativeMatchContains keeps in keep the records whose value contains
 // needle, drops the others, and returns how many it kept.
 export function nativeMatchContains(b: Batch, needle: string, keep: Bitmap): i32 {
-  const n = String.UTF8.encode(needle);
+  const n = utf8(needle);
   return hostMatchContains(changetype<usize>(n), <usize>n.byteLength, keep.ptr);
 }
 
