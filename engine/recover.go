@@ -230,7 +230,7 @@ func (p *Partition) resume(st partState, snap producerSnapshot, end uint64, fron
 		// out and lost (below resumed, a previous recovery's gap: none
 		// was).
 		next = st.ceiling
-		bumped = bumped || p.cfg.Durability != DurabilityAlways
+		bumped = true
 	case st.ceiling > end:
 		next = st.ceiling
 	}
