@@ -17,7 +17,7 @@ import (
 const maxQueuedBytes = 64 << 20
 
 // Partition is one append-only log of a topic. Its methods are safe for
-// concurrent use; the owner in node orders them.
+// concurrent use; the partition owner (node/owner) orders them.
 //
 // Its fields are grouped by who touches them. mu guards every group from
 // the log's end to the fsync backlog: appenders, readers, the flusher and

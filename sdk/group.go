@@ -189,7 +189,7 @@ func (g *GroupConsumer) join(ctx context.Context) error {
 		ClientID: g.cfg.clientID,
 	}, &reply)
 	if err != nil {
-		return fmt.Errorf("ledge: join group %s: %w", g.group, err)
+		return fmt.Errorf("sdk: join group %s: %w", g.group, err)
 	}
 	g.mu.Lock()
 	g.who = wire.Consumer{Kind: wire.ConsumerMember, Name: g.group, MemberID: reply.MemberID, MemberEpoch: reply.MemberEpoch}
@@ -320,7 +320,7 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 		leave := &wire.LeaveGroupRequest{Group: g.group, MemberID: g.who.MemberID, MemberEpoch: g.latest.MemberEpoch}
 		g.mu.Unlock()
 		if lerr := g.b.call(ctx, leave, &wire.LeaveGroupReply{}); lerr != nil {
-			err = errors.Join(err, fmt.Errorf("ledge: leave group %s: %w", g.group, lerr))
+			err = errors.Join(err, fmt.Errorf("sdk: leave group %s: %w", g.group, lerr))
 		}
 	}
 	g.stop()

@@ -263,7 +263,7 @@ func (g *GroupConsumer) abortStream() {
 // again; a stale history resumes from the committed offset.
 func (g *GroupConsumer) deliver(ctx context.Context, p *groupPoll, reply *wire.PollReply, frame *pollFrame) ([]*Record, error) {
 	if len(reply.Partitions) != len(p.parts) {
-		return nil, fmt.Errorf("ledge: poll group %s: %d partitions in the reply, %d asked", g.group, len(reply.Partitions), len(p.parts))
+		return nil, fmt.Errorf("sdk: poll group %s: %d partitions in the reply, %d asked", g.group, len(reply.Partitions), len(p.parts))
 	}
 	var (
 		out  []*Record
@@ -362,7 +362,7 @@ func (g *GroupConsumer) Commit(ctx context.Context, recs ...*Record) error {
 		r := best[tp]
 		hp := g.parts[tp]
 		if hp == nil || hp.blocked || !pollOf(hp, r.poll) {
-			errs = append(errs, fmt.Errorf("ledge: commit %s/%d: %w", tp.Topic, tp.Partition, ErrNotAssigned))
+			errs = append(errs, fmt.Errorf("sdk: commit %s/%d: %w", tp.Topic, tp.Partition, ErrNotAssigned))
 			continue
 		}
 		if hp.pending != nil && hp.pending.next <= r.Offset+1 {

@@ -115,7 +115,7 @@ func (g *GroupConsumer) LoadState(ctx context.Context, topic string, partition i
 	who.MemberEpoch = g.latest.MemberEpoch
 	g.mu.Unlock()
 	if hp == nil || hp.blocked {
-		return nil, fmt.Errorf("ledge: load state %s/%d: %w", topic, partition, ErrNotAssigned)
+		return nil, fmt.Errorf("sdk: load state %s/%d: %w", topic, partition, ErrNotAssigned)
 	}
 	snap, err := loadState(ctx, g.b, &wire.GetStateRequest{Consumer: who, Topic: topic, Partition: uint32(partition)})
 	if err != nil {
@@ -168,7 +168,7 @@ func loadState(ctx context.Context, b stateCaller, req *wire.GetStateRequest) (*
 			req.After = bytes.Clone(rep.Entries[len(rep.Entries)-1].Key)
 		}
 	}
-	return nil, fmt.Errorf("ledge: load state %s/%d: %w", req.Topic, req.Partition, ErrStateChanged)
+	return nil, fmt.Errorf("sdk: load state %s/%d: %w", req.Topic, req.Partition, ErrStateChanged)
 }
 
 // CommitState commits the position after last — the highest record of its
@@ -197,7 +197,7 @@ func (g *GroupConsumer) CommitState(ctx context.Context, last *Record, changes [
 	hp := g.parts[tp]
 	if hp == nil || hp.blocked || !pollOf(hp, last.poll) {
 		g.mu.Unlock()
-		return fmt.Errorf("ledge: commit state %s/%d: %w", tp.Topic, tp.Partition, ErrNotAssigned)
+		return fmt.Errorf("sdk: commit state %s/%d: %w", tp.Topic, tp.Partition, ErrNotAssigned)
 	}
 	who := g.who
 	who.MemberEpoch = g.latest.MemberEpoch

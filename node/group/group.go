@@ -225,7 +225,7 @@ func (m *member) incarnation() *fence.Incarnation {
 func OpenGroups(cfg GroupsConfig) (*Groups, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Meta == nil || cfg.Topics == nil {
-		return nil, fmt.Errorf("node: a group coordinator needs metadata and topics")
+		return nil, fmt.Errorf("group: a group coordinator needs metadata and topics")
 	}
 	gs := &Groups{
 		cfg: cfg, groups: map[string]*group{}, tombs: map[string]fence.MemberEpoch{},

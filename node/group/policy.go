@@ -57,7 +57,7 @@ type consumerDeleter interface {
 
 // errNoConsumerDeletion: a partition's assigner is not an owner that can
 // delete a group's progress (a wrapper that does not forward it).
-var errNoConsumerDeletion = errors.New("node: the partition's owner cannot delete a group's offsets")
+var errNoConsumerDeletion = errors.New("group: the partition's owner cannot delete a group's offsets")
 
 func checkGroupName(name string) error {
 	if name == "" || len(name) > wire.MaxNameLen {
@@ -104,7 +104,7 @@ func (gs *Groups) SetPolicy(ctx context.Context, name string, pol PolicyRecord) 
 		err = gs.cfg.Meta.Sync(ctx, t)
 	}
 	if err != nil {
-		return fmt.Errorf("node: storing the commit policy of group %q: %w", name, err)
+		return fmt.Errorf("group: storing the commit policy of group %q: %w", name, err)
 	}
 	gs.mu.Lock()
 	if gs.groups[name] == g {
@@ -168,7 +168,7 @@ func (gs *Groups) Delete(ctx context.Context, name string) error {
 			}
 			if err != nil {
 				gs.mu.Unlock()
-				return fmt.Errorf("node: deleting group %q's offset on %s/%d: %w", name, topic, i, err)
+				return fmt.Errorf("group: deleting group %q's offset on %s/%d: %w", name, topic, i, err)
 			}
 			waits = append(waits, d)
 		}
@@ -183,15 +183,15 @@ func (gs *Groups) Delete(ctx context.Context, name string) error {
 	}
 	gs.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("node: deleting group %q: %w", name, err)
+		return fmt.Errorf("group: deleting group %q: %w", name, err)
 	}
 	for _, d := range waits {
 		if err := d.Wait(ctx); err != nil {
-			return fmt.Errorf("node: deleting group %q's offsets: %w", name, err)
+			return fmt.Errorf("group: deleting group %q's offsets: %w", name, err)
 		}
 	}
 	if err := gs.cfg.Meta.Sync(ctx, t); err != nil {
-		return fmt.Errorf("node: deleting group %q: %w", name, err)
+		return fmt.Errorf("group: deleting group %q: %w", name, err)
 	}
 	gs.cfg.Logger.Info("group deleted", "group", name)
 	return nil

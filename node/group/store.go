@@ -104,7 +104,7 @@ func readString16(b []byte, what string) (string, []byte, error) {
 	return string(b[2 : 2+l]), b[2+l:], nil
 }
 
-var errGroupRecord = errors.New("node: corrupt group record")
+var errGroupRecord = errors.New("group: corrupt group record")
 
 func decodeGroupRecord(b []byte) (groupRecord, error) {
 	var r groupRecord

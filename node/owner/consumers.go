@@ -60,7 +60,7 @@ func OpenSessions(meta Metadata) (*Sessions, error) {
 	prefix := []byte(keySessions)
 	err := meta.Scan(prefix, func(k, v []byte) error {
 		if len(v) != 8 {
-			return fmt.Errorf("node: session of %q: %d bytes", k[len(prefix):], len(v))
+			return fmt.Errorf("owner: session of %q: %d bytes", k[len(prefix):], len(v))
 		}
 		s.current[string(k[len(prefix):])] = fence.SessionEpoch(binary.BigEndian.Uint64(v))
 		return nil
@@ -82,7 +82,7 @@ func (s *Sessions) key(name string) []byte {
 // from then on. Epochs never repeat, not even across a crash.
 func (s *Sessions) Attach(ctx context.Context, name string) (fence.SessionEpoch, error) {
 	if name == "" {
-		return 0, fmt.Errorf("node: attach: empty consumer name")
+		return 0, fmt.Errorf("owner: attach: empty consumer name")
 	}
 	s.attachMu.Lock()
 	defer s.attachMu.Unlock()

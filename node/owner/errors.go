@@ -8,11 +8,11 @@ var (
 	// ErrTopicDeleted: the topic was deleted while the request was in
 	// flight (give up; a topic created later under the name is another
 	// topic).
-	ErrTopicDeleted = errors.New("node: topic deleted")
+	ErrTopicDeleted = errors.New("owner: topic deleted")
 	// ErrShuttingDown: the node is draining (retry on a new connection).
-	ErrShuttingDown = errors.New("node: shutting down")
+	ErrShuttingDown = errors.New("owner: shutting down")
 	// ErrInvalidArgument: a request value is out of range (give up).
-	ErrInvalidArgument = errors.New("node: invalid argument")
+	ErrInvalidArgument = errors.New("owner: invalid argument")
 )
 
 // invalidArgument is a request value the owner refuses: errors.Is matches

@@ -75,7 +75,7 @@ type Owner struct {
 // NewOwner builds the owner of a partition.
 func NewOwner(cfg OwnerConfig) (*Owner, error) {
 	if cfg.Log == nil || cfg.Meta == nil {
-		return nil, errors.New("node: an owner needs a log and a metadata store")
+		return nil, errors.New("owner: an owner needs a log and a metadata store")
 	}
 	return &Owner{
 		topic:       cfg.Topic,

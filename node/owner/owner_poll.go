@@ -58,10 +58,10 @@ const (
 )
 
 // ErrNoPosition: a FromNext poll with ResetNone found no usable position.
-var ErrNoPosition = errors.New("node: the consumer has no committed position and the reset policy is none")
+var ErrNoPosition = errors.New("owner: the consumer has no committed position and the reset policy is none")
 
 // ErrNoConsumer: the request needs a named consumer or a group member.
-var ErrNoConsumer = errors.New("node: the request needs a consumer name")
+var ErrNoConsumer = errors.New("owner: the request needs a consumer name")
 
 // PollRequest is one partition's part of a poll.
 type PollRequest struct {
@@ -266,7 +266,7 @@ func (o *Owner) plan(req PollRequest, parked *fence.Token) (pendingPoll, error) 
 	}
 	plan, err := o.log.PlanRead(tok.From, maxBytes)
 	if err != nil {
-		return pendingPoll{}, fmt.Errorf("node: planning a read at %d: %w", tok.From, err)
+		return pendingPoll{}, fmt.Errorf("owner: planning a read at %d: %w", tok.From, err)
 	}
 	return pendingPoll{tok: tok, plan: plan}, nil
 }
@@ -312,7 +312,7 @@ func (o *Owner) position(p fence.Partition, h fence.Holder, pr *progress, req Po
 		}
 		return o.nextPosition(p, h, pr, req.Reset)
 	}
-	return 0, fmt.Errorf("node: unknown poll position %d", req.From)
+	return 0, fmt.Errorf("owner: unknown poll position %d", req.From)
 }
 
 // nextPosition is where "next" reads: the delivered position while it is

@@ -230,7 +230,7 @@ type stateSeeker interface {
 }
 
 // errStopScan ends a scan early.
-var errStopScan = errors.New("node: stop scan")
+var errStopScan = errors.New("owner: stop scan")
 
 // scanState fills snap.Entries per q. Called with o.mu held: no write of
 // the consumer's state or bookmark comes between the bookmark read and the

@@ -45,13 +45,13 @@ func OpenProducers(meta Metadata) (*Producers, error) {
 		return nil, err
 	} else if ok {
 		if len(v) != 8 {
-			return nil, fmt.Errorf("node: producer registry: bad next id (%d bytes)", len(v))
+			return nil, fmt.Errorf("owner: producer registry: bad next id (%d bytes)", len(v))
 		}
 		p.next = fence.ProducerID(binary.BigEndian.Uint64(v))
 	}
 	err := meta.Scan(keyProducerIDs, func(k, v []byte) error {
 		if len(k) != len(keyProducerIDs)+8 || len(v) != 4 {
-			return fmt.Errorf("node: producer registry: bad entry %q", k)
+			return fmt.Errorf("owner: producer registry: bad entry %q", k)
 		}
 		p.epochs[fence.ProducerID(binary.BigEndian.Uint64(k[len(keyProducerIDs):]))] = fence.ProducerEpoch(binary.BigEndian.Uint32(v))
 		return nil
@@ -61,7 +61,7 @@ func OpenProducers(meta Metadata) (*Producers, error) {
 	}
 	err = meta.Scan(keyProducerByName, func(k, v []byte) error {
 		if len(v) != 8 {
-			return fmt.Errorf("node: producer registry: bad name entry %q", k)
+			return fmt.Errorf("owner: producer registry: bad name entry %q", k)
 		}
 		p.byName[string(k[len(keyProducerByName):])] = fence.ProducerID(binary.BigEndian.Uint64(v))
 		return nil
@@ -206,4 +206,4 @@ func producerKey(id fence.ProducerID) []byte {
 
 // ErrNoProducers is returned when an idempotent batch reaches an owner
 // that was built without a producer registry.
-var ErrNoProducers = errors.New("node: idempotent batch, but the owner has no producer registry")
+var ErrNoProducers = errors.New("owner: idempotent batch, but the owner has no producer registry")

@@ -235,7 +235,7 @@ func (f *Forwarder) step(ctx context.Context) (int, error) {
 		if errors.Is(err, fence.ErrOffsetOutOfRange) || errors.Is(err, fence.ErrStaleHistory) {
 			return 0, nil // the partition moved (retention, purge): reconcile on the next step
 		}
-		return 0, fmt.Errorf("node: uplink read: %w", err)
+		return 0, fmt.Errorf("uplink: read: %w", err)
 	}
 	f.stats.observe(res.State)
 	recs, err := f.records(res.Batches)
@@ -284,7 +284,7 @@ func (f *Forwarder) transact(ctx context.Context, recs []*kgo.Record, next uint6
 		}
 	}()
 	if err := f.cl.BeginTransaction(); err != nil {
-		return fmt.Errorf("node: uplink begin transaction: %w", err)
+		return fmt.Errorf("uplink: begin transaction: %w", err)
 	}
 	var (
 		wg       sync.WaitGroup
@@ -309,12 +309,12 @@ func (f *Forwarder) transact(ctx context.Context, recs []*kgo.Record, next uint6
 	select {
 	case <-delivered:
 	case <-ctx.Done(): // records stuck in retries (Kafka unreachable): give up the client
-		return fmt.Errorf("node: uplink produce: %w", context.Cause(ctx))
+		return fmt.Errorf("uplink: produce: %w", context.Cause(ctx))
 	}
 	errMu.Lock()
 	defer errMu.Unlock()
 	if firstErr != nil {
-		return fmt.Errorf("node: uplink produce: %w", firstErr)
+		return fmt.Errorf("uplink: produce: %w", firstErr)
 	}
 	if err := f.addPosition(ctx, next, history); err != nil {
 		return err
@@ -326,7 +326,7 @@ func (f *Forwarder) transact(ctx context.Context, recs []*kgo.Record, next uint6
 		}
 	}
 	if err := f.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return fmt.Errorf("node: uplink commit transaction: %w", err)
+		return fmt.Errorf("uplink: commit transaction: %w", err)
 	}
 	return nil
 }
@@ -348,7 +348,7 @@ func (f *Forwarder) confirmFenced(ctx context.Context, err error) error {
 	if aerr != nil && isFenced(aerr) {
 		return fmt.Errorf("%w (confirmed by the abort: %v)", err, aerr)
 	}
-	return fmt.Errorf("node: uplink transaction aborted by Kafka, not fenced (abort: %v): %v", aerr, err)
+	return fmt.Errorf("uplink: transaction aborted by Kafka, not fenced (abort: %v): %v", aerr, err)
 }
 
 // records converts the batches' records at or past the position into
@@ -362,7 +362,7 @@ func (f *Forwarder) records(batches [][]byte) ([]*kgo.Record, error) {
 		// referring to until Kafka has them.
 		var it record.RecordIterator
 		if err := it.Reset(b, len(b)); err != nil {
-			return nil, fmt.Errorf("node: uplink read: %w", err)
+			return nil, fmt.Errorf("uplink: read: %w", err)
 		}
 		for {
 			r, ok := it.Next()
@@ -389,7 +389,7 @@ func (f *Forwarder) records(batches [][]byte) ([]*kgo.Record, error) {
 			recs = append(recs, kr)
 		}
 		if err := it.Err(); err != nil {
-			return nil, fmt.Errorf("node: uplink read: %w", err)
+			return nil, fmt.Errorf("uplink: read: %w", err)
 		}
 	}
 	f.recs = recs[:0]

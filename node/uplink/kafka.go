@@ -54,7 +54,7 @@ func (f *Forwarder) connect(ctx context.Context) error {
 	}
 	f.cl = cl
 	if _, _, err := cl.ProducerID(ctx); err != nil {
-		return fmt.Errorf("node: uplink init transactional id %s: %w", f.txnID, err)
+		return fmt.Errorf("uplink: init transactional id %s: %w", f.txnID, err)
 	}
 	if err := f.checkTopic(ctx); err != nil {
 		return err
@@ -92,17 +92,17 @@ func (f *Forwarder) checkTopic(ctx context.Context) error {
 	req.Topics = append(req.Topics, t)
 	resp, err := req.RequestWith(ctx, f.cl)
 	if err != nil {
-		return fmt.Errorf("node: uplink metadata: %w", err)
+		return fmt.Errorf("uplink: metadata: %w", err)
 	}
 	if len(resp.Topics) != 1 {
-		return fmt.Errorf("node: uplink metadata: %d topics in the reply", len(resp.Topics))
+		return fmt.Errorf("uplink: metadata: %d topics in the reply", len(resp.Topics))
 	}
 	rt := resp.Topics[0]
 	if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
 		if errors.Is(err, kerr.UnknownTopicOrPartition) {
 			return fmt.Errorf("%w: Kafka topic %q does not exist", ErrConfig, f.cfg.To)
 		}
-		return fmt.Errorf("node: uplink metadata of %q: %w", f.cfg.To, err)
+		return fmt.Errorf("uplink: metadata of %q: %w", f.cfg.To, err)
 	}
 	if f.cfg.Partitioning == SamePartition && int(f.cfg.Partition) >= len(rt.Partitions) {
 		return fmt.Errorf("%w: Kafka topic %q has %d partitions; partitioning \"same\" needs partition %d",
@@ -126,7 +126,7 @@ func (f *Forwarder) readPosition(ctx context.Context) (uint64, fence.HistoryEpoc
 		req.Topics = append(req.Topics, t)
 		resp, err := req.RequestWith(ctx, f.cl)
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("node: uplink read position: %w", err)
+			return 0, 0, false, fmt.Errorf("uplink: read position: %w", err)
 		}
 		off, meta, code := offsetFetchResult(resp)
 		err = kerr.ErrorForCode(code)
@@ -141,7 +141,7 @@ func (f *Forwarder) readPosition(ctx context.Context) (uint64, fence.HistoryEpoc
 			return uint64(off), h, true, nil
 		}
 		if !kerr.IsRetriable(err) || attempt >= 50 {
-			return 0, 0, false, fmt.Errorf("node: uplink read position: %w", err)
+			return 0, 0, false, fmt.Errorf("uplink: read position: %w", err)
 		}
 		if err := f.cfg.Wait(ctx, min(f.cfg.MinBackoff, 100*time.Millisecond)); err != nil {
 			return 0, 0, false, err
@@ -186,7 +186,7 @@ func deref(s *string) string {
 func (f *Forwarder) addPosition(ctx context.Context, next uint64, history fence.HistoryEpoch) error {
 	id, epoch, err := f.cl.ProducerID(ctx)
 	if err != nil {
-		return fmt.Errorf("node: uplink producer id: %w", err)
+		return fmt.Errorf("uplink: producer id: %w", err)
 	}
 	if err := f.retryConcurrent(ctx, func() error {
 		req := kmsg.NewPtrAddOffsetsToTxnRequest()
@@ -197,7 +197,7 @@ func (f *Forwarder) addPosition(ctx context.Context, next uint64, history fence.
 		}
 		return kerr.ErrorForCode(resp.ErrorCode)
 	}); err != nil {
-		return fmt.Errorf("node: uplink add position to transaction: %w", err)
+		return fmt.Errorf("uplink: add position to transaction: %w", err)
 	}
 	return f.retryConcurrent(ctx, func() error {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
@@ -212,12 +212,12 @@ func (f *Forwarder) addPosition(ctx context.Context, next uint64, history fence.
 		req.Topics = append(req.Topics, t)
 		resp, err := req.RequestWith(ctx, f.cl)
 		if err != nil {
-			return fmt.Errorf("node: uplink commit position: %w", err)
+			return fmt.Errorf("uplink: commit position: %w", err)
 		}
 		for _, rt := range resp.Topics {
 			for _, rp := range rt.Partitions {
 				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-					return fmt.Errorf("node: uplink commit position: %w", err)
+					return fmt.Errorf("uplink: commit position: %w", err)
 				}
 			}
 		}

@@ -15,7 +15,7 @@ import (
 )
 
 // ErrNoUplink: the topic has no uplink. Do not retry.
-var ErrNoUplink = errors.New("node: the topic has no uplink")
+var ErrNoUplink = errors.New("uplink: the topic has no uplink")
 
 // ManagerConfig configures a node's uplinks.
 type ManagerConfig struct {

@@ -163,7 +163,7 @@ func LoadSpecs(meta owner.Metadata) ([]Spec, error) {
 		}
 		var s Spec
 		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("node: uplink %s: %w", k, err)
+			return fmt.Errorf("uplink: %s: %w", k, err)
 		}
 		out = append(out, s)
 		return nil

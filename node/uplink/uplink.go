@@ -65,7 +65,7 @@ func ParsePartitioning(s string) (Partitioning, error) {
 	case "key":
 		return ByKey, nil
 	}
-	return 0, fmt.Errorf("node: uplink partitioning %q: want same or key", s)
+	return 0, fmt.Errorf("uplink: partitioning %q: want same or key", s)
 }
 
 // Overflow says what retention does with records not yet forwarded.
@@ -96,7 +96,7 @@ func ParseOverflow(s string) (Overflow, error) {
 	case "drop-oldest":
 		return DropOldest, nil
 	}
-	return 0, fmt.Errorf("node: uplink overflow %q: want block or drop-oldest", s)
+	return 0, fmt.Errorf("uplink: overflow %q: want block or drop-oldest", s)
 }
 
 // Source is the partition a forwarder reads: *Owner implements it.
@@ -208,13 +208,13 @@ func TransactionalID(nodeID string, topic fence.TopicID, partition uint32) strin
 // ErrFenced: another forwarder initialized the same transactional id
 // with a newer producer epoch. Do not retry: the newer forwarder owns the
 // partition's uplink.
-var ErrFenced = errors.New("node: uplink fenced by a newer forwarder with the same transactional id")
+var ErrFenced = errors.New("uplink: fenced by a newer forwarder with the same transactional id")
 
 // ErrConfig: the uplink's configuration cannot work (no seeds, no
 // target topic, the target topic is missing or has too few partitions for
 // "same" partitioning). Fix the configuration; retrying does not help,
 // except for a target topic that is created later.
-var ErrConfig = errors.New("node: uplink configuration")
+var ErrConfig = errors.New("uplink: configuration")
 
 // State is a forwarder's phase.
 type State uint8
