@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -157,15 +158,17 @@ const statelessResetLen = 42
 // once rather than at their next request. The token is derived from the
 // connection ID under [Config.StatelessResetKey], which must be the
 // predecessor's. A peer whose connection has moved on to another
-// connection ID ignores the reset. It returns how many resets were sent.
+// connection ID ignores the reset. It returns how many resets were sent,
+// and an error that counts those that could not be, with the first
+// cause.
 func (l *Listener) ResetPeers(peers []Peer) (int, error) {
 	if l.cfg.StatelessResetKey == nil {
 		return 0, errors.New("quic: ResetPeers needs a StatelessResetKey")
 	}
 	mac := hmac.New(sha256.New, l.cfg.StatelessResetKey[:])
 	pkt := make([]byte, statelessResetLen)
-	sent := 0
-	var errs []error
+	sent, failed := 0, 0
+	var firstErr error
 	for _, p := range peers {
 		if !p.Addr.IsValid() {
 			continue
@@ -179,12 +182,17 @@ func (l *Listener) ResetPeers(peers []Peer) (int, error) {
 		pkt[0] = pkt[0]&0x3f | 0x40 // a short header with the QUIC bit set
 		copy(pkt[statelessResetLen-16:], token)
 		if _, err := l.tr.WriteTo(pkt, net.UDPAddrFromAddrPort(p.Addr)); err != nil {
-			errs = append(errs, err)
+			if failed++; firstErr == nil {
+				firstErr = err
+			}
 			continue
 		}
 		sent++
 	}
-	return sent, errors.Join(errs...)
+	if firstErr != nil {
+		return sent, fmt.Errorf("quic: %d stateless resets not sent, the first: %w", failed, firstErr)
+	}
+	return sent, nil
 }
 
 // AppendPeers appends peers to b in the form [ParsePeers] reads: per
