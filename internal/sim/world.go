@@ -129,8 +129,12 @@ func newWorld(seed uint64, cfg Config) *World {
 		// the schedules drawn from Rng stay what they were.
 		ReservedBytes:   []int64{-1, 8 << 10}[rand.New(rand.NewPCG(seed, 0xba11a57)).IntN(2)],
 		ReservationStep: uint64(8 + w.Rng.IntN(200)),
-		ReaderPoolSize:  2,
-		Rand:            &seededReader{rand.New(rand.NewPCG(seed, 0x1d))},
+		// Reservations sized by the append rate, between 1-8 offsets
+		// and ReservationStep, in half the runs (fixed at ReservationStep
+		// in the others); drawn apart from Rng too.
+		MinReservationStep: []uint64{1 << 20, uint64(1 + rand.New(rand.NewPCG(seed, 0x7e5e)).IntN(8))}[rand.New(rand.NewPCG(seed, 0x7e5f)).IntN(2)],
+		ReaderPoolSize:     2,
+		Rand:               &seededReader{rand.New(rand.NewPCG(seed, 0x1d))},
 		Pebble: func(o *pebble.Options) {
 			// Deterministic: no background compactions, and memtables
 			// large enough that the run never rotates its WAL. Without
