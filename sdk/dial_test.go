@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -119,4 +120,16 @@ func TestDialEmptyAddressFindsTheNodeOfTheDataDirectory(t *testing.T) {
 	if addr, src, _ := sdk.DialAddr(""); addr != other || src != sdk.AddrEnv {
 		t.Errorf("with LEDGE_SERVER and a listen file, DialAddr = %s from %v, want %s from LEDGE_SERVER", addr, src, other)
 	}
+}
+
+// A node that cannot be reached is told apart from one that refused:
+// the error says which address was dialed and where it came from.
+func ExampleDialError() {
+	ctx := context.Background()
+	_, err := sdk.Dial(ctx, "127.0.0.1:1", sdk.WithToken("secret"))
+	var de *sdk.DialError
+	if errors.Is(err, sdk.ErrNodeUnreachable) && errors.As(err, &de) {
+		fmt.Printf("no node at %s (%s)\n", de.Addr, de.Source)
+	}
+	// Output: no node at 127.0.0.1:1 (the address given to Dial)
 }
