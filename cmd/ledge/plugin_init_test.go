@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -81,25 +82,29 @@ func TestPluginProjectAssemblyScript(t *testing.T) {
 // The AssemblyScript kit's typed records decide beyond the host's
 // matchers: the examples of sdk/plugin/assemblyscript/examples (a JSON
 // number comparison per record; a commit policy reading headers, keys
-// and offsets and keeping state), each built in a project from init.
+// and offsets and keeping state) and testdata/kitcheck, which calls every
+// function of the kit (asc compiles only what is used), each built in a
+// project from init.
 func TestPluginAssemblyScriptTypedRecords(t *testing.T) {
 	needTool(t, "node")
 	needTool(t, "npm")
 	for _, ex := range []struct {
-		name, kind string
-		params     map[string]string
-		want       string
+		dir, kind string
+		params    map[string]string
+		want      string
 	}{
-		{"above", "filter", map[string]string{"min": "30", "unit": "C"}, "ok: 7 verdicts as"},
-		{"checkpoint", "commit-policy", map[string]string{}, "ok: 1 proposal as"},
+		{"examples/above", "filter", map[string]string{"min": "30", "unit": "C"}, "ok: 7 verdicts as"},
+		{"examples/checkpoint", "commit-policy", map[string]string{}, "ok: 1 proposal as"},
+		{"testdata/kitcheck", "filter", map[string]string{"n": "7", "x": "2.5", "flag": "true", "site": "lyon"}, "ok: 7 verdicts as"},
 	} {
-		t.Run(ex.name, func(t *testing.T) {
+		name := path.Base(ex.dir)
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if out, err := pluginProjectRun(t, dir, "plugin", "init", ex.name, "--kind", ex.kind, "--lang", "assemblyscript"); err != nil {
+			if out, err := pluginProjectRun(t, dir, "plugin", "init", name, "--kind", ex.kind, "--lang", "assemblyscript"); err != nil {
 				t.Fatalf("ledge plugin init: %v\n%s", err, out)
 			}
-			project := filepath.Join(dir, ex.name)
-			example := filepath.Join("../../sdk/plugin/assemblyscript/examples", ex.name)
+			project := filepath.Join(dir, name)
+			example := filepath.Join("../../sdk/plugin/assemblyscript", ex.dir)
 			for from, to := range map[string]string{"index.ts": "assembly/index.ts", "records.jsonl": "records.jsonl"} {
 				b, err := os.ReadFile(filepath.Join(example, from))
 				if err != nil {
@@ -132,7 +137,7 @@ func TestPluginAssemblyScriptTypedRecords(t *testing.T) {
 			if err != nil || !strings.Contains(out, ex.want) {
 				t.Fatalf("ledge plugin test: %v\n%s\nwant %q", err, out, ex.want)
 			}
-			if ex.name == "checkpoint" {
+			if name == "checkpoint" {
 				// With value=yes the policy passes over the record whose
 				// checkpoint header is null (the expected commit) and
 				// commits through the one marked yes.
