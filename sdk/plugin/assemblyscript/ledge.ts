@@ -408,7 +408,8 @@ export class Batch {
     return new Record(this.region, records + RECORD_ENTRY_SIZE * <usize>i);
   }
 
-  // from is the position the poll read from.
+  // from is the position the poll read from. asc (0.28) fails to parse
+  // `x < b.from` ("Identifier expected"): write `b.from > x`.
   get from(): u64 {
     return load<u64>(this.region + HEADER_FROM);
   }
