@@ -473,3 +473,52 @@ func TestParkedFleetAfterKill(t *testing.T) {
 		took[len(took)/2].Round(time.Millisecond), took[len(took)*9/10].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond),
 		acked.Round(time.Millisecond))
 }
+
+// TestAHealthyNodeIsNeverProbed: the probe of an overdue poll costs a
+// consumer of a healthy node nothing. An SDK consumer polls an empty
+// topic with a short max wait for several seconds; the node answers each
+// poll when its max wait runs out, and counts no request besides the
+// polls: not one probe.
+func TestAHealthyNodeIsNeverProbed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ledge binary")
+	}
+	served := newServedLedge(t, buildLedge(t), filepath.Join(t.TempDir(), "ledge-data"))
+	served.start()
+	defer served.checkNoPanic()
+	ctx := context.Background()
+	admin := served.dial(ctx)
+	defer admin.Close()
+	if _, err := admin.CreateTopic(ctx, "quiet", sdk.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c := served.dial(ctx)
+	defer c.Close()
+	cons, err := c.NewConsumer(ctx, "quiet", sdk.WithMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	describes := func() string {
+		var n []string
+		for _, l := range strings.Split(get(t, served, "/metrics"), "\n") {
+			if strings.HasPrefix(l, `ledge_requests_total{kind="describe-topic"`) {
+				n = append(n, l)
+			}
+		}
+		return strings.Join(n, "; ")
+	}
+	before := describes()
+	if before == "" {
+		t.Fatal("the node counts no DescribeTopic, though NewConsumer sent one")
+	}
+	polls := 0
+	for begun := time.Now(); time.Since(begun) < 5*time.Second; polls++ {
+		if _, err := cons.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := describes(); after != before {
+		t.Fatalf("DescribeTopic requests during %d polls of a healthy node: %q, before %q: the consumer probed", polls, after, before)
+	}
+	t.Logf("%d empty polls of 200 ms, no probe", polls)
+}
