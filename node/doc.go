@@ -18,10 +18,13 @@
 //     readiness, the status API and page.
 //   - node/kafka: the Kafka protocol listener, an adapter onto this
 //     package.
+//   - node/pluginreg: the plugin registry (modules, records, commit
+//     policies, the loader after a start) and the plugin steps of a
+//     poll (filters, commit policies).
 //   - node/tokens: the registry of bearer tokens (create, authenticate,
 //     revoke), kept in the node's metadata.
 //   - node/statuspage: the status page's HTML.
-//   - node (this package): Open and Config, topics, plugins, the
+//   - node (this package): Open and Config, topics, the
 //     request handlers of the protocol (groups and uplinks included), and
 //     the snapshots of its state that node/ops reads.
 //

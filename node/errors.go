@@ -7,6 +7,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/record"
@@ -141,8 +142,8 @@ var statusTable = [...]struct {
 	{plugins.ErrPluginFailed, wire.StatusPluginError},
 	{plugins.ErrQuarantined, wire.StatusPluginQuarantined},
 	{plugins.ErrMemoryBudget, wire.StatusPluginBusy},
-	{errPluginBusy, wire.StatusPluginBusy},
-	{errPluginLoading, wire.StatusPluginLoading},
+	{pluginreg.ErrBusy, wire.StatusPluginBusy},
+	{pluginreg.ErrLoading, wire.StatusPluginLoading},
 	{plugins.ErrUnknownPlugin, wire.StatusUnknownPlugin},
 	{plugins.ErrCompileTimeout, wire.StatusTimeout},
 	{plugins.ErrInputTooLarge, wire.StatusMessageTooLarge},

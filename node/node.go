@@ -19,6 +19,7 @@ import (
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/plugins"
@@ -173,7 +174,7 @@ type Node struct {
 	producers *owner.Producers
 	sessions  *owner.Sessions
 	tokens    *tokens.Registry
-	plugins   *pluginRegistry
+	plugins   *pluginreg.Registry
 	groups    *group.Groups
 	uplinks   *uplink.Manager
 	certs     *certs.Store
@@ -276,7 +277,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.tokens, err = tokens.Open(n.meta, cfg.Now); err != nil {
 		return err
 	}
-	if n.plugins, err = openPlugins(cfg, n.meta); err != nil {
+	if n.plugins, err = pluginreg.Open(pluginreg.Config{Plugins: cfg.Plugins, FS: cfg.FS, DataDir: cfg.DataDir, Logger: cfg.Logger, Now: cfg.Now}, n.meta); err != nil {
 		return err
 	}
 	if err := n.bootstrapAdminToken(ctx); err != nil {
@@ -321,7 +322,7 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	n.work.Go(n.acceptLoop)
-	n.plugins.startLoading(n.drain) // serving meanwhile: plugins_load.go
+	n.plugins.StartLoading(n.drain) // serving meanwhile: node/pluginreg
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)
 	}
@@ -345,7 +346,7 @@ func (n *Node) abandon() {
 			_ = o.Close(ctx)
 		}
 	}
-	n.plugins.close(ctx)
+	n.plugins.Close(ctx)
 	if err := n.closeStorage(); err != nil {
 		n.log.Warn("closing the storage after a failed start", "err", err)
 	}
@@ -407,7 +408,7 @@ func (n *Node) close(ctx context.Context) error {
 			}
 		}
 	}
-	if err := n.plugins.close(ctx); err != nil {
+	if err := n.plugins.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if err := n.closeStorage(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ledgemq/ledge/node/owner/ownertest"
+	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -129,7 +130,7 @@ func TestPluginCompileCacheSkipsCompilingAfterARestart(t *testing.T) {
 	first := startNode(t, nil, onDisk)
 	c := first.mustDial(t, first.admin)
 	c.mustCall(&wire.AddPluginRequest{Name: "prefix", PluginKind: wire.PluginFilter, Module: prefixWasm(t)}, &wire.AddPluginReply{})
-	if n := first.plugins.host.Load().Compiles(); n != 1 {
+	if n := first.plugins.Host().Compiles(); n != 1 {
 		t.Fatalf("adding a new module compiled %d modules, want 1", n)
 	}
 	if _, err := os.Stat(filepath.Join(dir, PluginsCacheDir)); err != nil {
@@ -143,7 +144,7 @@ func TestPluginCompileCacheSkipsCompilingAfterARestart(t *testing.T) {
 	if err := second.WaitPluginsLoaded(safetyContext(t)); err != nil {
 		t.Fatal(err)
 	}
-	host := second.plugins.host.Load()
+	host := second.plugins.Host()
 	if n := host.Compiles(); n != 0 {
 		t.Fatalf("the restart compiled %d modules, want 0 (the cache has them)", n)
 	}
@@ -230,7 +231,7 @@ func heldPlugins(t *testing.T, dir string) (tn *testNode, waiting <-chan string)
 		default:
 		}
 	}
-	tn.plugins.awaiting.Store(&hook)
+	tn.plugins.Awaiting.Store(&hook)
 	return tn, ch
 }
 
@@ -504,8 +505,8 @@ func TestFilterFailuresMapToPluginStatuses(t *testing.T) {
 		{fmt.Errorf(`%w: "picky": missing parameter`, plugins.ErrPluginFailed), wire.StatusPluginError},
 		{fmt.Errorf(`%w: "loop" (failed 3 times)`, plugins.ErrQuarantined), wire.StatusPluginQuarantined},
 		{fmt.Errorf(`%w: "hungry" needs 64 KiB: %w`, plugins.ErrMemoryBudget, context.DeadlineExceeded), wire.StatusPluginBusy},
-		{fmt.Errorf(`%w: filter "busy" could not run: %w`, errPluginBusy, context.DeadlineExceeded), wire.StatusPluginBusy},
-		{fmt.Errorf(`%w: "site"`, errPluginLoading), wire.StatusPluginLoading},
+		{fmt.Errorf(`%w: filter "busy" could not run: %w`, pluginreg.ErrBusy, context.DeadlineExceeded), wire.StatusPluginBusy},
+		{fmt.Errorf(`%w: "site"`, pluginreg.ErrLoading), wire.StatusPluginLoading},
 		{fmt.Errorf(`%w: "nope"`, plugins.ErrUnknownPlugin), wire.StatusUnknownPlugin},
 	} {
 		st, msg := StatusOf(tc.err)

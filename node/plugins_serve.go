@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/group"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/plugins"
-	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -39,18 +39,18 @@ func (r *request) addPlugin(ctx context.Context, m *wire.AddPluginRequest) (*wir
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	info, err := r.n.plugins.add(ctx, m.Name, plugins.Kind(m.PluginKind), m.Module)
+	info, err := r.n.plugins.Add(ctx, m.Name, plugins.Kind(m.PluginKind), m.Module)
 	if err != nil {
 		return nil, err
 	}
-	return &wire.AddPluginReply{Plugin: pluginInfoToWire(info)}, nil
+	return &wire.AddPluginReply{Plugin: pluginreg.InfoToWire(info)}, nil
 }
 
 func (r *request) listPlugins(_ context.Context, _ *wire.ListPluginsRequest) (*wire.ListPluginsReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	infos := r.n.plugins.list()
+	infos := r.n.plugins.List()
 	rep := &wire.ListPluginsReply{Plugins: make([]wire.PluginInfo, 0, len(infos))}
 	for _, i := range infos {
 		rep.Plugins = append(rep.Plugins, i.PluginInfo)
@@ -62,7 +62,7 @@ func (r *request) resetPlugin(ctx context.Context, m *wire.ResetPluginRequest) (
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	info, err := r.n.plugins.reset(ctx, m.Name)
+	info, err := r.n.plugins.Reset(ctx, m.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (r *request) removePlugin(ctx context.Context, m *wire.RemovePluginRequest)
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	return &wire.RemovePluginReply{}, r.n.plugins.remove(ctx, m.Name)
+	return &wire.RemovePluginReply{}, r.n.plugins.Remove(ctx, m.Name)
 }
 
 func (r *request) setPolicy(ctx context.Context, m *wire.SetPolicyRequest) (*wire.SetPolicyReply, error) {
@@ -86,156 +86,13 @@ func (r *request) setPolicy(ctx context.Context, m *wire.SetPolicyRequest) (*wir
 	case m.Name == "":
 		return nil, invalidArgument("set-policy needs a consumer name")
 	case m.Target == wire.PolicyGroup:
-		pol, err := r.n.plugins.checkPolicy(m.Policy)
+		pol, err := r.n.plugins.CheckPolicy(m.Policy)
 		if err != nil {
 			return nil, err
 		}
 		return &wire.SetPolicyReply{}, r.n.groups.SetPolicy(ctx, m.Name, pol)
 	}
-	return &wire.SetPolicyReply{}, r.n.plugins.setPolicy(ctx, m.Name, m.Policy)
-}
-
-// errPluginBusy is a filter call that found every instance of its plugin
-// busy for as long as the poll could wait (the memory budget's own
-// refusal is plugins.ErrMemoryBudget); errPluginLoading a poll naming a
-// plugin the node was still loading when the poll's wait ended. Both are
-// momentary: the client may poll again.
-var (
-	errPluginBusy    = errors.New("node: plugin busy")
-	errPluginLoading = errors.New("node: plugin loading")
-)
-
-// pollFilter is a filter a poll names, resolved once per poll.
-type pollFilter struct {
-	host   *plugins.Host
-	name   string
-	params plugins.Params
-	// wait bounds each call, the wait for an instance included: the
-	// poll's max wait, and at least minFilterWait plus the call's own
-	// deadline. Past it the partition fails with errPluginBusy (or the
-	// host's ErrMemoryBudget) rather than hanging until the client gives
-	// up.
-	wait time.Duration
-
-	// struck is the first failure of the plugin in this poll that counted
-	// a strike: the poll's other partitions (and its later reads) fail
-	// with it without calling the plugin again, so one poll is one strike
-	// whatever its partitions, and a looping filter costs one deadline.
-	mu     sync.Mutex
-	struck error
-}
-
-// filterOf resolves the filter of a poll: nil when it names none. A
-// plugin the node is still loading is waited for, for at most maxWait
-// (errPluginLoading after). An unknown plugin or one of the wrong kind
-// fails the whole poll.
-func (reg *pluginRegistry) filterOf(ctx context.Context, f wire.Filter, maxWait time.Duration) (*pollFilter, error) {
-	if f.Name == "" {
-		return nil, nil
-	}
-	if reg == nil {
-		return nil, fmt.Errorf("%w: %q: this node runs no plugins", plugins.ErrUnknownPlugin, f.Name)
-	}
-	params, err := paramsOf(f.Params)
-	if err != nil {
-		return nil, err
-	}
-	if err := reg.awaitLoaded(ctx, f.Name, maxWait); err != nil {
-		return nil, err
-	}
-	info, err := reg.stat(f.Name)
-	if err != nil {
-		return nil, err
-	}
-	if info.Kind != plugins.KindFilter {
-		return nil, fmt.Errorf("%w: %q is a %s, not a filter", plugins.ErrWrongKind, f.Name, info.Kind)
-	}
-	callTimeout := reg.cfg.CallTimeout
-	if callTimeout <= 0 {
-		callTimeout = defaultPluginCallTimeout
-	}
-	return &pollFilter{host: reg.host.Load(), name: f.Name, params: params,
-		wait: max(maxWait, minFilterWait+callTimeout)}, nil
-}
-
-// minFilterWait is how long a filter call of a poll that cannot wait
-// (max wait 0) may wait for an instance of its plugin, on top of the
-// call's deadline; defaultPluginCallTimeout is the host's default
-// deadline (plugins.Config.CallTimeout).
-// policyLoadWait is how long a commit policy's run waits for the plugin
-// to load after a start.
-const (
-	policyLoadWait           = 10 * time.Second
-	minFilterWait            = time.Second
-	defaultPluginCallTimeout = 100 * time.Millisecond
-)
-
-// filter runs the plugin on v, or fails as it did earlier in the poll.
-func (f *pollFilter) filter(ctx context.Context, v *plugins.View) (plugins.Bitmap, error) {
-	f.mu.Lock()
-	struck := f.struck
-	f.mu.Unlock()
-	if struck != nil {
-		return plugins.Bitmap{}, fmt.Errorf("%w (on another partition of this poll; not run again)", struck)
-	}
-	fctx, cancel := context.WithTimeout(ctx, f.wait)
-	defer cancel()
-	keep, err := f.host.Filter(fctx, f.name, f.params, v)
-	switch {
-	case err == nil:
-		return keep, nil
-	case errors.Is(err, plugins.ErrTimeout), errors.Is(err, plugins.ErrTrap), errors.Is(err, plugins.ErrMemoryLimit),
-		errors.Is(err, plugins.ErrInvalidAnswer), errors.Is(err, plugins.ErrQuarantined):
-		f.mu.Lock()
-		if f.struck == nil {
-			f.struck = err
-		}
-		f.mu.Unlock()
-	case !isPluginError(err) && ctx.Err() == nil && fctx.Err() != nil:
-		// Waiting for an instance of the plugin ran out of time.
-		err = fmt.Errorf("%w: filter %q could not run within %v (every instance busy): %w", errPluginBusy, f.name, f.wait, err)
-	}
-	return plugins.Bitmap{}, err
-}
-
-// isPluginError reports whether err is one of the plugin host's verdicts.
-func isPluginError(err error) bool {
-	for _, s := range [...]error{plugins.ErrTimeout, plugins.ErrTrap, plugins.ErrMemoryLimit, plugins.ErrInvalidAnswer, plugins.ErrPluginFailed,
-		plugins.ErrQuarantined, plugins.ErrMemoryBudget, plugins.ErrUnknownPlugin, plugins.ErrWrongKind,
-		plugins.ErrBadParams, plugins.ErrInputTooLarge, plugins.ErrClosed} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// transform returns the PollRequest.Transform of one partition: it runs
-// the filter on the immutable read result, off the owner, and replaces
-// the stored batches by the node-built batches of the kept records. The
-// position is unchanged: the completion still moves the consumer to
-// res.Next, past the records the filter dropped.
-func (f *pollFilter) transform(topic string, partition uint32, maxBatchBytes int) func(context.Context, uint64, owner.ReadResult) (owner.ReadResult, error) {
-	return func(ctx context.Context, from uint64, res owner.ReadResult) (owner.ReadResult, error) {
-		v, err := plugins.NewView(plugins.PollResult{
-			Topic: topic, Partition: int32(partition), From: from, Next: res.Next, Batches: res.Batches,
-		})
-		if err != nil {
-			return owner.ReadResult{}, err
-		}
-		// The filtered batches are copies: the view's memory goes back
-		// for the next poll's.
-		defer v.Release()
-		keep, err := f.filter(ctx, v)
-		if err != nil {
-			return owner.ReadResult{}, err
-		}
-		batches, err := v.Filtered(keep, record.CompressionNone, maxBatchBytes)
-		if err != nil {
-			return owner.ReadResult{}, err
-		}
-		return owner.ReadResult{Batches: batches, Next: res.Next}, nil
-	}
+	return &wire.SetPolicyReply{}, r.n.plugins.SetPolicy(ctx, m.Name, m.Policy)
 }
 
 // pollKept is PollMany for a poll whose partitions run a filter
@@ -264,7 +121,7 @@ func pollKept(ctx context.Context, polls []owner.PartitionPoll, maxWait time.Dur
 		moved := false
 		for i, res := range out {
 			if res.Err != nil {
-				if isPluginError(res.Err) || errors.Is(res.Err, errPluginBusy) {
+				if pluginreg.IsPluginError(res.Err) || errors.Is(res.Err, pluginreg.ErrBusy) {
 					return out // the poll failed because of its filter: say so now
 				}
 				continue
@@ -309,68 +166,46 @@ func (n *Node) applyPolicy(ctx context.Context, o *owner.Owner, c owner.Consumer
 	if n.plugins == nil || c.Name == "" || res.Token.Next <= res.Token.From {
 		return
 	}
-	var pol policyRecord
+	var pol group.PolicyRecord
 	var ok bool
 	if c.Member != "" {
 		pol, ok = n.groups.Policy(c.Name)
 	} else {
-		pol, ok = n.plugins.policyOf(c.Name)
+		pol, ok = n.plugins.PolicyOf(c.Name)
 	}
 	if ok {
-		n.plugins.runPolicy(ctx, o, c, pol, topic, partition, res)
+		n.plugins.RunPolicy(ctx, o, c, pol, topic, partition, res)
 	}
 }
 
-// runPolicy runs the commit policy pol on what a poll delivered, and
-// turns its proposal into a commit carrying the poll's token: the owner
-// applies it only if the token is still current, so a proposal from a
-// poll that went stale (a purge, a new session, a member fenced or its
-// partition moved) is dropped. A policy's failure does not fail the poll,
-// whose records the completion already delivered: it is logged (and
-// counted in the plugin's stats) and nothing is committed.
-func (reg *pluginRegistry) runPolicy(ctx context.Context, o *owner.Owner, c owner.Consumer, pol policyRecord, topic string, partition uint32, res owner.PollResult) {
-	who := c.Name
-	if c.Member != "" {
-		who = c.Name + "/" + c.Member
+// PluginsDir is the directory of the data directory holding plugin
+// modules, and PluginsCacheDir the compilation cache (node/pluginreg).
+const (
+	PluginsDir      = pluginreg.Dir
+	PluginsCacheDir = pluginreg.CacheDir
+)
+
+// WaitPluginsLoaded waits until the plugins registered when the node
+// started are loaded (or failed to load, which is logged). The node
+// serves meanwhile; a poll naming a plugin not loaded yet waits for it
+// within its max wait.
+func (n *Node) WaitPluginsLoaded(ctx context.Context) error { return n.plugins.WaitLoaded(ctx) }
+
+// Plugins returns what the status page and /metrics read of the node's
+// plugins (HTTPServer.AttachPlugins).
+func (n *Node) Plugins() ops.PluginLister { return pluginStatuses{n.plugins} }
+
+// pluginStatuses is ops.PluginLister over the registry's list.
+type pluginStatuses struct{ reg *pluginreg.Registry }
+
+func (p pluginStatuses) PluginStatuses() []ops.PluginStatus {
+	infos := p.reg.List()
+	out := make([]ops.PluginStatus, 0, len(infos))
+	for _, i := range infos {
+		out = append(out, ops.PluginStatus{
+			Name: i.Name, Kind: i.Kind.String(), Calls: i.Calls, Failures: i.Failures,
+			Timeouts: i.Timeouts, Traps: i.Traps, Strikes: i.Strikes, State: i.State.String(),
+		})
 	}
-	// Just after a start the policy may still be loading: its proposal
-	// waits for it, a while.
-	if err := reg.awaitLoaded(ctx, pol.Plugin, policyLoadWait); err != nil {
-		reg.log.Warn("commit policy not run; nothing committed", "plugin", pol.Plugin, "consumer", who,
-			"topic", topic, "partition", partition, "err", err)
-		return
-	}
-	host := reg.host.Load()
-	if host == nil {
-		return
-	}
-	v, err := plugins.NewView(plugins.PollResult{
-		Topic: topic, Partition: int32(partition), From: res.Token.From, Next: res.Token.Next, Batches: res.Batches,
-	})
-	var prop plugins.Proposal
-	if err == nil {
-		prop, err = host.Propose(ctx, pol.Plugin, pol.Params, v)
-		v.Release()
-	}
-	if err != nil {
-		reg.log.Warn("commit policy failed; nothing committed", "plugin", pol.Plugin, "consumer", who,
-			"topic", topic, "partition", partition, "err", err)
-		return
-	}
-	if !prop.Commit {
-		return
-	}
-	if hook := reg.beforePolicyCommit.Load(); hook != nil {
-		(*hook)()
-	}
-	err = o.Commit(ctx, owner.CommitRequest{Consumer: c, Token: res.Token, Offset: prop.Through + 1})
-	if _, fenced := fence.CodeOf(err); fenced {
-		reg.log.Debug("stale commit-policy proposal dropped", "plugin", pol.Plugin, "consumer", who,
-			"topic", topic, "partition", partition, "through", prop.Through, "err", err)
-		return
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		reg.log.Warn("commit-policy commit failed", "plugin", pol.Plugin, "consumer", who,
-			"topic", topic, "partition", partition, "err", err)
-	}
+	return out
 }

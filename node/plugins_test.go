@@ -80,7 +80,7 @@ func TestCommitPolicyProposalFromStalePollIsDropped(t *testing.T) {
 		purged.Add(1)
 		c.mustCall(&wire.PurgeRequest{Topic: "frames", Partitions: []uint32{0}}, &wire.PurgeReply{})
 	}
-	tn.plugins.beforePolicyCommit.Store(&purge)
+	tn.plugins.BeforePolicyCommit.Store(&purge)
 	first := c.pollOne(c.stream(), named("decoder", att.Session), "frames", wire.Position{Mode: wire.PositionFirst}, 0)
 	if first.Status != wire.StatusOK || len(values(t, first.Batches)) != 2 {
 		t.Fatalf("first poll: %v %q, %d bytes", first.Status, first.Message, len(first.Batches))
@@ -92,7 +92,7 @@ func TestCommitPolicyProposalFromStalePollIsDropped(t *testing.T) {
 		t.Fatalf("a stale proposal was applied: committed %+v", got)
 	}
 
-	tn.plugins.beforePolicyCommit.Store(nil)
+	tn.plugins.BeforePolicyCommit.Store(nil)
 	if _, err := c.produce(c.main, "frames", 0, checkpointBatch(t, "c")); err != nil {
 		t.Fatal(err)
 	}

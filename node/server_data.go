@@ -8,6 +8,7 @@ import (
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/record"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -195,7 +196,7 @@ func autoCommitOf(a wire.AutoCommit) owner.AutoCommit {
 // at once, with StatusBusy if it found nothing. Partitions answer on their
 // own: one partition's error does not fail the others.
 func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, error) {
-	filter, err := r.n.plugins.filterOf(ctx, m.Filter, min(m.MaxWait, r.n.cfg.MaxPollWait))
+	filter, err := r.n.plugins.FilterOf(ctx, m.Filter, min(m.MaxWait, r.n.cfg.MaxPollWait))
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +267,7 @@ type pollPlan struct {
 // sharing the poll's byte and record budget out evenly. A partition that
 // cannot be polled (unknown, refused position) gets its status in rep at
 // once, and no request.
-func (r *request) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filter *pollFilter, rep *wire.PollReply) pollPlan {
+func (r *request) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filter *pluginreg.Filter, rep *wire.PollReply) pollPlan {
 	share, messages := r.n.pollShares(m)
 	plan := pollPlan{
 		polls:  make([]owner.PartitionPoll, 0, len(m.Partitions)),
@@ -285,7 +286,7 @@ func (r *request) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Con
 					req.MaxBytes = min(share, int(p.MaxBytes))
 				}
 				if filter != nil {
-					req.Transform = filter.transform(t.name, p.Partition, int(t.cfg.MaxBatchBytes))
+					req.Transform = filter.Transform(t.name, p.Partition, int(t.cfg.MaxBatchBytes))
 				}
 				plan.polls = append(plan.polls, owner.PartitionPoll{Owner: o, Request: req})
 				plan.where = append(plan.where, i)

@@ -64,7 +64,7 @@ func TestE2EGroupCommitPolicyFollowsThePolicyAndDropsFencedProposals(t *testing.
 	if statusOfErr(err) != wire.StatusUnknownPlugin {
 		t.Fatalf("an unknown policy: %v", err)
 	}
-	if _, ok := tn.plugins.policyOf("g"); ok {
+	if _, ok := tn.plugins.PolicyOf("g"); ok {
 		t.Fatal("the group's policy was attached to the named consumer g")
 	}
 
@@ -122,9 +122,9 @@ func TestE2EGroupCommitPolicyFollowsThePolicyAndDropsFencedProposals(t *testing.
 		}
 		rejoined <- a
 	}
-	tn.plugins.beforePolicyCommit.Store(&fence)
+	tn.plugins.BeforePolicyCommit.Store(&fence)
 	rep = c.pollOne(c.stream(), asMember(a), "frames", next, 0)
-	tn.plugins.beforePolicyCommit.Store(nil)
+	tn.plugins.BeforePolicyCommit.Store(nil)
 	if got := values(t, rep.Batches); rep.Status != wire.StatusOK || !eq(got, []string{"3:*3", "4:4"}) || fenced.Load() != 1 {
 		t.Fatalf("second poll: %v %q %q, fenced %d times", rep.Status, rep.Message, got, fenced.Load())
 	}

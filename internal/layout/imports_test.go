@@ -71,6 +71,8 @@ var rules = []rule{
 		why: "node/kafka never imports transport/quic, node or the owner: node adapts itself to the listener's interfaces (node/doc.go)"},
 	{from: "node/tokens/...", deny: []string{"node", "node/group/...", "node/uplink/...", "node/ops/...", "node/kafka/...", "node/session/...", "transport/quic/...", "plugins/..."},
 		why: "node/tokens is a registry in the node's metadata (owner.Metadata); it serves no request"},
+	{from: "node/pluginreg/...", deny: []string{"node", "node/uplink/...", "node/ops/...", "node/kafka/...", "node/session/...", "node/tokens/...", "transport/quic/..."},
+		why: "node/pluginreg keeps plugins and runs their poll steps; it serves no request"},
 	{from: "internal/sim/...", deny: []string{"node", "node/kafka/...", "node/ops/...", "node/uplink/...", "transport/quic/...", "plugins/...",
 		"github.com/quic-go/...", "github.com/tetratelabs/wazero/...", "github.com/twmb/franz-go/..."},
 		why: "the simulator drives owners and the group coordinator, not a node with its listeners"},

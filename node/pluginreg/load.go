@@ -1,4 +1,4 @@
-package node
+package pluginreg
 
 import (
 	"context"
@@ -21,14 +21,14 @@ import (
 // compilation cache): the node serves everything else meanwhile, and a
 // poll naming a plugin not loaded yet waits for it within its max wait.
 
-// startLoading loads every registered plugin in the background, one at a
+// StartLoading loads every registered plugin in the background, one at a
 // time in name order, each under adminMu (an operator's add or remove of
 // the same name is ordered with its load). Loading stops when drain ends
 // (a shutdown began): a poll or a commit policy still waiting for a
 // plugin is answered at once, with the retryable plugin-loading status,
 // and the compile under way is abandoned, so a stop never waits for the
 // plugins.
-func (reg *pluginRegistry) startLoading(drain context.Context) {
+func (reg *Registry) StartLoading(drain context.Context) {
 	if reg == nil {
 		return
 	}
@@ -75,7 +75,7 @@ func (reg *pluginRegistry) startLoading(drain context.Context) {
 // quarantine, unless an operator added or removed it meanwhile; it
 // reports whether the plugin is loaded. A load the shutdown interrupts
 // leaves the plugin loading (the node stops; its next start loads it).
-func (reg *pluginRegistry) load(ctx context.Context, name string) bool {
+func (reg *Registry) load(ctx context.Context, name string) bool {
 	reg.adminMu.Lock()
 	defer reg.adminMu.Unlock()
 	reg.mu.RLock()
@@ -116,7 +116,7 @@ func (reg *pluginRegistry) load(ctx context.Context, name string) bool {
 // readModuleUntil is readModule that the loader walks away from when ctx
 // ends: a read held up by a slow or hung disk (an SD card's) does not
 // hold the node's shutdown; it finishes on its own, its result dropped.
-func (reg *pluginRegistry) readModuleUntil(ctx context.Context, digest string) ([]byte, error) {
+func (reg *Registry) readModuleUntil(ctx context.Context, digest string) ([]byte, error) {
 	type result struct {
 		wasm []byte
 		err  error
@@ -136,7 +136,7 @@ func (reg *pluginRegistry) readModuleUntil(ctx context.Context, digest string) (
 
 // doneLoadingLocked ends the wait for name's load, noting why it failed
 // (empty: it did not). Called with reg.mu held.
-func (reg *pluginRegistry) doneLoadingLocked(name, why string) {
+func (reg *Registry) doneLoadingLocked(name, why string) {
 	if ch, ok := reg.loading[name]; ok {
 		close(ch)
 		delete(reg.loading, name)
@@ -148,18 +148,18 @@ func (reg *pluginRegistry) doneLoadingLocked(name, why string) {
 	}
 }
 
-// awaitLoaded waits for plugin name to be loaded, if it is still
+// AwaitLoaded waits for plugin name to be loaded, if it is still
 // loading, for at most maxWait, and no longer than the node runs: when
 // the wait ends first, or a shutdown began, it fails with
-// errPluginLoading. A registered plugin whose load failed fails with
+// ErrLoading. A registered plugin whose load failed fails with
 // ErrUnknownPlugin and the reason.
-func (reg *pluginRegistry) awaitLoaded(ctx context.Context, name string, maxWait time.Duration) error {
+func (reg *Registry) AwaitLoaded(ctx context.Context, name string, maxWait time.Duration) error {
 	reg.mu.RLock()
 	ch, draining := reg.loading[name], reg.draining
 	reg.mu.RUnlock()
 	if ch != nil {
-		loading := fmt.Errorf("%w: %q: the node started recently and is still loading its plugins; poll again shortly", errPluginLoading, name)
-		stopping := fmt.Errorf("%w: %q: the node is shutting down before it loaded its plugins; poll again once it is back", errPluginLoading, name)
+		loading := fmt.Errorf("%w: %q: the node started recently and is still loading its plugins; poll again shortly", ErrLoading, name)
+		stopping := fmt.Errorf("%w: %q: the node is shutting down before it loaded its plugins; poll again once it is back", ErrLoading, name)
 		select {
 		case <-draining:
 			return stopping
@@ -168,7 +168,7 @@ func (reg *pluginRegistry) awaitLoaded(ctx context.Context, name string, maxWait
 		if maxWait <= 0 {
 			return loading
 		}
-		if hook := reg.awaiting.Load(); hook != nil {
+		if hook := reg.Awaiting.Load(); hook != nil {
 			(*hook)(name)
 		}
 		t := time.NewTimer(maxWait)
@@ -192,9 +192,9 @@ func (reg *pluginRegistry) awaitLoaded(ctx context.Context, name string, maxWait
 	return nil
 }
 
-// waitLoaded waits until the plugins registered at the start are loaded
+// WaitLoaded waits until the plugins registered at the start are loaded
 // (or failed to).
-func (reg *pluginRegistry) waitLoaded(ctx context.Context) error {
+func (reg *Registry) WaitLoaded(ctx context.Context) error {
 	if reg == nil {
 		return nil
 	}
@@ -206,16 +206,10 @@ func (reg *pluginRegistry) waitLoaded(ctx context.Context) error {
 	}
 }
 
-// WaitPluginsLoaded waits until the plugins registered when the node
-// started are loaded (or failed to load, which is logged). The node
-// serves meanwhile; a poll naming a plugin not loaded yet waits for it
-// within its max wait.
-func (n *Node) WaitPluginsLoaded(ctx context.Context) error { return n.plugins.waitLoaded(ctx) }
-
 // quarantined records a quarantine the host decided (Host.OnQuarantine),
 // so that it survives a restart. A plugin replaced or removed meanwhile
 // keeps its new record.
-func (reg *pluginRegistry) quarantined(name string, digest plugins.Digest, reason string) {
+func (reg *Registry) quarantined(name string, digest plugins.Digest, reason string) {
 	reg.mu.Lock()
 	if reg.closing {
 		reg.mu.Unlock()
@@ -234,7 +228,7 @@ func (reg *pluginRegistry) quarantined(name string, digest plugins.Digest, reaso
 	}
 	// An operator who reset the plugin or added its module again before
 	// this ran has cleared the quarantine in the host: it is not recorded.
-	if info, err := reg.stat(name); err != nil || !info.Stats.Quarantined {
+	if info, err := reg.Stat(name); err != nil || !info.Stats.Quarantined {
 		return
 	}
 	rec.Quarantined, rec.Reason, rec.QuarantinedAt = true, reason, reg.now()
@@ -247,9 +241,9 @@ func (reg *pluginRegistry) quarantined(name string, digest plugins.Digest, reaso
 	reg.mu.Unlock()
 }
 
-// reset clears the quarantine and the strikes of plugin name, in the
+// Reset clears the quarantine and the strikes of plugin name, in the
 // metadata store first.
-func (reg *pluginRegistry) reset(ctx context.Context, name string) (wire.PluginInfo, error) {
+func (reg *Registry) Reset(ctx context.Context, name string) (wire.PluginInfo, error) {
 	if reg == nil {
 		return wire.PluginInfo{}, fmt.Errorf("%w: %q: this node runs no plugins", plugins.ErrUnknownPlugin, name)
 	}
@@ -281,7 +275,7 @@ func (reg *pluginRegistry) reset(ctx context.Context, name string) (wire.PluginI
 		}
 	}
 	reg.log.Info("plugin reset", "plugin", name)
-	for _, v := range reg.list() {
+	for _, v := range reg.List() {
 		if v.Name == name {
 			return v.PluginInfo, nil
 		}
@@ -289,17 +283,17 @@ func (reg *pluginRegistry) reset(ctx context.Context, name string) (wire.PluginI
 	return wire.PluginInfo{}, fmt.Errorf("%w: %q", plugins.ErrUnknownPlugin, name)
 }
 
-// pluginView is a plugin as listed: its wire description, and the strikes
+// View is a plugin as listed: its wire description, and the strikes
 // held against it.
-type pluginView struct {
+type View struct {
 	wire.PluginInfo
 	Strikes uint64
 }
 
-// list describes every registered plugin, by name: the host's counters
+// List describes every registered plugin, by name: the host's counters
 // for those loaded, the record for those loading or not loaded, and the
 // time each was added (not loaded).
-func (reg *pluginRegistry) list() []pluginView {
+func (reg *Registry) List() []View {
 	if reg == nil {
 		return nil
 	}
@@ -309,10 +303,10 @@ func (reg *pluginRegistry) list() []pluginView {
 	}
 	reg.mu.RLock()
 	defer reg.mu.RUnlock()
-	out := make([]pluginView, 0, len(reg.records))
+	out := make([]View, 0, len(reg.records))
 	seen := make(map[string]bool, len(infos))
 	for _, i := range infos {
-		v := pluginView{PluginInfo: pluginInfoToWire(i), Strikes: uint64(i.Stats.Strikes)}
+		v := View{PluginInfo: InfoToWire(i), Strikes: uint64(i.Stats.Strikes)}
 		if rec, ok := reg.records[i.Name]; ok && rec.Digest == i.Digest.String() {
 			v.Added = rec.Added
 		}
@@ -323,7 +317,7 @@ func (reg *pluginRegistry) list() []pluginView {
 		if seen[name] {
 			continue
 		}
-		v := pluginView{PluginInfo: wire.PluginInfo{Name: name, Kind: wire.PluginKind(rec.Kind), Added: rec.Added, State: wire.PluginLoading}}
+		v := View{PluginInfo: wire.PluginInfo{Name: name, Kind: wire.PluginKind(rec.Kind), Added: rec.Added, State: wire.PluginLoading}}
 		if d, err := hex.DecodeString(rec.Digest); err == nil && len(d) == len(v.Digest) {
 			copy(v.Digest[:], d)
 		}
@@ -334,7 +328,7 @@ func (reg *pluginRegistry) list() []pluginView {
 		}
 		out = append(out, v)
 	}
-	slices.SortFunc(out, func(a, b pluginView) int {
+	slices.SortFunc(out, func(a, b View) int {
 		switch {
 		case a.Name < b.Name:
 			return -1

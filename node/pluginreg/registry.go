@@ -1,4 +1,4 @@
-package node
+package pluginreg
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -17,28 +18,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ledgemq/ledge/node/group"
-	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// The plugin registry: WebAssembly modules stored content-addressed under
-// PluginsDir (one file per digest, created write → fsync → rename → fsync
-// directory), their names, kinds, quarantines and the commit policies
-// attached to consumers in the metadata store, and the host that runs
-// them. Every registered plugin is added to the host again after the node
-// starts, in the background (plugins_load.go); a module that is missing
-// or does not match its digest is logged and left out (polls naming it
-// fail with an unknown-plugin error saying why) rather than keeping the
-// node down.
-
-// PluginsDir is the directory of the data directory holding plugin
-// modules, and PluginsCacheDir the compilation cache (used when the
+// Dir is the directory of the data directory holding plugin
+// modules, and CacheDir the compilation cache (used when the
 // node's file system is the disk's, see diskBacked).
 const (
-	PluginsDir      = "plugins"
-	PluginsCacheDir = "plugins-cache"
+	Dir      = "plugins"
+	CacheDir = "plugins-cache"
 )
 
 var (
@@ -70,10 +60,10 @@ type policyRecord = group.PolicyRecord
 // those of plugins and of policies alike.
 const pluginRecordVersion = group.RecordVersion
 
-// pluginRegistry is the node's plugin state. The host (a WebAssembly
+// Registry is the node's plugin state. The host (a WebAssembly
 // runtime) is created with the first plugin, so a node without plugins
 // pays nothing for them.
-type pluginRegistry struct {
+type Registry struct {
 	host atomic.Pointer[plugins.Host] // nil until the first plugin
 	cfg  plugins.Config
 	fs   vfs.FS
@@ -105,33 +95,42 @@ type pluginRegistry struct {
 	closing   bool            // under mu: no more background work
 	bg        sync.WaitGroup  // the loader and quarantine writes
 
-	// beforePolicyCommit, when set, runs between a policy's proposal and
-	// its commit (tests make the poll stale there); awaiting, when set,
+	// BeforePolicyCommit, when set, runs between a policy's proposal and
+	// its commit (tests make the poll stale there); Awaiting, when set,
 	// runs as a poll or a commit policy starts waiting for a plugin still
 	// loading (tests stop the node there).
-	beforePolicyCommit atomic.Pointer[func()]
-	awaiting           atomic.Pointer[func(name string)]
+	BeforePolicyCommit atomic.Pointer[func()]
+	Awaiting           atomic.Pointer[func(name string)]
 }
 
-// openPlugins reads the plugin registry. It loads no plugin: the node
-// calls startLoading once it listens.
-func openPlugins(cfg Config, meta owner.Metadata) (*pluginRegistry, error) {
+// Config is what the registry needs of the node's configuration.
+type Config struct {
+	Plugins plugins.Config
+	FS      vfs.FS
+	DataDir string
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Open reads the plugin registry. It loads no plugin: the node calls
+// StartLoading once it listens.
+func Open(cfg Config, meta owner.Metadata) (*Registry, error) {
 	pc := cfg.Plugins
 	if pc.Logger == nil {
 		pc.Logger = cfg.Logger.With("component", "plugins")
 	}
 	if pc.CacheDir == "" && diskBacked(cfg.FS) {
-		pc.CacheDir = filepath.Join(cfg.DataDir, PluginsCacheDir)
+		pc.CacheDir = filepath.Join(cfg.DataDir, CacheDir)
 	}
-	reg := &pluginRegistry{
-		cfg: pc, fs: cfg.FS, dir: filepath.Join(cfg.DataDir, PluginsDir), meta: meta, log: cfg.Logger, now: cfg.Now,
+	reg := &Registry{
+		cfg: pc, fs: cfg.FS, dir: filepath.Join(cfg.DataDir, Dir), meta: meta, log: cfg.Logger, now: cfg.Now,
 		records: map[string]pluginRecord{}, policies: map[string]policyRecord{},
 		loading: map[string]chan struct{}{}, notLoaded: map[string]string{}, loaded: make(chan struct{}),
 	}
 	err := meta.Scan(keyPlugins, func(k, v []byte) error {
 		var rec pluginRecord
 		if err := json.Unmarshal(v, &rec); err != nil || rec.V != pluginRecordVersion {
-			return fmt.Errorf("node: plugin %q: unreadable record (version %d): %v", k[len(keyPlugins):], rec.V, err)
+			return fmt.Errorf("pluginreg: plugin %q: unreadable record (version %d): %v", k[len(keyPlugins):], rec.V, err)
 		}
 		if !rec.Removed {
 			name := string(k[len(keyPlugins):])
@@ -144,7 +143,7 @@ func openPlugins(cfg Config, meta owner.Metadata) (*pluginRegistry, error) {
 		err = meta.Scan(keyPolicies, func(k, v []byte) error {
 			var rec policyRecord
 			if err := json.Unmarshal(v, &rec); err != nil || rec.V != pluginRecordVersion {
-				return fmt.Errorf("node: policy of %q: unreadable record: %v", k[len(keyPolicies):], err)
+				return fmt.Errorf("pluginreg: policy of %q: unreadable record: %v", k[len(keyPolicies):], err)
 			}
 			if rec.Plugin != "" {
 				reg.policies[string(k[len(keyPolicies):])] = rec
@@ -177,24 +176,28 @@ func diskBacked(fs vfs.FS) bool {
 	return false
 }
 
+// Host returns the plugin host, nil until the first plugin is added or
+// loaded.
+func (reg *Registry) Host() *plugins.Host { return reg.host.Load() }
+
 // hostLocked returns the host, creating it if need be. Called with
 // reg.adminMu held, or before the registry is shared.
-func (reg *pluginRegistry) hostLocked(ctx context.Context) (*plugins.Host, error) {
+func (reg *Registry) hostLocked(ctx context.Context) (*plugins.Host, error) {
 	if h := reg.host.Load(); h != nil {
 		return h, nil
 	}
 	h, err := plugins.NewHost(ctx, reg.cfg)
 	if err != nil {
-		return nil, fmt.Errorf("node: plugin host: %w", err)
+		return nil, fmt.Errorf("pluginreg: plugin host: %w", err)
 	}
 	h.OnQuarantine(reg.quarantined)
 	reg.host.Store(h)
 	return h, nil
 }
 
-// close stops the loader, waits for the quarantines being recorded, and
+// Close stops the loader, waits for the quarantines being recorded, and
 // closes the host.
-func (reg *pluginRegistry) close(ctx context.Context) error {
+func (reg *Registry) Close(ctx context.Context) error {
 	if reg == nil {
 		return nil
 	}
@@ -212,20 +215,20 @@ func (reg *pluginRegistry) close(ctx context.Context) error {
 	return nil
 }
 
-// stat describes the plugin called name.
-func (reg *pluginRegistry) stat(name string) (plugins.Info, error) {
+// Stat describes the plugin called name.
+func (reg *Registry) Stat(name string) (plugins.Info, error) {
 	if h := reg.host.Load(); h != nil {
 		return h.Stat(name)
 	}
 	return plugins.Info{}, fmt.Errorf("%w: %q", plugins.ErrUnknownPlugin, name)
 }
 
-func (reg *pluginRegistry) modulePath(digest string) string {
+func (reg *Registry) modulePath(digest string) string {
 	return filepath.Join(reg.dir, digest+".wasm")
 }
 
 // readModule reads a stored module and checks it against its digest.
-func (reg *pluginRegistry) readModule(digest string) ([]byte, error) {
+func (reg *Registry) readModule(digest string) ([]byte, error) {
 	f, err := reg.fs.Open(reg.modulePath(digest))
 	if err != nil {
 		return nil, err
@@ -236,14 +239,14 @@ func (reg *pluginRegistry) readModule(digest string) ([]byte, error) {
 		return nil, err
 	}
 	if sum := sha256.Sum256(wasm); fmt.Sprintf("%x", sum) != digest {
-		return nil, fmt.Errorf("node: stored module %s does not match its digest", digest)
+		return nil, fmt.Errorf("pluginreg: stored module %s does not match its digest", digest)
 	}
 	return wasm, nil
 }
 
 // storeModule writes wasm under its digest crash-safely: a temporary file,
 // fsync, rename, fsync of the directory. An existing copy is kept.
-func (reg *pluginRegistry) storeModule(digest string, wasm []byte) error {
+func (reg *Registry) storeModule(digest string, wasm []byte) error {
 	path := reg.modulePath(digest)
 	if _, err := reg.readModule(digest); err == nil {
 		return nil
@@ -269,12 +272,12 @@ func (reg *pluginRegistry) storeModule(digest string, wasm []byte) error {
 	}
 	if err != nil {
 		_ = reg.fs.Remove(tmp)
-		return fmt.Errorf("node: storing plugin module: %w", err)
+		return fmt.Errorf("pluginreg: storing plugin module: %w", err)
 	}
 	return reg.syncDir()
 }
 
-func (reg *pluginRegistry) syncDir() error {
+func (reg *Registry) syncDir() error {
 	d, err := reg.fs.OpenDir(reg.dir)
 	if err != nil {
 		return err
@@ -286,7 +289,7 @@ func (reg *pluginRegistry) syncDir() error {
 	return err
 }
 
-func (reg *pluginRegistry) putRecord(ctx context.Context, key []byte, v any) error {
+func (reg *Registry) putRecord(ctx context.Context, key []byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -298,10 +301,10 @@ func (reg *pluginRegistry) putRecord(ctx context.Context, key []byte, v any) err
 	return reg.meta.Sync(ctx, t)
 }
 
-// add stores and registers a plugin, replacing one of the same name. The
+// Add stores and registers a plugin, replacing one of the same name. The
 // module is compiled (by the host) before anything is recorded, so a
 // module that does not load leaves no trace.
-func (reg *pluginRegistry) add(ctx context.Context, name string, kind plugins.Kind, wasm []byte) (plugins.Info, error) {
+func (reg *Registry) Add(ctx context.Context, name string, kind plugins.Kind, wasm []byte) (plugins.Info, error) {
 	reg.adminMu.Lock()
 	defer reg.adminMu.Unlock()
 	host, err := reg.hostLocked(ctx)
@@ -351,9 +354,9 @@ func (reg *pluginRegistry) add(ctx context.Context, name string, kind plugins.Ki
 	return info, nil
 }
 
-// remove unregisters a plugin and deletes its module once no other
+// Remove unregisters a plugin and deletes its module once no other
 // plugin uses it.
-func (reg *pluginRegistry) remove(ctx context.Context, name string) error {
+func (reg *Registry) Remove(ctx context.Context, name string) error {
 	reg.adminMu.Lock()
 	defer reg.adminMu.Unlock()
 	reg.mu.RLock()
@@ -382,7 +385,7 @@ func (reg *pluginRegistry) remove(ctx context.Context, name string) error {
 
 // dropModuleIfUnused removes a module file no registration names. Called
 // with reg.adminMu held, after the record naming it changed durably.
-func (reg *pluginRegistry) dropModuleIfUnused(digest string) {
+func (reg *Registry) dropModuleIfUnused(digest string) {
 	reg.mu.RLock()
 	defer reg.mu.RUnlock()
 	for _, r := range reg.records {
@@ -395,9 +398,9 @@ func (reg *pluginRegistry) dropModuleIfUnused(digest string) {
 	}
 }
 
-// checkPolicy resolves a policy as set-policy names it: a commit policy
+// CheckPolicy resolves a policy as set-policy names it: a commit policy
 // plugin the node has, with its parameters (an empty name detaches).
-func (reg *pluginRegistry) checkPolicy(policy wire.Filter) (policyRecord, error) {
+func (reg *Registry) CheckPolicy(policy wire.Filter) (policyRecord, error) {
 	params, err := paramsOf(policy.Params)
 	if err != nil {
 		return policyRecord{}, err
@@ -406,7 +409,7 @@ func (reg *pluginRegistry) checkPolicy(policy wire.Filter) (policyRecord, error)
 		if reg == nil {
 			return policyRecord{}, fmt.Errorf("%w: %q: this node runs no plugins", plugins.ErrUnknownPlugin, policy.Name)
 		}
-		info, err := reg.stat(policy.Name)
+		info, err := reg.Stat(policy.Name)
 		if err != nil {
 			return policyRecord{}, err
 		}
@@ -417,12 +420,12 @@ func (reg *pluginRegistry) checkPolicy(policy wire.Filter) (policyRecord, error)
 	return policyRecord{V: pluginRecordVersion, Plugin: policy.Name, Params: params}, nil
 }
 
-// setPolicy attaches a commit policy to a named consumer (or detaches it
+// SetPolicy attaches a commit policy to a named consumer (or detaches it
 // when policy.Name is empty).
-func (reg *pluginRegistry) setPolicy(ctx context.Context, consumer string, policy wire.Filter) error {
+func (reg *Registry) SetPolicy(ctx context.Context, consumer string, policy wire.Filter) error {
 	reg.adminMu.Lock()
 	defer reg.adminMu.Unlock()
-	rec, err := reg.checkPolicy(policy)
+	rec, err := reg.CheckPolicy(policy)
 	if err != nil {
 		return err
 	}
@@ -439,7 +442,7 @@ func (reg *pluginRegistry) setPolicy(ctx context.Context, consumer string, polic
 	return nil
 }
 
-func (reg *pluginRegistry) policyOf(consumer string) (policyRecord, bool) {
+func (reg *Registry) PolicyOf(consumer string) (policyRecord, bool) {
 	if reg == nil {
 		return policyRecord{}, false
 	}
@@ -463,7 +466,7 @@ func paramsOf(ps []wire.FilterParam) (plugins.Params, error) {
 	return out, nil
 }
 
-func pluginInfoToWire(i plugins.Info) wire.PluginInfo {
+func InfoToWire(i plugins.Info) wire.PluginInfo {
 	w := wire.PluginInfo{
 		Name: i.Name, Kind: wire.PluginKind(i.Kind), Digest: i.Digest, Size: uint32(i.Size), Added: i.Added,
 		Calls: i.Stats.Calls, Failures: i.Stats.Failures, RecordsIn: i.Stats.RecordsIn, RecordsOut: i.Stats.RecordsOut,
@@ -474,21 +477,4 @@ func pluginInfoToWire(i plugins.Info) wire.PluginInfo {
 		w.State, w.Reason = wire.PluginQuarantined, i.Stats.QuarantineReason
 	}
 	return w
-}
-
-// Plugins returns what the status page and /metrics read of the node's
-// plugins (HTTPServer.AttachPlugins).
-func (n *Node) Plugins() ops.PluginLister { return n.plugins }
-
-// PluginStatuses implements PluginLister over the host's counters.
-func (reg *pluginRegistry) PluginStatuses() []ops.PluginStatus {
-	infos := reg.list()
-	out := make([]ops.PluginStatus, 0, len(infos))
-	for _, i := range infos {
-		out = append(out, ops.PluginStatus{
-			Name: i.Name, Kind: i.Kind.String(), Calls: i.Calls, Failures: i.Failures,
-			Timeouts: i.Timeouts, Traps: i.Traps, Strikes: i.Strikes, State: i.State.String(),
-		})
-	}
-	return out
 }
