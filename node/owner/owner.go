@@ -70,6 +70,9 @@ type Owner struct {
 	assignments  map[string]assignment
 	lineage      []fence.HistoryTransition // cached for lineageEpoch
 	lineageEpoch fence.HistoryEpoch
+
+	// keys holds the parked key polls (PollRequest.Key) by key.
+	keys keyIndex
 }
 
 // NewOwner builds the owner of a partition.

@@ -89,6 +89,14 @@ type PollRequest struct {
 	// the token and advances to the read's Next as without it. An error
 	// fails the poll with no change of progress.
 	Transform func(ctx context.Context, from uint64, res ReadResult) (ReadResult, error)
+	// Key, when keyed, delivers only the records whose key it matches, in
+	// node-built batches; Next still passes every record read. A long
+	// poll that read only records of other keys is not answered empty
+	// before MaxWait: it reads on from past them as records arrive, each
+	// read planned and fenced like a new poll, and parks in the owner's
+	// key index, where only a record it matches wakes it. Its token
+	// covers every position it read, from the first.
+	Key KeyMatch
 }
 
 // PollResult is a validated poll reply.
@@ -117,11 +125,23 @@ func (r *PollResult) Release() {
 }
 
 // pendingPoll is a planned poll: its token, and either a read plan, a
-// channel to park on, or neither (nothing to read, answer at once).
+// channel to park on, a key poll's filtered read, or none of them
+// (nothing to read, answer at once).
 type pendingPoll struct {
-	tok  fence.Token
-	plan ReadPlan
-	wait <-chan struct{}
+	tok fence.Token
+	// cursor is where the next read starts: tok.From, or, for a key
+	// poll, past the records of other keys it read.
+	cursor uint64
+	plan   ReadPlan
+	wait   <-chan struct{}
+	// waiter is a key poll's place in the key index while it parks there;
+	// until, when above the high watermark, is an offset below which a
+	// record the key poll matches was appended: it waits for the high
+	// watermark instead.
+	waiter *keyWaiter
+	until  uint64
+	// kept is a key poll's read, filtered.
+	kept *ReadResult
 }
 
 // Poll reads from the partition through the poll lifecycle: plan on the
@@ -130,22 +150,24 @@ type pendingPoll struct {
 // with a retryable fence error: no records, no change of progress. A poll
 // that finds nothing waits up to MaxWait; when it wakes it re-validates.
 func (o *Owner) Poll(ctx context.Context, req PollRequest) (PollResult, error) {
-	pend, err := o.plan(req, nil)
+	pend, err := o.prepare(ctx, req, nil)
 	if err != nil {
 		return PollResult{}, err
 	}
 	if pend.wait != nil {
+		defer func() { o.stopWaiting(&pend) }()
 		timer := time.NewTimer(req.MaxWait)
 		defer timer.Stop()
 		for pend.wait != nil {
 			select {
 			case <-pend.wait:
-				tok := pend.tok
-				if pend, err = o.plan(req, &tok); err != nil {
+				o.woke(req, &pend)
+				prev := pend
+				if pend, err = o.prepare(ctx, req, &prev); err != nil {
 					return PollResult{}, err
 				}
 			case <-timer.C:
-				pend.wait = nil
+				o.stopWaiting(&pend)
 			case <-o.closing:
 				return PollResult{}, o.closeReason
 			case <-ctx.Done():
@@ -156,8 +178,78 @@ func (o *Owner) Poll(ctx context.Context, req PollRequest) (PollResult, error) {
 	return o.readAndComplete(ctx, req, pend)
 }
 
+// woke is the first thing a parked poll does when its channel fired: a
+// key poll takes what its waking says and counts it.
+func (o *Owner) woke(req PollRequest, pend *pendingPoll) {
+	if !req.Key.Keyed() {
+		return
+	}
+	if pend.waiter != nil {
+		pend.until = max(pend.until, pend.waiter.until)
+		pend.waiter = nil
+	}
+	o.keys.woken.Add(1)
+}
+
+// stopWaiting ends a parked poll's wait: it leaves the key index, if it
+// was in it.
+func (o *Owner) stopWaiting(pend *pendingPoll) {
+	if pend.waiter != nil {
+		o.keys.unpark(pend.waiter)
+		pend.waiter = nil
+	}
+	pend.wait = nil
+}
+
+// prepare plans a poll, or re-plans a parked one (prev). A key poll's
+// reads run here, off the owner, each planned by it: until one keeps a
+// record, the poll is immediate, or it parks.
+func (o *Owner) prepare(ctx context.Context, req PollRequest, prev *pendingPoll) (pendingPoll, error) {
+	pend, err := o.plan(req, prev)
+	if err != nil || !req.Key.Keyed() {
+		return pend, err
+	}
+	for pend.plan != nil {
+		res, err := pend.plan.Execute(ctx)
+		pend.plan.Release()
+		pend.plan = nil
+		if err != nil {
+			return pendingPoll{}, err
+		}
+		res = limitMessages(res, pend.cursor, req.MaxMessages)
+		kept, err := keyFiltered(res.Batches, pend.cursor, req.Key, pollBytes(req))
+		if res.Release != nil {
+			res.Release()
+		}
+		if err != nil {
+			return pendingPoll{}, err
+		}
+		if len(kept) > 0 || req.MaxWait <= 0 {
+			pend.kept = &ReadResult{Batches: kept, Next: res.Next}
+			return pend, nil
+		}
+		// Only records of other keys: read on past them, as a new step.
+		next := pend
+		next.cursor = res.Next
+		if pend, err = o.plan(req, &next); err != nil {
+			return pendingPoll{}, err
+		}
+	}
+	return pend, nil
+}
+
+func pollBytes(req PollRequest) int {
+	if req.MaxBytes <= 0 {
+		return 1 << 20
+	}
+	return req.MaxBytes
+}
+
 func (o *Owner) readAndComplete(ctx context.Context, req PollRequest, pend pendingPoll) (PollResult, error) {
-	res := ReadResult{Next: pend.tok.From}
+	res := ReadResult{Next: pend.cursor}
+	if pend.kept != nil {
+		res = *pend.kept
+	}
 	if pend.plan != nil {
 		var err error
 		res, err = pend.plan.Execute(ctx)
@@ -165,19 +257,20 @@ func (o *Owner) readAndComplete(ctx context.Context, req PollRequest, pend pendi
 		if err != nil {
 			return PollResult{}, err
 		}
-		res = limitMessages(res, pend.tok.From, req.MaxMessages)
-		if req.Transform != nil {
-			// A filter's result may keep parts of the batches it was given:
-			// their memory goes back only with the result's.
-			next, release := res.Next, res.Release
-			if res, err = req.Transform(ctx, pend.tok.From, res); err != nil {
-				if release != nil {
-					release()
-				}
-				return PollResult{}, err
+		res = limitMessages(res, pend.cursor, req.MaxMessages)
+	}
+	if req.Transform != nil && (pend.plan != nil || pend.kept != nil) {
+		// A filter's result may keep parts of the batches it was given:
+		// their memory goes back only with the result's.
+		next, release := res.Next, res.Release
+		var err error
+		if res, err = req.Transform(ctx, pend.cursor, res); err != nil {
+			if release != nil {
+				release()
 			}
-			res.Next, res.Release = next, release
+			return PollResult{}, err
 		}
+		res.Next, res.Release = next, release
 	}
 	pr, err := o.complete(ctx, req, pend.tok, res)
 	if err != nil && res.Release != nil {
@@ -214,9 +307,10 @@ func limitMessages(res ReadResult, from uint64, maxMessages int) ReadResult {
 	return res
 }
 
-// plan is the first owner step of a poll. With parked set, it is a parked
-// poll waking: the world must still be the one its token was issued in.
-func (o *Owner) plan(req PollRequest, parked *fence.Token) (pendingPoll, error) {
+// plan is the first owner step of a poll. With prev set, it is a parked
+// poll waking, or a key poll reading on: the world must still be the one
+// its token was issued in.
+func (o *Owner) plan(req PollRequest, prev *pendingPoll) (pendingPoll, error) {
 	var changed <-chan struct{}
 	if req.MaxWait > 0 {
 		// Taken before the state is read, so no change after it is missed.
@@ -229,12 +323,12 @@ func (o *Owner) plan(req PollRequest, parked *fence.Token) (pendingPoll, error) 
 	}
 	p := o.facts()
 	h := o.holder(req.Consumer)
-	var tok fence.Token
-	if parked != nil {
-		if err := fence.CheckCurrent(p, h, *parked); err != nil {
+	var pend pendingPoll
+	if prev != nil {
+		if err := fence.CheckCurrent(p, h, prev.tok); err != nil {
 			return pendingPoll{}, err
 		}
-		tok = *parked
+		pend = pendingPoll{tok: prev.tok, cursor: prev.cursor, until: prev.until}
 	} else {
 		if err := o.checkRequester(req.Consumer, h); err != nil {
 			return pendingPoll{}, err
@@ -252,23 +346,30 @@ func (o *Owner) plan(req PollRequest, parked *fence.Token) (pendingPoll, error) 
 		if err := fence.CheckPosition(p, from); err != nil {
 			return pendingPoll{}, err
 		}
-		tok = fence.Issue(p, h, from)
+		tok := fence.Issue(p, h, from)
+		pend = pendingPoll{tok: tok, cursor: tok.From}
 	}
-	if tok.From >= p.HighWatermark {
-		if changed != nil {
-			return pendingPoll{tok: tok, wait: changed}, nil
+	if pend.cursor >= p.HighWatermark {
+		switch {
+		case changed == nil:
+		case !req.Key.Keyed() || pend.until > p.HighWatermark:
+			pend.wait = changed
+		default:
+			w, until := o.keys.park(req.Key, pend.cursor)
+			if w == nil {
+				pend.until, pend.wait = until, changed
+			} else {
+				pend.waiter, pend.wait = w, w.woke
+			}
 		}
-		return pendingPoll{tok: tok}, nil
+		return pend, nil
 	}
-	maxBytes := req.MaxBytes
-	if maxBytes <= 0 {
-		maxBytes = 1 << 20
-	}
-	plan, err := o.log.PlanRead(tok.From, maxBytes)
+	plan, err := o.log.PlanRead(pend.cursor, pollBytes(req))
 	if err != nil {
-		return pendingPoll{}, fmt.Errorf("owner: planning a read at %d: %w", tok.From, err)
+		return pendingPoll{}, fmt.Errorf("owner: planning a read at %d: %w", pend.cursor, err)
 	}
-	return pendingPoll{tok: tok, plan: plan}, nil
+	pend.plan = plan
+	return pend, nil
 }
 
 // applyQueuedCommit applies a commit-on-next-poll: the end of the previous
@@ -411,16 +512,21 @@ func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 	out := make([]PartitionResult, len(polls))
 	pend := make([]pendingPoll, len(polls))
 	live := make([]bool, len(polls))
-	plan := func(i int, parked *fence.Token) {
+	plan := func(i int, prev *pendingPoll) {
 		req := polls[i].Request
 		req.MaxWait = maxWait
 		var err error
-		pend[i], err = polls[i].Owner.plan(req, parked)
+		pend[i], err = polls[i].Owner.prepare(ctx, req, prev)
 		live[i] = err == nil
 		if err != nil {
 			out[i].Err = err
 		}
 	}
+	defer func() {
+		for i := range polls {
+			polls[i].Owner.stopWaiting(&pend[i])
+		}
+	}()
 	for i := range polls {
 		plan(i, nil)
 	}
@@ -453,21 +559,30 @@ func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 			break
 		}
 		// Something changed: re-validate every parked partition (a closed
-		// owner refuses its own).
+		// owner refuses its own) but the key polls that no record of
+		// theirs woke, which wait on.
 		for i := range polls {
-			if live[i] && pend[i].wait != nil {
-				tok := pend[i].tok
-				plan(i, &tok)
+			if !live[i] || pend[i].wait == nil {
+				continue
 			}
+			select {
+			case <-pend[i].wait:
+				polls[i].Owner.woke(polls[i].Request, &pend[i])
+			default:
+				if pend[i].waiter != nil && !polls[i].Owner.closed.Load() {
+					continue
+				}
+			}
+			polls[i].Owner.stopWaiting(&pend[i])
+			prev := pend[i]
+			plan(i, &prev)
 		}
 	}
 	for i := range polls {
 		if !live[i] {
 			continue
 		}
-		if pend[i].wait != nil {
-			pend[i].wait = nil
-		}
+		polls[i].Owner.stopWaiting(&pend[i])
 		req := polls[i].Request
 		out[i].Result, out[i].Err = polls[i].Owner.readAndComplete(ctx, req, pend[i])
 	}

@@ -119,6 +119,9 @@ func (o *Owner) OrderProduceOwned(ctx context.Context, batch []byte, release fun
 		return ProduceResult{}, Durable{}, err
 	}
 	appended = true
+	// Still under appendMu: the index sees appends in offset order. The
+	// batch is the log's now, and unchanged but for its stamped header.
+	o.keys.appended(batch, base, last)
 	res := ProduceResult{Base: base, Last: last, AppendTime: NoAppendTime}
 	if o.appendTime {
 		// The log stamped the header in place before Append returned, and

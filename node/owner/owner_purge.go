@@ -29,6 +29,9 @@ func (o *Owner) Purge(ctx context.Context) (PartitionState, error) {
 	if _, err := o.log.Purge(); err != nil {
 		return PartitionState{}, err
 	}
+	// Parked key polls wait for their keys only: wake them to meet the
+	// new history, as the change of the log wakes the others.
+	o.keys.wakeAll()
 	return o.facts(), nil
 }
 

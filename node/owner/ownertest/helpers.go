@@ -184,3 +184,18 @@ func EngineOwner(b testing.TB, fs vfs.FS, dir string, d engine.Durability) *owne
 	}
 	return o
 }
+
+// KeyedBatch returns an uncompressed batch of records with the keys and
+// values given in pairs: key, value, key, value...
+func KeyedBatch(t testing.TB, kv ...string) []byte {
+	t.Helper()
+	var b record.BatchBuilder
+	for i := 0; i+1 < len(kv); i += 2 {
+		b.Append(record.Record{Timestamp: 1, Key: []byte(kv[i]), Value: []byte(kv[i+1])})
+	}
+	batch, err := b.Build(record.CompressionNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch
+}

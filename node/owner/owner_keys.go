@@ -1,0 +1,287 @@
+package owner
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ledgemq/ledge/record"
+)
+
+// KeyMatch names the records a poll wants by their key: those whose key
+// is Key, or, with Prefix, starts with Key. The zero KeyMatch (nil Key)
+// wants every record. A record with a null key matches no KeyMatch.
+//
+// A key poll is planned, read and completed like any other; its reply is
+// node-built batches of the matching records (as a filter plugin's is) and
+// its Next is past every record it read, matching or not. Parked, it waits
+// in the owner's key index and wakes only for an append holding a record
+// it matches: its cost does not grow with the polls parked beside it.
+type KeyMatch struct {
+	Key    []byte
+	Prefix bool
+}
+
+// Keyed reports whether k selects records by key.
+func (k KeyMatch) Keyed() bool { return k.Key != nil }
+
+// Matches reports whether a record with key key is one k wants.
+func (k KeyMatch) Matches(key []byte) bool {
+	switch {
+	case k.Key == nil:
+		return true
+	case key == nil:
+		return false
+	case k.Prefix:
+		return bytes.HasPrefix(key, k.Key)
+	}
+	return bytes.Equal(key, k.Key)
+}
+
+// KeyPollStats counts the key polls of a partition.
+type KeyPollStats struct {
+	// Parked is how many key polls wait in the index now.
+	Parked int
+	// Woken counts the wake-ups of parked key polls since the owner
+	// started: by a matching record, by a change of the partition's world
+	// (a purge), or by the high watermark reaching a record they knew of.
+	// Divided by the records appended, it is the wake-ups per command.
+	Woken uint64
+}
+
+// KeyPolls returns the partition's key poll counters.
+func (o *Owner) KeyPolls() KeyPollStats {
+	o.keys.mu.Lock()
+	defer o.keys.mu.Unlock()
+	return KeyPollStats{Parked: o.keys.parked, Woken: o.keys.woken.Load()}
+}
+
+// keyWaiter is one parked key poll.
+type keyWaiter struct {
+	match KeyMatch
+	// from: records below it are not the poll's (it read past them).
+	from uint64
+	woke chan struct{}
+	// until, set before woke is closed: a record the poll matches lies
+	// below it.
+	until uint64
+	done  bool
+}
+
+// keyIndex holds a partition's parked key polls by key, so that an append
+// wakes only the polls of the keys it holds. Its lock is taken inside the
+// owner's and the append lock, never around them.
+type keyIndex struct {
+	mu     sync.Mutex
+	exact  map[string][]*keyWaiter
+	prefix map[string][]*keyWaiter
+	// prefixLens counts the parked prefix polls by prefix length: a
+	// record's key is looked up once per length in use.
+	prefixLens map[int]int
+	parked     int
+	// scanned is one past the last offset of the appends scanned: a poll
+	// that would park at a position below it may have missed one, and
+	// waits for the high watermark to pass it instead.
+	scanned uint64
+	it      record.RecordIterator
+	woken   atomic.Uint64
+}
+
+// park registers a key poll from position from. It returns nil, and the
+// offset the poll must see the high watermark reach first, when an append
+// at or after from was scanned before the poll could be in the index.
+func (x *keyIndex) park(k KeyMatch, from uint64) (*keyWaiter, uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.scanned > from {
+		return nil, x.scanned
+	}
+	if x.exact == nil {
+		x.exact, x.prefix, x.prefixLens = map[string][]*keyWaiter{}, map[string][]*keyWaiter{}, map[int]int{}
+	}
+	w := &keyWaiter{match: k, from: from, woke: make(chan struct{})}
+	if k.Prefix {
+		x.prefix[string(k.Key)] = append(x.prefix[string(k.Key)], w)
+		x.prefixLens[len(k.Key)]++
+	} else {
+		x.exact[string(k.Key)] = append(x.exact[string(k.Key)], w)
+	}
+	x.parked++
+	return w, 0
+}
+
+// remove takes w out of the index. Called with x.mu held.
+func (x *keyIndex) remove(w *keyWaiter) {
+	m := x.exact
+	if w.match.Prefix {
+		m = x.prefix
+	}
+	ws := m[string(w.match.Key)]
+	i := slices.Index(ws, w)
+	if i < 0 {
+		return
+	}
+	if len(ws) == 1 {
+		delete(m, string(w.match.Key))
+	} else {
+		m[string(w.match.Key)] = slices.Delete(ws, i, i+1)
+	}
+	if w.match.Prefix {
+		if x.prefixLens[len(w.match.Key)]--; x.prefixLens[len(w.match.Key)] == 0 {
+			delete(x.prefixLens, len(w.match.Key))
+		}
+	}
+	x.parked--
+}
+
+// unpark takes a poll that stops waiting out of the index; it reports
+// whether the poll had been woken.
+func (x *keyIndex) unpark(w *keyWaiter) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if w.done {
+		return true
+	}
+	w.done = true
+	x.remove(w)
+	return false
+}
+
+// wake wakes w for a record below until. Called with x.mu held.
+func (x *keyIndex) wake(w *keyWaiter, until uint64) {
+	if w.done {
+		return
+	}
+	w.done, w.until = true, until
+	x.remove(w)
+	close(w.woke)
+}
+
+// appended scans an appended batch, whose records are at [base, last],
+// and wakes the parked polls of its keys. A batch that cannot be read
+// wakes every poll it could concern: they read it and judge.
+func (x *keyIndex) appended(batch []byte, base, last uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.scanned = max(x.scanned, last+1)
+	if x.parked == 0 {
+		return
+	}
+	if err := x.it.Reset(batch, record.BatchMaxSize); err != nil {
+		x.wakeFrom(last, last+1)
+		return
+	}
+	shift := base - x.it.Header().BaseOffset
+	for {
+		r, ok := x.it.Next()
+		if !ok {
+			break
+		}
+		if r.Key == nil {
+			continue
+		}
+		off := r.Offset + shift
+		x.wakeKey(x.exact[string(r.Key)], off, last+1)
+		for n := range x.prefixLens {
+			if n <= len(r.Key) {
+				x.wakeKey(x.prefix[string(r.Key[:n])], off, last+1)
+			}
+		}
+		if x.parked == 0 {
+			break
+		}
+	}
+	if x.it.Err() != nil {
+		x.wakeFrom(last, last+1)
+	}
+}
+
+// wakeKey wakes the polls of ws that read from off or before. Called with
+// x.mu held; ws is a slice of the index, which waking changes.
+func (x *keyIndex) wakeKey(ws []*keyWaiter, off, until uint64) {
+	if len(ws) == 0 {
+		return
+	}
+	for _, w := range slices.Clone(ws) {
+		if w.from <= off {
+			x.wake(w, until)
+		}
+	}
+}
+
+// wakeFrom wakes every parked poll that reads from off or before.
+// Called with x.mu held.
+func (x *keyIndex) wakeFrom(off, until uint64) {
+	for _, m := range []map[string][]*keyWaiter{x.exact, x.prefix} {
+		for _, ws := range m {
+			x.wakeKey(ws, off, until)
+		}
+	}
+}
+
+// wakeAll wakes every parked poll, to re-validate its world (a purge).
+func (x *keyIndex) wakeAll() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.wakeFrom(^uint64(0), 0)
+}
+
+// keyFiltered returns node-built batches of the records of batches at or
+// after from whose key k matches: original offsets and timestamps, no
+// producer, uncompressed, each at most maxBatch bytes (a larger single
+// record gets a batch of its own). They are copies: the stored batches
+// may be released once it returned.
+func keyFiltered(batches [][]byte, from uint64, k KeyMatch, maxBatch int) ([][]byte, error) {
+	var out [][]byte
+	var b record.BatchBuilder
+	var it record.RecordIterator
+	flush := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		nb, err := b.Build(record.CompressionNone)
+		if err != nil {
+			return fmt.Errorf("owner: building a key poll's batch: %w", err)
+		}
+		out = append(out, nb)
+		b.Reset()
+		return nil
+	}
+	var base uint64
+	for _, sb := range batches {
+		if err := it.Reset(sb, record.BatchMaxSize); err != nil {
+			return nil, err
+		}
+		for {
+			r, ok := it.Next()
+			if !ok {
+				break
+			}
+			if r.Offset < from || !k.Matches(r.Key) {
+				continue
+			}
+			size := 32 + len(r.Key) + len(r.Value)
+			for _, h := range r.Headers {
+				size += 16 + len(h.Key) + len(h.Value)
+			}
+			if b.Len() > 0 && (b.Size()+size > maxBatch || r.Offset-base > 1<<32-1) {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+			if b.Len() == 0 {
+				base = r.Offset
+			}
+			b.AppendWithOffset(r)
+		}
+		if err := it.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
