@@ -92,7 +92,10 @@ func unknownCommand(c *cobra.Command, word string) error {
 func argsError(c *cobra.Command, args []string) error {
 	words, required := usageArgs(c.Use)
 	path := c.CommandPath()
-	usage := strings.Join(append([]string{path}, words...), " ")
+	usage := path
+	if fields := strings.Fields(c.Use); len(fields) > 1 {
+		usage += " " + strings.Join(fields[1:], " ") // with the flags it shows
+	}
 	switch {
 	case len(words) == 0:
 		return fmt.Errorf("%s takes no arguments, got %s", path, quoteWords(args))

@@ -57,7 +57,7 @@ func TestArgumentErrorsNameTheArgument(t *testing.T) {
 		{[]string{"topic", "list", "x"}, "ledge topic list takes no arguments, got x"},
 		{[]string{"group", "set-policy"}, "ledge group set-policy needs GROUP (usage: ledge group set-policy GROUP [POLICY])"},
 		{[]string{"state", "get", "g"}, "ledge state get needs TOPIC and PARTITION"},
-		{[]string{"uplink", "add"}, "ledge uplink add needs TOPIC (usage: ledge uplink add TOPIC)"},
+		{[]string{"uplink", "add"}, "ledge uplink add needs TOPIC (usage: ledge uplink add TOPIC --kafka HOST:PORT --to KAFKA_TOPIC)"},
 	} {
 		_, err := execute(tc.args...)
 		if err == nil {
