@@ -19,13 +19,13 @@ import (
 // position is unchanged.
 func (h *Host) Filter(ctx context.Context, name string, params Params, v *View) (Bitmap, error) {
 	var keep Bitmap
-	err := h.call(ctx, name, KindFilter, params, v, func(ans []byte) error {
+	err := h.call(ctx, name, KindFilter, params, v, nil, func(ans []byte) (int, error) {
 		var err error
 		keep, err = abi.ParseBitmap(ans, v.Len())
 		if err != nil {
-			return fmt.Errorf("%w: %q: %s: %w", ErrInvalidAnswer, name, abi.ExportFilter, err)
+			return 0, fmt.Errorf("%w: %q: %s: %w", ErrInvalidAnswer, name, abi.ExportFilter, err)
 		}
-		return nil
+		return keep.Count(), nil
 	})
 	if err != nil {
 		return Bitmap{}, err
@@ -43,17 +43,17 @@ func (h *Host) Filter(ctx context.Context, name string, params Params, v *View) 
 // plugin. Errors are those of Filter.
 func (h *Host) Propose(ctx context.Context, name string, params Params, v *View) (Proposal, error) {
 	var prop Proposal
-	err := h.call(ctx, name, KindCommitPolicy, params, v, func(ans []byte) error {
+	err := h.call(ctx, name, KindCommitPolicy, params, v, nil, func(ans []byte) (int, error) {
 		var err error
 		prop, err = abi.ParseProposal(ans)
 		if err != nil {
-			return fmt.Errorf("%w: %q: %s: %w", ErrInvalidAnswer, name, abi.ExportPropose, err)
+			return 0, fmt.Errorf("%w: %q: %s: %w", ErrInvalidAnswer, name, abi.ExportPropose, err)
 		}
 		if prop.Commit && (prop.Through < v.From() || prop.Through >= v.Next()) {
-			return fmt.Errorf("%w: %q: %s proposes to commit through offset %d, outside the delivered range [%d, %d)",
+			return 0, fmt.Errorf("%w: %q: %s proposes to commit through offset %d, outside the delivered range [%d, %d)",
 				ErrInvalidAnswer, name, abi.ExportPropose, prop.Through, v.From(), v.Next())
 		}
-		return nil
+		return 0, nil
 	})
 	return prop, err
 }
@@ -75,9 +75,11 @@ func (h *Host) lookup(name string, kind Kind) (*plugin, error) {
 	return p, h.usableLocked(p)
 }
 
-// call is the body of Filter and Propose: take an instance, run the call,
-// validate the answer with check, and release or discard the instance.
-func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, v *View, check func([]byte) error) error {
+// call is the body of Filter, Propose and Transform: take an instance, run
+// the call (a transform's with its previous state), validate the answer
+// with check, which returns the records the call let out, and release or
+// discard the instance.
+func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, v *View, state []byte, check func([]byte) (int, error)) error {
 	p, err := h.lookup(name, kind)
 	if err != nil {
 		return err
@@ -99,15 +101,20 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		h.pool.end(&t, p)
 		return err
 	}
-	fn, export := in.filter, abi.ExportFilter
-	if kind == KindCommitPolicy {
-		fn, export = in.propose, abi.ExportPropose
-	}
 	start := h.cfg.Now()
-	ans, err := in.run(ctx, &t, fn, export, v)
+	var ans []byte
+	switch kind {
+	case KindFilter:
+		ans, err = in.run(ctx, &t, in.filter, abi.ExportFilter, v)
+	case KindCommitPolicy:
+		ans, err = in.run(ctx, &t, in.propose, abi.ExportPropose, v)
+	default:
+		ans, err = in.runTransform(ctx, &t, v, state)
+	}
 	h.pool.end(&t, p)
+	out := 0
 	if err == nil {
-		err = check(ans)
+		out, err = check(ans)
 	}
 	elapsed := h.cfg.Now().Sub(start)
 	p.judge(in.cs.yields >= slowYields || errors.Is(err, ErrTimeout))
@@ -120,13 +127,7 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		return err
 	}
 	h.release(in, false)
-	kept := 0
-	if kind == KindFilter {
-		if m, err := abi.ParseBitmap(ans, v.Len()); err == nil {
-			kept = m.Count()
-		}
-	}
-	p.stats.call(v.Len(), kept, elapsed)
+	p.stats.call(v.Len(), out, elapsed)
 	return nil
 }
 

@@ -14,7 +14,7 @@ type Config struct {
 	// half a second). Empty: compile in memory only.
 	CacheDir string
 
-	// CallTimeout bounds one filter or propose call. Default 100ms. A call
+	// CallTimeout bounds one filter, propose or transform call. Default 100ms. A call
 	// past it is cut off within one metering slice (RATIONALE.md), fails
 	// with ErrTimeout and counts a strike.
 	CallTimeout time.Duration
@@ -65,6 +65,13 @@ type Config struct {
 	// MaxInputBytes bounds the input region of one call (View.Size).
 	// Default 16 MiB, and at most half of MaxInstanceMemory.
 	MaxInputBytes int
+	// MaxOutputBytes bounds the answer of one transform call: its output
+	// records and its new state, encoded. Default 16 MiB, and at most
+	// half of MaxInstanceMemory.
+	MaxOutputBytes int
+	// MaxStateBytes bounds the state a transform keeps between batches.
+	// Default 1 MiB, and at most MaxOutputBytes.
+	MaxStateBytes int
 	// MaxStrikes is how many traps, timeouts and invalid answers a plugin
 	// may cause before it is quarantined. Default 3.
 	MaxStrikes int
@@ -120,6 +127,14 @@ func (c Config) withDefaults() Config {
 		c.MaxInputBytes = 16 << 20
 	}
 	c.MaxInputBytes = int(min(int64(c.MaxInputBytes), c.MaxInstanceMemory/2))
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = 16 << 20
+	}
+	c.MaxOutputBytes = int(min(int64(c.MaxOutputBytes), c.MaxInstanceMemory/2))
+	if c.MaxStateBytes <= 0 {
+		c.MaxStateBytes = 1 << 20
+	}
+	c.MaxStateBytes = min(c.MaxStateBytes, c.MaxOutputBytes)
 	if c.MaxStrikes <= 0 {
 		c.MaxStrikes = 3
 	}

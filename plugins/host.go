@@ -209,7 +209,7 @@ func (h *Host) add(ctx context.Context, name string, kind Kind, wasm []byte, pro
 	if !validName(name) {
 		return Digest{}, fmt.Errorf("%w: plugin name %q (use 1-255 letters, digits, '.', '_' or '-')", ErrBadParams, name)
 	}
-	if kind != KindFilter && kind != KindCommitPolicy {
+	if kind != KindFilter && kind != KindCommitPolicy && kind != KindTransform {
 		return Digest{}, fmt.Errorf("%w: %v", ErrWrongKind, kind)
 	}
 	if len(wasm) > h.cfg.MaxModuleBytes {
@@ -575,6 +575,7 @@ func checkExports(info *moduleInfo) error {
 		{abi.ExportKinds, sig()(i32), false},
 		{abi.ExportFilter, sig(i32, i32)(i32), false},
 		{abi.ExportPropose, sig(i32, i32)(i32), false},
+		{abi.ExportTransform, sig(i32, i32, i32, i32)(byte(valI64)), false},
 		{abi.ExportInitialize, sig()(), false},
 	}
 	for _, w := range want {
@@ -599,6 +600,9 @@ func kindsOf(info *moduleInfo) int {
 	}
 	if _, ok := info.exports[abi.ExportPropose]; ok {
 		k |= abi.KindCommitPolicy
+	}
+	if _, ok := info.exports[abi.ExportTransform]; ok {
+		k |= abi.KindTransform
 	}
 	return k
 }

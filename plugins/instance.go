@@ -28,13 +28,13 @@ type instance struct {
 	mem api.Memory
 	gm  *guestMemory // the allocator of mem and its accounting
 
-	abiVersion, kinds, buffer, init, filter, propose api.Function
+	abiVersion, kinds, buffer, init, filter, propose, transform api.Function
 
 	ctx   context.Context // carries &cs for host functions
 	cs    callState
 	w     *worker // runs the guest code of the current entry (its call's turn)
 	onW   bool    // on w's thread (workers.go)
-	stack [3]uint64
+	stack [4]uint64
 
 	bufPtr, bufCap uint32 // the buffer the guest lent the host
 	bound          bool   // init was called
@@ -101,6 +101,7 @@ func (h *Host) startInstance(ctx context.Context, t *turn, p *plugin, m *module,
 	in.init = mod.ExportedFunction(abi.ExportInit)
 	in.filter = mod.ExportedFunction(abi.ExportFilter)
 	in.propose = mod.ExportedFunction(abi.ExportPropose)
+	in.transform = mod.ExportedFunction(abi.ExportTransform)
 
 	v, err := in.callRaw(in.abiVersion)
 	if err != nil {
@@ -120,7 +121,7 @@ func (h *Host) startInstance(ctx context.Context, t *turn, p *plugin, m *module,
 	h.started(gm)
 	if kinds&int(p.kind) == 0 {
 		return fail(fmt.Errorf("%w: %q does not implement a %v (see %s and %s)", ErrWrongKind, p.name, p.kind,
-			abi.ExportKinds, map[Kind]string{KindFilter: abi.ExportFilter, KindCommitPolicy: abi.ExportPropose}[p.kind]))
+			abi.ExportKinds, map[Kind]string{KindFilter: abi.ExportFilter, KindCommitPolicy: abi.ExportPropose, KindTransform: abi.ExportTransform}[p.kind]))
 	}
 	return in, nil
 }

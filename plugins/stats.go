@@ -16,7 +16,8 @@ type Stats struct {
 	// reason.
 	Failures uint64
 	// RecordsIn counts the records of the views given to the plugin;
-	// RecordsOut the records its filters kept.
+	// RecordsOut the records its filters kept, or the records its
+	// transforms output.
 	RecordsIn, RecordsOut uint64
 	// CallTime is the total time spent in calls; MaxCallTime the longest.
 	CallTime, MaxCallTime time.Duration

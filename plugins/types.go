@@ -20,28 +20,36 @@ const (
 	// KindCommitPolicy plugins decide what a consumer's automatic commit
 	// should be, answering with a Proposal.
 	KindCommitPolicy Kind = abi.KindCommitPolicy
+	// KindTransform plugins turn a batch of records into zero or more
+	// output records per input, keeping a state between batches,
+	// answering with Outputs and the new state.
+	KindTransform Kind = abi.KindTransform
 )
 
-// String returns "filter" or "commit-policy".
+// String returns "filter", "commit-policy" or "transform".
 func (k Kind) String() string {
 	switch k {
 	case KindFilter:
 		return "filter"
 	case KindCommitPolicy:
 		return "commit-policy"
+	case KindTransform:
+		return "transform"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// ParseKind maps "filter" and "commit-policy" to their Kind.
+// ParseKind maps "filter", "commit-policy" and "transform" to their Kind.
 func ParseKind(s string) (Kind, error) {
 	switch s {
 	case "filter":
 		return KindFilter, nil
 	case "commit-policy":
 		return KindCommitPolicy, nil
+	case "transform":
+		return KindTransform, nil
 	}
-	return 0, fmt.Errorf("plugins: unknown plugin kind %q (want filter or commit-policy)", s)
+	return 0, fmt.Errorf("plugins: unknown plugin kind %q (want filter, commit-policy or transform)", s)
 }
 
 // Digest identifies a module: the SHA-256 of its bytes.

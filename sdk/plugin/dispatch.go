@@ -7,13 +7,17 @@ import (
 	"github.com/ledgemq/ledge/plugins/abi"
 )
 
-// kernel is one instance's configured filter and policy: what ledge_init
-// set up, used by ledge_filter and ledge_propose. The WebAssembly exports
-// and RunFilter/RunCommitPolicy share it.
+// kernel is one instance's configured filter, policy and transform: what
+// ledge_init set up, used by ledge_filter, ledge_propose and
+// ledge_transform. The WebAssembly exports and RunFilter, RunCommitPolicy
+// and RunTransform share it.
 type kernel struct {
-	filter BatchFilter
-	policy CommitPolicy
-	batch  Batch
+	filter    BatchFilter
+	policy    CommitPolicy
+	transform Transform
+	batch     Batch
+	out       Output
+	state     State
 }
 
 // init configures the kernel for kind with the encoded parameters.
@@ -67,6 +71,18 @@ func (k *kernel) init(kind int32, enc []byte) error {
 			return errors.New("the commit policy setup returned no policy")
 		}
 		k.policy = p
+	case abi.KindTransform:
+		if registry.transform == nil {
+			return errors.New("this plugin registers no transform")
+		}
+		t, err := registry.transform(params)
+		if err != nil {
+			return err
+		}
+		if t == nil {
+			return errors.New("the transform setup returned no transform")
+		}
+		k.transform = t
 	default:
 		return fmt.Errorf("unknown plugin kind %d", kind)
 	}

@@ -29,6 +29,9 @@ func exportKinds() int32 {
 	if registry.commitPolicy != nil {
 		k |= abi.KindCommitPolicy
 	}
+	if registry.transform != nil {
+		k |= abi.KindTransform
+	}
 	return k
 }
 
@@ -65,6 +68,15 @@ func exportPropose(ptr, n uint32) int32 {
 		return fail(err)
 	}
 	return r
+}
+
+//go:wasmexport ledge_transform
+func exportTransform(ptr, n, state, stateLen uint32) int64 {
+	ans, err := guest.runTransform(guestBytes(ptr, n), guestBytes(state, stateLen))
+	if err != nil {
+		return int64(fail(err))
+	}
+	return abi.PackAnswer(uint32(uintptr(unsafe.Pointer(unsafe.SliceData(ans)))), uint32(len(ans)))
 }
 
 // guestBytes returns the n bytes of linear memory at ptr. The host only

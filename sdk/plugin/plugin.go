@@ -66,6 +66,7 @@ var registry struct {
 	recordFilter func(Params) (RecordFilter, error)
 	batchFilter  func(Params) (BatchFilter, error)
 	commitPolicy func(Params) (CommitPolicy, error)
+	transform    func(Params) (Transform, error)
 }
 
 // RegisterRecordFilter registers the plugin's filter as a function of one

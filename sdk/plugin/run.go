@@ -105,3 +105,54 @@ func setup(kind int32, params map[string]string, records []TestRecord) (*kernel,
 	}
 	return k, enc.AppendRegion(nil), nil
 }
+
+// TestOutput is an output record of RunTransform.
+type TestOutput struct {
+	// Input is the index, among the records given, of the record the
+	// output comes from.
+	Input     int
+	Timestamp int64
+	Key       []byte // nil: null
+	Value     []byte // nil: null
+	Headers   []TestHeader
+}
+
+// MaxTestState is the state limit RunTransform applies: the node's
+// default.
+const MaxTestState = 1 << 20
+
+// RunTransform runs the registered transform, set up with params, over
+// records (offsets increasing) with the state the previous batch left
+// (nil at first), through the same input encoding and answer checks as
+// the host, and returns its outputs and the new state to pass to the next
+// RunTransform.
+func RunTransform(params map[string]string, state []byte, records ...TestRecord) ([]TestOutput, []byte, error) {
+	k, region, err := setup(abi.KindTransform, params, records)
+	if err != nil {
+		return nil, nil, err
+	}
+	ans, err := k.runTransform(region, state)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := abi.ParseTransformAnswer(ans, len(records), MaxTestState)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]TestOutput, len(a.Outputs))
+	for i, o := range a.Outputs {
+		t := TestOutput{Input: o.Input, Timestamp: o.Timestamp, Key: clone(o.Key), Value: clone(o.Value)}
+		for _, h := range o.Headers {
+			t.Headers = append(t.Headers, TestHeader{Key: string(h.Key), Value: clone(h.Value)})
+		}
+		out[i] = t
+	}
+	return out, clone(a.State), nil
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}

@@ -1,0 +1,258 @@
+package abi
+
+import (
+	"fmt"
+	"math"
+)
+
+// A transform is called with an input region (the filter's layout) and the
+// state it answered with on the previous batch:
+//
+//	ledge_transform(ptr i32, len i32, state i32, stateLen i32) -> i64
+//
+// The host writes the region at [ptr, ptr+len) and the previous state at
+// [state, state+stateLen) (stateLen 0 on the first batch), both inside the
+// buffer it was lent. The guest writes its answer anywhere in its memory
+// and returns its address and size packed as answerPtr<<32 | answerLen (so
+// the answer starts below 2 GiB); a negative result is an error, as for
+// the other kinds.
+//
+// Transform answer layout (TransformAnswerSize header, then the outputs,
+// then the new state; every integer little-endian):
+//
+//	off size field
+//	 0   4   magic       TransformMagic ("LTA1")
+//	 4   4   count       output records
+//	 8   4   stateLen    bytes of the new state, at the end of the answer
+//	12   4   reserved    0
+//
+// Output record (OutputEntrySize bytes, then its bytes):
+//
+//	 0   4   input       index of the input record it comes from; the
+//	                     indices of successive outputs never decrease
+//	 4   4   headerCount
+//	 8   8   timestamp   unix milliseconds
+//	16   4   keyLen      int32; -1 = null key
+//	20   4   valueLen    int32; -1 = null value
+//	24       key, value, then headerCount headers, each
+//	         keyLen u32 | valueLen i32 (-1 = null) | key | value
+//
+// The outputs end exactly where the state begins, and the state exactly
+// where the answer ends.
+const (
+	TransformMagic      uint32 = 'L' | 'T'<<8 | 'A'<<16 | '1'<<24
+	TransformAnswerSize        = 16
+	OutputEntrySize            = 24
+	outputHeaderSize           = 8
+)
+
+// ExportTransform is the transform call: (ptr i32, len i32, state i32,
+// stateLen i32) -> i64, described above.
+const ExportTransform = "ledge_transform"
+
+// KindTransform is the call kind of a transform, passed to ExportInit and
+// a bit of ExportKinds.
+const KindTransform = 4
+
+// PackAnswer packs an answer's address and size as ExportTransform
+// returns them.
+func PackAnswer(ptr, n uint32) int64 { return int64(uint64(ptr)<<32 | uint64(n)) }
+
+// UnpackAnswer splits the result of ExportTransform: the answer's address
+// and size, or ok false for an error result (negative).
+func UnpackAnswer(r int64) (ptr, n uint32, ok bool) {
+	if r < 0 {
+		return 0, 0, false
+	}
+	return uint32(uint64(r) >> 32), uint32(r), true
+}
+
+// OutHeader is a header of an output record. A nil Value is null.
+type OutHeader struct {
+	Key   []byte
+	Value []byte
+}
+
+// Output is one output record of a transform.
+type Output struct {
+	// Input is the index in the input batch of the record it comes from.
+	Input     int
+	Timestamp int64
+	Key       []byte // nil: null
+	Value     []byte // nil: null
+	Headers   []OutHeader
+}
+
+// TransformAnswer is a parsed transform answer. Its byte slices alias the
+// bytes it was parsed from.
+type TransformAnswer struct {
+	Outputs []Output
+	State   []byte
+}
+
+// OutputEncoder writes a transform answer. The zero value is ready; Reset
+// makes it reusable without reallocating.
+type OutputEncoder struct {
+	b     []byte
+	count int
+	last  int
+}
+
+// Reset empties the encoder.
+func (e *OutputEncoder) Reset() {
+	e.b = append(e.b[:0], make([]byte, TransformAnswerSize)...)
+	e.count, e.last = 0, 0
+}
+
+// Len returns the number of outputs added.
+func (e *OutputEncoder) Len() int { return e.count }
+
+// Add appends an output record coming from input record input. Inputs
+// must not decrease from one output to the next: Add panics otherwise.
+func (e *OutputEncoder) Add(input int, timestamp int64, key, value []byte, headers ...OutHeader) {
+	if len(e.b) < TransformAnswerSize {
+		e.Reset()
+	}
+	if input < e.last || input < 0 || input > math.MaxInt32 {
+		panic(fmt.Sprintf("abi: output from input %d after one from input %d", input, e.last))
+	}
+	e.last = input
+	e.b = le.AppendUint32(e.b, uint32(input))
+	e.b = le.AppendUint32(e.b, uint32(len(headers)))
+	e.b = le.AppendUint64(e.b, uint64(timestamp))
+	e.b = le.AppendUint32(e.b, nullableLen(key))
+	e.b = le.AppendUint32(e.b, nullableLen(value))
+	e.b = append(e.b, key...)
+	e.b = append(e.b, value...)
+	for _, h := range headers {
+		e.b = le.AppendUint32(e.b, uint32(len(h.Key)))
+		e.b = le.AppendUint32(e.b, nullableLen(h.Value))
+		e.b = append(e.b, h.Key...)
+		e.b = append(e.b, h.Value...)
+	}
+	e.count++
+}
+
+func nullableLen(b []byte) uint32 {
+	if b == nil {
+		return math.MaxUint32
+	}
+	return uint32(len(b))
+}
+
+// Finish appends state and completes the answer, returning its bytes
+// (valid until the next Reset or Add).
+func (e *OutputEncoder) Finish(state []byte) []byte {
+	if len(e.b) < TransformAnswerSize {
+		e.Reset()
+	}
+	e.b = append(e.b, state...)
+	le.PutUint32(e.b[0:], TransformMagic)
+	le.PutUint32(e.b[4:], uint32(e.count))
+	le.PutUint32(e.b[8:], uint32(len(state)))
+	le.PutUint32(e.b[12:], 0)
+	return e.b
+}
+
+// ParseTransformAnswer checks a transform answer for a batch of inputs
+// records, its new state at most maxState bytes, and returns it, aliasing
+// b. Every count and length is checked against the bytes that carry it
+// before anything is allocated for it: a hostile answer costs at most a
+// slice proportional to its own size.
+func ParseTransformAnswer(b []byte, inputs, maxState int) (TransformAnswer, error) {
+	bad := func(format string, args ...any) (TransformAnswer, error) {
+		return TransformAnswer{}, fmt.Errorf("%w: "+format, append([]any{ErrBadAnswer}, args...)...)
+	}
+	if len(b) < TransformAnswerSize {
+		return bad("transform answer of %d bytes, the header alone is %d", len(b), TransformAnswerSize)
+	}
+	magic, count, stateLen, res := le.Uint32(b), le.Uint32(b[4:]), le.Uint32(b[8:]), le.Uint32(b[12:])
+	switch {
+	case magic != TransformMagic:
+		return bad("transform answer magic %#08x, want %#08x", magic, TransformMagic)
+	case res != 0:
+		return bad("transform answer reserved field is %#x", res)
+	case uint64(stateLen) > uint64(len(b)-TransformAnswerSize):
+		return bad("state of %d bytes in an answer of %d", stateLen, len(b))
+	case uint64(stateLen) > uint64(max(maxState, 0)):
+		return bad("state of %d bytes, the limit is %d", stateLen, maxState)
+	}
+	body := b[TransformAnswerSize : len(b)-int(stateLen)]
+	state := b[len(b)-int(stateLen):]
+	if uint64(count)*OutputEntrySize > uint64(len(body)) {
+		return bad("%d outputs cannot fit %d bytes", count, len(body))
+	}
+	outs := make([]Output, 0, count)
+	// Headers of all outputs share one slice, allocated as they are met
+	// (each takes at least outputHeaderSize bytes of the answer).
+	var hdrs []OutHeader
+	last := 0
+	for i := uint32(0); i < count; i++ {
+		if len(body) < OutputEntrySize {
+			return bad("output %d: %d bytes left, an entry is %d", i, len(body), OutputEntrySize)
+		}
+		in, nh := le.Uint32(body), le.Uint32(body[4:])
+		o := Output{Timestamp: int64(le.Uint64(body[8:]))}
+		kl, vl := le.Uint32(body[16:]), le.Uint32(body[20:])
+		body = body[OutputEntrySize:]
+		switch {
+		case uint64(in) >= uint64(inputs):
+			return bad("output %d comes from input %d of %d", i, in, inputs)
+		case int(in) < last:
+			return bad("output %d comes from input %d, after an output from input %d", i, in, last)
+		}
+		last = int(in)
+		o.Input = int(in)
+		var ok bool
+		if o.Key, body, ok = takeNullable(body, kl); !ok {
+			return bad("output %d: key of %d bytes, %d left", i, int32(kl), len(body))
+		}
+		if o.Value, body, ok = takeNullable(body, vl); !ok {
+			return bad("output %d: value of %d bytes, %d left", i, int32(vl), len(body))
+		}
+		if uint64(nh)*outputHeaderSize > uint64(len(body)) {
+			return bad("output %d: %d headers cannot fit %d bytes", i, nh, len(body))
+		}
+		start := len(hdrs)
+		for j := uint32(0); j < nh; j++ {
+			if len(body) < outputHeaderSize {
+				return bad("output %d header %d: %d bytes left", i, j, len(body))
+			}
+			hk, hv := le.Uint32(body), le.Uint32(body[4:])
+			body = body[outputHeaderSize:]
+			if hk == math.MaxUint32 {
+				return bad("output %d header %d: a header name cannot be null", i, j)
+			}
+			var h OutHeader
+			if h.Key, body, ok = takeNullable(body, hk); !ok {
+				return bad("output %d header %d: name of %d bytes, %d left", i, j, hk, len(body))
+			}
+			if h.Value, body, ok = takeNullable(body, hv); !ok {
+				return bad("output %d header %d: value of %d bytes, %d left", i, j, int32(hv), len(body))
+			}
+			hdrs = append(hdrs, h)
+		}
+		if nh > 0 {
+			o.Headers = hdrs[start:len(hdrs):len(hdrs)]
+		}
+		outs = append(outs, o)
+	}
+	if len(body) != 0 {
+		return bad("%d bytes between the last output and the state", len(body))
+	}
+	if stateLen == 0 {
+		state = nil
+	}
+	return TransformAnswer{Outputs: outs, State: state}, nil
+}
+
+// takeNullable takes n bytes of b (n = MaxUint32: null).
+func takeNullable(b []byte, n uint32) (v, rest []byte, ok bool) {
+	if n == math.MaxUint32 {
+		return nil, b, true
+	}
+	if uint64(n) > uint64(len(b)) {
+		return nil, b, false
+	}
+	return b[:n:n], b[n:], true
+}

@@ -1,0 +1,109 @@
+package plugin
+
+import (
+	"errors"
+
+	"github.com/ledgemq/ledge/plugins/abi"
+)
+
+// Transform turns a batch of records into output records: zero or more
+// per input (a map, a filter-map, a flat-map), emitted into out in input
+// order. s holds the state the previous batch left (empty at first); a
+// transform that aggregates across batches keeps it there, and nowhere
+// else: the host may run each batch on another instance, and a restart
+// hands back only the state. An error fails the batch: the node retries
+// it with the same state.
+type Transform func(b *Batch, s *State, out *Output) error
+
+// RegisterTransform registers the plugin's transform. setup runs once per
+// instance with the transform's parameters; an error it returns fails
+// the batch with its message. A plugin registers at most one transform.
+func RegisterTransform(setup func(Params) (Transform, error)) {
+	if registry.transform != nil {
+		panic("plugin: a transform is already registered")
+	}
+	registry.transform = setup
+}
+
+// Header is a header of an output record; a nil Value is null.
+type Header = abi.OutHeader
+
+// State is a transform's state between batches: opaque bytes the host
+// stores with the outputs and hands back with the next batch.
+type State struct {
+	prev, next []byte
+	set        bool
+}
+
+// Bytes returns the state: the one the previous batch left, or the one
+// Set gave during this call. It aliases the plugin's input; copy what
+// must outlive the call.
+func (s *State) Bytes() []byte {
+	if s.set {
+		return s.next
+	}
+	return s.prev
+}
+
+// Set replaces the state the next batch receives. b is read when the
+// call returns. Without a call to Set the state stays as it was.
+func (s *State) Set(b []byte) { s.next, s.set = b, true }
+
+// Output collects a transform's output records.
+type Output struct {
+	enc   abi.OutputEncoder
+	batch *Batch
+}
+
+// Emit outputs a record coming from input record i (0 <= i < Len() of the
+// batch), with that record's timestamp. Outputs must follow the inputs'
+// order: an output from record i may not come after one from a later
+// record (Emit panics). A nil key or value is null.
+func (o *Output) Emit(i int, key, value []byte, headers ...Header) {
+	o.EmitAt(i, o.batch.Record(i).Timestamp(), key, value, headers...)
+}
+
+// EmitAt is Emit with a timestamp of its own (unix milliseconds).
+func (o *Output) EmitAt(i int, timestamp int64, key, value []byte, headers ...Header) {
+	if uint(i) >= uint(o.batch.Len()) {
+		panic("plugin: output from a record outside the batch")
+	}
+	o.enc.Add(i, timestamp, key, value, headers...)
+}
+
+// Pass outputs input record i unchanged: its timestamp, key, value and
+// headers.
+func (o *Output) Pass(i int) {
+	r := o.batch.Record(i)
+	var hs []Header
+	if n := r.HeaderCount(); n > 0 {
+		hs = make([]Header, n)
+		for j := range hs {
+			hs[j].Key, hs[j].Value = r.Header(j)
+		}
+	}
+	o.enc.Add(i, r.Timestamp(), r.Key(), r.Value(), hs...)
+}
+
+// Len returns the number of records output so far.
+func (o *Output) Len() int { return o.enc.Len() }
+
+// runTransform runs the transform over an input region and the previous
+// state and returns the encoded answer (valid until the next call).
+func (k *kernel) runTransform(region, state []byte) ([]byte, error) {
+	if k.transform == nil {
+		return nil, errors.New("ledge_transform called on an instance not initialized as a transform")
+	}
+	v, err := abi.Parse(region)
+	if err != nil {
+		return nil, err
+	}
+	k.batch.v = v
+	k.out.batch = &k.batch
+	k.out.enc.Reset()
+	k.state = State{prev: state}
+	if err := k.transform(&k.batch, &k.state, &k.out); err != nil {
+		return nil, err
+	}
+	return k.out.enc.Finish(k.state.Bytes()), nil
+}
