@@ -42,7 +42,8 @@ func keyedRecords(t *testing.T, res owner.PollResult) []string {
 
 // A thousand devices park a key poll each on one partition; a command to
 // one of them wakes that poll alone, which delivers it, and the others
-// answer empty when their wait runs out.
+// answer empty when their wait runs out.//
+// covers: G63
 func TestCommandWakesOnlyItsDevicesPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -100,7 +101,8 @@ func TestCommandWakesOnlyItsDevicesPoll(t *testing.T) {
 // A key poll delivers only its key's records, in node-built batches with
 // their original offsets, and its next passes the records of other keys,
 // so a consumer resuming from it neither re-reads nor skips. A prefix poll
-// delivers every key under its prefix.
+// delivers every key under its prefix.//
+// covers: G63
 func TestKeyPollDeliversItsKeysAndMovesPastTheOthers(t *testing.T) {
 	ctx := context.Background()
 	m := ownertest.NewMeta()
@@ -166,7 +168,8 @@ func TestKeyPollDeliversItsKeysAndMovesPastTheOthers(t *testing.T) {
 }
 
 // A purge wakes parked key polls, which meet the new history with a fence
-// error like any parked poll.
+// error like any parked poll.//
+// covers: G63
 func TestPurgeWakesParkedKeyPolls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

@@ -23,6 +23,8 @@ const (
 	MaxParamValueLen = 4096
 	// MaxFilterParams bounds the parameters of one filter.
 	MaxFilterParams = 64
+	// MaxPollKeyLen bounds the key (or key prefix) a poll names.
+	MaxPollKeyLen = 1024
 	// MaxFenceTokenLen bounds a fence token. Tokens are opaque to clients:
 	// they hand back exactly the bytes a reply gave them.
 	MaxFenceTokenLen = 512

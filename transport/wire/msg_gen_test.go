@@ -303,7 +303,16 @@ func genPollRequest(t *rapid.T) *wire.PollRequest {
 				Partition: rapid.Uint32().Draw(t, "partition"), Position: genPosition(t),
 				MaxBytes: rapid.Uint32().Draw(t, "max bytes")}
 		}),
+		Key: genPollKey(t),
 	}
+}
+
+func genPollKey(t *rapid.T) wire.PollKey {
+	mode := wire.KeyMode(rapid.IntRange(0, 2).Draw(t, "key mode"))
+	if mode == wire.KeyAny {
+		return wire.PollKey{}
+	}
+	return wire.PollKey{Mode: mode, Key: rapid.SliceOfN(rapid.Byte(), 1, 40).Draw(t, "key")}
 }
 
 func genPollReply(t *rapid.T) *wire.PollReply {

@@ -59,7 +59,9 @@ func TestMessageRoundTrip(t *testing.T) {
 }
 
 // Every strict prefix of a valid body, and the body with a byte appended,
-// fails to decode with StatusMalformedRequest.
+// fails to decode with StatusMalformedRequest. The one exception is a
+// poll request cut just before its optional key: that prefix is the
+// whole encoding of the same poll without a key.
 func TestMessageTruncatedAndTrailing(t *testing.T) {
 	for _, c := range messageCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,7 +71,14 @@ func TestMessageTruncatedAndTrailing(t *testing.T) {
 					rt.Fatalf("encode: %v", err)
 				}
 				for i := range len(body) {
-					if err := c.zero().Decode(body[:i]); !errors.Is(err, wire.StatusMalformedRequest) {
+					short := c.zero()
+					err := short.Decode(body[:i])
+					if pr, ok := short.(*wire.PollRequest); ok && err == nil && pr.Key.Mode == wire.KeyAny {
+						if again, _ := pr.Encode(nil); bytes.Equal(again, body[:i]) {
+							continue
+						}
+					}
+					if !errors.Is(err, wire.StatusMalformedRequest) {
 						rt.Fatalf("prefix of %d/%d bytes: err %v", i, len(body), err)
 					}
 				}

@@ -83,6 +83,82 @@ func (f *Filter) get(r *fieldReader) {
 	}
 }
 
+// KeyMode says which records of a poll's partitions a PollKey keeps.
+type KeyMode uint8
+
+// Key modes.
+const (
+	// KeyAny: every record (no key field on the wire).
+	KeyAny KeyMode = 0
+	// KeyExact: the records whose key is the poll's key.
+	KeyExact KeyMode = 1
+	// KeyPrefix: the records whose key starts with the poll's key.
+	KeyPrefix  KeyMode = 2
+	keyModeMax         = KeyPrefix
+)
+
+// String returns the mode's name.
+func (k KeyMode) String() string {
+	switch k {
+	case KeyAny:
+		return "any"
+	case KeyExact:
+		return "exact"
+	case KeyPrefix:
+		return "prefix"
+	}
+	return "keymode(" + strconv.Itoa(int(k)) + ")"
+}
+
+// PollKey names the records a poll wants by key: the commands of one
+// device. The node parks such a poll by its key and wakes it only for a
+// record it matches; its reply carries node-built batches of the matching
+// records (PayloadFiltered) and a next past every record it covered. A
+// record with a null key matches no key.
+//
+//	mode u8 (1 exact, 2 prefix) | key bytes16 (1 to MaxPollKeyLen bytes)
+//
+// It is the optional last field of a poll request: absent (no bytes at
+// all) when Mode is KeyAny, so a poll without a key is the same bytes for
+// every node.
+type PollKey struct {
+	Mode KeyMode
+	Key  []byte
+}
+
+func (k *PollKey) put(w *fieldWriter) {
+	if k.Mode == KeyAny {
+		if len(k.Key) > 0 {
+			w.fail(StatusInvalidArgument, "a poll key needs a mode")
+		}
+		return
+	}
+	w.enum(uint8(k.Mode), uint8(keyModeMax), "key mode")
+	if len(k.Key) == 0 {
+		w.fail(StatusInvalidArgument, "a poll key of mode %s needs a key", k.Mode)
+	}
+	w.bytes16(k.Key, MaxPollKeyLen, "poll key")
+}
+
+// get reads the key, if the body has one left; the key is copied into
+// the request's own buffer, so a reused request does not allocate.
+func (k *PollKey) get(r *fieldReader) {
+	k.Mode, k.Key = KeyAny, k.Key[:0]
+	if r.err != nil || r.left() == 0 {
+		return
+	}
+	k.Mode = KeyMode(r.enum(uint8(keyModeMax), "key mode"))
+	if k.Mode == KeyAny {
+		r.fail("key mode %s in a key field", k.Mode)
+		return
+	}
+	b := r.bytes16(MaxPollKeyLen, "poll key")
+	if r.err == nil && len(b) == 0 {
+		r.fail("a poll key of mode %s needs a key", k.Mode)
+	}
+	k.Key = append(k.Key, b...)
+}
+
 // PollPartition is one partition a poll reads.
 //
 //	topic str16 | topic id [16] (zero: any) | partition u32 | position (10 bytes) | max bytes u32
@@ -107,7 +183,8 @@ const pollPartitionMinSize = 2 + 16 + 4 + positionSize + 4
 // a consumer.
 //
 //	consumer | max wait u64 ns | max messages u32 | max bytes u32 |
-//	auto commit u8 | filter | count u32 | poll partition × count
+//	auto commit u8 | filter | count u32 | poll partition × count |
+//	[poll key]
 type PollRequest struct {
 	Consumer Consumer
 	MaxWait  time.Duration
@@ -120,6 +197,9 @@ type PollRequest struct {
 	AutoCommit  AutoCommit
 	Filter      Filter
 	Partitions  []PollPartition
+	// Key, when its mode is not KeyAny, keeps only the records of a key
+	// or key prefix, on every partition of the poll (see PollKey).
+	Key PollKey
 }
 
 // Kind implements Message.
@@ -143,6 +223,7 @@ func (m *PollRequest) Encode(dst []byte) ([]byte, error) {
 		p.Position.put(&w)
 		w.u32(p.MaxBytes)
 	}
+	m.Key.put(&w)
 	return w.result()
 }
 
@@ -165,6 +246,7 @@ func (m *PollRequest) Decode(b []byte) error {
 		p.Position.get(&r)
 		p.MaxBytes = r.u32("max bytes")
 	}
+	m.Key.get(&r)
 	return r.finish()
 }
 
