@@ -268,7 +268,7 @@ func named(msg, prefix string) (name, rest string, ok bool) {
 }
 
 // packagePrefix is a Go package's name at the start of an error's text.
-var packagePrefix = regexp.MustCompile(`(^|: )(sdk|node|plugins|quic|fence|engine|wire): `)
+var packagePrefix = regexp.MustCompile(`(^|: )(sdk|node|owner|group|tokens|pluginreg|uplink|plugins|quic|fence|engine|wire): `)
 
 // clean drops package prefixes from an error's text and the repetitions
 // that wrapping leaves ("invalid argument: invalid argument: x").
