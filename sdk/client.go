@@ -67,9 +67,8 @@ type controlStream struct {
 //
 // An empty addr is LEDGE_SERVER (EnvServer), else the address a node
 // running on the data directory recorded in its listen file (see
-// WithDataDir), else DefaultAddr: a node started on any port is found
-// through its data directory. Options left unset are read from the
-// environment (EnvDataDir, EnvCA, EnvToken, EnvTokenFile).
+// WithDataDir, else LEDGE_DATA_DIR), else DefaultAddr: a node started
+// on any port is found through its data directory.
 //
 // When no node answers, the error is a *DialError matching
 // ErrNodeUnreachable, saying which address was dialed and where it came

@@ -135,9 +135,11 @@ func (c *clientConfig) credentials(addr string) (*tls.Config, string, error) {
 	return quic.ClientTLSConfig(nil, serverName), token, nil
 }
 
-// The environment variables Dial reads for what its address and options
-// leave unset: the same ones, with the same meaning, as the ledge CLI's.
-// An empty variable counts as unset.
+// The environment variables Dial reads to locate a node when its address
+// and WithDataDir leave it open: the same ones, with the same meaning, as
+// the ledge CLI's. Credentials are not read from the environment: an
+// application passes them (WithToken, WithTokenFile, WithCAFile), or
+// finds them in the data directory. An empty variable counts as unset.
 const (
 	// EnvServer is the node's QUIC address (host:port), for an empty
 	// address given to Dial.
@@ -146,31 +148,19 @@ const (
 	// listen file, CA certificate and admin token, unless WithDataDir is
 	// given. Like WithDataDir's, it must exist.
 	EnvDataDir = "LEDGE_DATA_DIR"
-	// EnvCA is the CA certificate file, unless WithCAFile or
-	// WithTLSConfig is given.
-	EnvCA = "LEDGE_CA"
-	// EnvToken is the bearer token, unless WithToken or WithTokenFile is
-	// given.
-	EnvToken = "LEDGE_TOKEN"
-	// EnvTokenFile is a file holding the bearer token, unless WithToken,
-	// WithTokenFile or EnvToken is given.
+	// EnvCA, EnvToken and EnvTokenFile are the CLI's: the CA certificate
+	// file, the bearer token and a file holding it. Dial does not read
+	// them.
+	EnvCA        = "LEDGE_CA"
+	EnvToken     = "LEDGE_TOKEN"
 	EnvTokenFile = "LEDGE_TOKEN_FILE"
 )
 
-// fromEnv fills what the options left unset from the environment.
+// fromEnv fills what the options left unset of the node's location from
+// the environment.
 func (c *clientConfig) fromEnv(getenv func(string) string) {
 	if v := getenv(EnvDataDir); v != "" && !c.dataDirSet {
 		c.dataDir, c.dataDirSet = v, true
-	}
-	if v := getenv(EnvCA); v != "" && c.caFile == "" && c.tlsConfig == nil {
-		c.caFile = v
-	}
-	if c.token == "" && c.tokenFile == "" {
-		if v := getenv(EnvToken); v != "" {
-			c.token = v
-		} else if v := getenv(EnvTokenFile); v != "" {
-			c.tokenFile = v
-		}
 	}
 }
 

@@ -11,9 +11,8 @@
 // directory that holds its ledge-data, or with LEDGE_DATA_DIR naming it —
 // it needs neither: a running node records where it listens in its data
 // directory (listen.json) and keeps its CA certificate and admin token
-// there, where Dial looks (WithDataDir). Elsewhere, pass the address and
-// WithCAFile and WithToken, or set LEDGE_SERVER, LEDGE_CA and LEDGE_TOKEN
-// (or LEDGE_TOKEN_FILE), the variables the ledge CLI reads too. A node
+// there, where Dial looks (WithDataDir). Elsewhere, pass the address (or
+// set LEDGE_SERVER, as for the ledge CLI), WithCAFile and WithToken. A node
 // Dial cannot reach is a *DialError matching ErrNodeUnreachable, naming
 // the address and where it came from. Options follow one pattern: each
 // says its default, its unit and what happens at the edges.

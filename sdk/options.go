@@ -56,10 +56,9 @@ func defaultClientConfig() clientConfig {
 // WithToken authenticates with the bearer token secret (what `ledge token
 // create` printed, or a node's admin token).
 //
-// Default: the token of WithTokenFile, else LEDGE_TOKEN, else the file
-// LEDGE_TOKEN_FILE names, else the admin token of the data directory (see
-// WithDataDir). An empty secret keeps the default. Dial fails with
-// ErrNoCredentials when no token is found anywhere.
+// Default: the token of WithTokenFile, else the admin token of the data
+// directory (see WithDataDir). An empty secret keeps the default. Dial
+// fails with ErrNoCredentials when no token is found anywhere.
 func WithToken(secret string) Option {
 	return clientOption(func(c *clientConfig) { c.token = secret })
 }
@@ -67,9 +66,7 @@ func WithToken(secret string) Option {
 // WithTokenFile reads the bearer token from a file (surrounding white
 // space is ignored), at Dial.
 //
-// Default: none (LEDGE_TOKEN_FILE when neither it, WithToken nor
-// LEDGE_TOKEN is set). WithToken takes precedence. An unreadable file
-// fails Dial.
+// Default: none. WithToken takes precedence. An unreadable file fails Dial.
 func WithTokenFile(path string) Option {
 	return clientOption(func(c *clientConfig) { c.tokenFile = path })
 }
@@ -77,9 +74,9 @@ func WithTokenFile(path string) Option {
 // WithCAFile trusts the CA certificates in the PEM file (a node's ca.pem)
 // and nothing else.
 //
-// Default: the file LEDGE_CA names, else the CA of the data directory
-// (see WithDataDir), else the system's roots. WithTLSConfig takes
-// precedence. An unreadable file fails Dial.
+// Default: the CA of the data directory (see WithDataDir), else the
+// system's roots. WithTLSConfig takes precedence. An unreadable file fails
+// Dial.
 func WithCAFile(path string) Option {
 	return clientOption(func(c *clientConfig) { c.caFile = path })
 }
@@ -108,8 +105,8 @@ func WithServerName(name string) Option {
 // file in its data directory, so a client on the node's machine needs no
 // other configuration: Dial given an empty address (and no LEDGE_SERVER)
 // dials where the node running on dir listens. Explicit options
-// (WithToken, WithTokenFile, WithCAFile, WithTLSConfig) and their
-// environment variables take precedence over what is found there.
+// (WithToken, WithTokenFile, WithCAFile, WithTLSConfig) take precedence
+// over what is found there.
 //
 // Default: LEDGE_DATA_DIR, else DefaultDataDir ("ledge-data", relative
 // to the working directory) when it exists; a missing default directory

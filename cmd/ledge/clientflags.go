@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +14,8 @@ import (
 )
 
 // Environment variables the client commands read when a flag is not
-// given: the SDK's, which Dial reads itself.
+// given. The SDK reads the two that locate a node (LEDGE_SERVER,
+// LEDGE_DATA_DIR) itself; the credentials' are the CLI's.
 const (
 	envServer    = sdk.EnvServer
 	envCA        = sdk.EnvCA
@@ -69,20 +71,26 @@ func firstNonEmpty(vals ...string) string {
 	return ""
 }
 
-// dial connects to the node the flags describe; the SDK reads the
-// environment for what they leave unset.
+// dial connects to the node the flags and environment describe: a flag
+// wins over its variable, a token over a token file, and both over the
+// data directory's admin token.
 func (f *clientFlags) dial(ctx context.Context) (*sdk.Client, error) {
 	opts := []sdk.Option{sdk.WithRequestTimeout(f.timeout), sdk.WithDialTimeout(f.connectTimeout)}
 	if f.dataDir != "" {
 		opts = append(opts, sdk.WithDataDir(f.dataDir))
 	}
-	if f.ca != "" {
-		opts = append(opts, sdk.WithCAFile(f.ca))
+	if ca := firstNonEmpty(f.ca, os.Getenv(envCA)); ca != "" {
+		opts = append(opts, sdk.WithCAFile(ca))
 	}
-	if f.token != "" {
+	switch {
+	case f.token != "":
 		opts = append(opts, sdk.WithToken(f.token))
-	} else if f.tokenFile != "" {
+	case f.tokenFile != "":
 		opts = append(opts, sdk.WithTokenFile(f.tokenFile))
+	case os.Getenv(envToken) != "":
+		opts = append(opts, sdk.WithToken(os.Getenv(envToken)))
+	case os.Getenv(envTokenFile) != "":
+		opts = append(opts, sdk.WithTokenFile(os.Getenv(envTokenFile)))
 	}
 	c, err := sdk.Dial(ctx, f.server, opts...)
 	if err != nil {
