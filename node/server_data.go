@@ -229,7 +229,7 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 		defer stop()
 	}
 
-	found := r.replyPoll(ctx, m, c, filter != nil, plan, pollKept(pctx, plan.polls, wait), rep)
+	found := r.replyPoll(ctx, m, c, filter != nil || m.Key.Mode != wire.KeyAny, plan, pollKept(pctx, plan.polls, wait), rep)
 	if overLimit && !found {
 		return nil, fmt.Errorf("%w: %d long polls are parked already; poll again later", ErrBusy, n.cfg.MaxParkedPolls)
 	}
@@ -281,6 +281,7 @@ func (r *request) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Con
 			var req owner.PollRequest
 			if req, err = pollRequest(ctx, c, p.Position, t.logs[p.Partition]); err == nil {
 				req.AutoCommit = autoCommitOf(m.AutoCommit)
+				req.Key = owner.KeyMatch{Key: m.Key.Key, Prefix: m.Key.Mode == wire.KeyPrefix}
 				req.MaxBytes, req.MaxMessages = share, messages
 				if p.MaxBytes > 0 {
 					req.MaxBytes = min(share, int(p.MaxBytes))

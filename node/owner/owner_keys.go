@@ -11,8 +11,8 @@ import (
 )
 
 // KeyMatch names the records a poll wants by their key: those whose key
-// is Key, or, with Prefix, starts with Key. The zero KeyMatch (nil Key)
-// wants every record. A record with a null key matches no KeyMatch.
+// is Key, or, with Prefix, starts with Key. A KeyMatch with an empty Key
+// wants every record; otherwise a record with a null key matches none.
 //
 // A key poll is planned, read and completed like any other; its reply is
 // node-built batches of the matching records (as a filter plugin's is) and
@@ -25,12 +25,12 @@ type KeyMatch struct {
 }
 
 // Keyed reports whether k selects records by key.
-func (k KeyMatch) Keyed() bool { return k.Key != nil }
+func (k KeyMatch) Keyed() bool { return len(k.Key) > 0 }
 
 // Matches reports whether a record with key key is one k wants.
 func (k KeyMatch) Matches(key []byte) bool {
 	switch {
-	case k.Key == nil:
+	case len(k.Key) == 0:
 		return true
 	case key == nil:
 		return false
@@ -60,7 +60,8 @@ func (o *Owner) KeyPolls() KeyPollStats {
 
 // keyWaiter is one parked key poll.
 type keyWaiter struct {
-	match KeyMatch
+	key    string // the poll's key, its own copy
+	prefix bool
 	// from: records below it are not the poll's (it read past them).
 	from uint64
 	woke chan struct{}
@@ -101,12 +102,12 @@ func (x *keyIndex) park(k KeyMatch, from uint64) (*keyWaiter, uint64) {
 	if x.exact == nil {
 		x.exact, x.prefix, x.prefixLens = map[string][]*keyWaiter{}, map[string][]*keyWaiter{}, map[int]int{}
 	}
-	w := &keyWaiter{match: k, from: from, woke: make(chan struct{})}
-	if k.Prefix {
-		x.prefix[string(k.Key)] = append(x.prefix[string(k.Key)], w)
-		x.prefixLens[len(k.Key)]++
+	w := &keyWaiter{key: string(k.Key), prefix: k.Prefix, from: from, woke: make(chan struct{})}
+	if w.prefix {
+		x.prefix[w.key] = append(x.prefix[w.key], w)
+		x.prefixLens[len(w.key)]++
 	} else {
-		x.exact[string(k.Key)] = append(x.exact[string(k.Key)], w)
+		x.exact[w.key] = append(x.exact[w.key], w)
 	}
 	x.parked++
 	return w, 0
@@ -115,22 +116,22 @@ func (x *keyIndex) park(k KeyMatch, from uint64) (*keyWaiter, uint64) {
 // remove takes w out of the index. Called with x.mu held.
 func (x *keyIndex) remove(w *keyWaiter) {
 	m := x.exact
-	if w.match.Prefix {
+	if w.prefix {
 		m = x.prefix
 	}
-	ws := m[string(w.match.Key)]
+	ws := m[w.key]
 	i := slices.Index(ws, w)
 	if i < 0 {
 		return
 	}
 	if len(ws) == 1 {
-		delete(m, string(w.match.Key))
+		delete(m, w.key)
 	} else {
-		m[string(w.match.Key)] = slices.Delete(ws, i, i+1)
+		m[w.key] = slices.Delete(ws, i, i+1)
 	}
-	if w.match.Prefix {
-		if x.prefixLens[len(w.match.Key)]--; x.prefixLens[len(w.match.Key)] == 0 {
-			delete(x.prefixLens, len(w.match.Key))
+	if w.prefix {
+		if x.prefixLens[len(w.key)]--; x.prefixLens[len(w.key)] == 0 {
+			delete(x.prefixLens, len(w.key))
 		}
 	}
 	x.parked--
