@@ -146,7 +146,8 @@ const (
 	EnvServer = "LEDGE_SERVER"
 	// EnvDataDir is the node's data directory, where Dial finds its
 	// listen file, CA certificate and admin token, unless WithDataDir is
-	// given. Like WithDataDir's, it must exist.
+	// given. Unlike WithDataDir's, a missing one is not an error (the
+	// variable may be meant for another program): it is the default.
 	EnvDataDir = "LEDGE_DATA_DIR"
 	// EnvCA, EnvToken and EnvTokenFile are the CLI's: the CA certificate
 	// file, the bearer token and a file holding it. Dial does not read
@@ -160,7 +161,7 @@ const (
 // the environment.
 func (c *clientConfig) fromEnv(getenv func(string) string) {
 	if v := getenv(EnvDataDir); v != "" && !c.dataDirSet {
-		c.dataDir, c.dataDirSet = v, true
+		c.dataDir = v
 	}
 }
 

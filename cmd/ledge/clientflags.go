@@ -76,8 +76,9 @@ func firstNonEmpty(vals ...string) string {
 // data directory's admin token.
 func (f *clientFlags) dial(ctx context.Context) (*sdk.Client, error) {
 	opts := []sdk.Option{sdk.WithRequestTimeout(f.timeout), sdk.WithDialTimeout(f.connectTimeout)}
-	if f.dataDir != "" {
-		opts = append(opts, sdk.WithDataDir(f.dataDir))
+	// A data directory named must exist, by flag or variable alike.
+	if dir := firstNonEmpty(f.dataDir, os.Getenv(envDataDir)); dir != "" {
+		opts = append(opts, sdk.WithDataDir(dir))
 	}
 	if ca := firstNonEmpty(f.ca, os.Getenv(envCA)); ca != "" {
 		opts = append(opts, sdk.WithCAFile(ca))
