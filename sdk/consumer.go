@@ -352,6 +352,7 @@ func (c *Consumer) sendPollOf(ctx context.Context, parts []*cursor, pos []Positi
 		MaxBytes:    uint32(c.cfg.maxBytes),
 		AutoCommit:  c.cfg.autoCommit,
 		Filter:      c.cfg.filter,
+		Key:         c.cfg.key,
 	}
 	inflight := &inflightPoll{parts: parts, done: make(chan pollResult, 1)}
 	for i, cur := range parts {

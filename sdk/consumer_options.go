@@ -134,6 +134,7 @@ type consumerConfig struct {
 	prefetch      bool
 	filter        wire.Filter  // WithFilter
 	commitPolicy  *wire.Filter // WithCommitPolicy
+	key           wire.PollKey // WithKey, WithKeyPrefix
 }
 
 func defaultConsumerConfig() consumerConfig {

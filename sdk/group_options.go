@@ -88,6 +88,7 @@ type groupOption func(*groupConfig)
 func (f groupOption) applyGroup(c *groupConfig) { f(c) }
 
 type groupConfig struct {
+	key              wire.PollKey // WithKey, WithKeyPrefix
 	delivery         Delivery
 	deliverySet      bool   // WithDelivery was given
 	policy           string // the group's policy the consumer follows, or ""

@@ -192,7 +192,7 @@ func (g *GroupConsumer) sendPoll(ctx context.Context) (*groupPoll, error) {
 	g.mu.Lock()
 	req := &wire.PollRequest{
 		Consumer: g.who, MaxWait: g.cfg.maxWait, MaxBytes: uint32(g.cfg.maxBytes),
-		MaxMessages: uint32(g.cfg.maxMessages),
+		MaxMessages: uint32(g.cfg.maxMessages), Key: g.cfg.key,
 	}
 	req.Consumer.MemberEpoch = g.latest.MemberEpoch
 	if g.cfg.delivery == AtMostOnce {
