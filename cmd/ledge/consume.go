@@ -38,6 +38,8 @@ type consumeFlags struct {
 	params     []string
 	policy     string
 	reset      string
+	key        string
+	keyPrefix  string
 }
 
 func newConsumeCommand() *cobra.Command {
@@ -75,6 +77,12 @@ are sent (the position still moves past the others). --commit-policy NAME
 attaches a commit policy plugin to --consumer. --param k=v gives either its
 parameters.
 
+--key K prints only the records whose key is K (--key-prefix P: whose
+key starts with P): the commands of one device on a topic all devices
+share. The node parks a --follow poll by its key and answers it only for
+a record of that key; the position still moves past the other keys'
+records, so --commit commits them too.
+
 --format raw prints each value; json prints one object per record with
 its topic, partition, offset, timestamp, key, value and headers (key and
 value as strings when they are UTF-8, else key_base64 and value_base64).`,
@@ -83,6 +91,7 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
   ledge consume orders --consumer billing --commit --count 100 --format json
   ledge consume sensors --from -1h --partition 0
   ledge consume readings --filter site --param field=site --param equals=lyon
+  ledge consume commands --key device-0042 --consumer device-0042 --commit --follow
   ledge consume frames --consumer decoder --commit-policy checkpoint
   ledge consume orders --group billing --follow
   ledge consume orders --group audit --at-most-once --count 10`,
@@ -105,8 +114,24 @@ value as strings when they are UTF-8, else key_base64 and value_base64).`,
 	fs.DurationVar(&f.maxWait, "max-wait", 5*time.Second, "with --follow, how long each long poll waits for records")
 	fs.StringVar(&f.filter, "filter", "", "run this filter plugin on the node over every poll (see ledge plugin add)")
 	fs.StringArrayVar(&f.params, "param", nil, "a --filter or --commit-policy parameter key=value (repeatable)")
+	fs.StringVar(&f.key, "key", "", "print only the records with this key; the node wakes a --follow poll only for them")
+	fs.StringVar(&f.keyPrefix, "key-prefix", "", "print only the records whose key starts with this prefix")
 	fs.StringVar(&f.policy, "commit-policy", "", "attach this commit policy plugin to --consumer: the node commits what it proposes")
 	return cmd
+}
+
+// keyOption maps --key or --key-prefix to the consumers' option; false
+// when neither is given.
+func (f *consumeFlags) keyOption() (sdk.KeyOption, bool, error) {
+	switch {
+	case f.key != "" && f.keyPrefix != "":
+		return nil, false, errors.New("--key and --key-prefix: give one (a key is also its own prefix)")
+	case f.key != "":
+		return sdk.WithKey([]byte(f.key)), true, nil
+	case f.keyPrefix != "":
+		return sdk.WithKeyPrefix([]byte(f.keyPrefix)), true, nil
+	}
+	return nil, false, nil
 }
 
 // parseFrom maps --from to a position.
@@ -186,6 +211,11 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 		return err
 	}
 	opts = append(opts, pluginOpts...)
+	if k, ok, err := f.keyOption(); err != nil {
+		return err
+	} else if ok {
+		opts = append(opts, k)
+	}
 	if len(f.partitions) > 0 {
 		ps := make([]int32, len(f.partitions))
 		for i, p := range f.partitions {

@@ -386,6 +386,11 @@ func runGroupConsume(cmd *cobra.Command, cf *clientFlags, topic, group string, f
 			fmt.Fprintf(stderr, "ledge: group %s: %s %s\n", group, what, strings.Join(tpStrings(tps), " "))
 		}
 	}
+	if k, ok, err := f.keyOption(); err != nil {
+		return err
+	} else if ok {
+		delivery = append(delivery, k)
+	}
 	g, err := c.NewGroupConsumer(ctx, group, []string{topic}, append(delivery, sdk.WithGroupMaxWait(wait),
 		sdk.OnAssigned(report("assigned")), sdk.OnRevoked(report("revoked")), sdk.OnLost(report("lost")))...)
 	if err != nil {
