@@ -44,9 +44,10 @@ const fuzzTopic = "fz"
 //
 // The seeds (testdata/fuzz/FuzzKafkaRequest) are requests kcat,
 // franz-go and kafkajs sent (TestKafkaCaptureFuzzSeeds records them);
-// go test runs them. To fuzz for minutes:
+// go test runs them. To fuzz for minutes (minimizing a 1 MiB seed at Go's
+// default of 60 s an input stalls the run):
 //
-//	go test ./internal/e2e -run '^$' -fuzz FuzzKafkaRequest -fuzztime 10m -parallel 1
+//	go test ./internal/e2e -run '^$' -fuzz FuzzKafkaRequest -fuzztime 10m -fuzzminimizetime 5s -parallel 1
 func FuzzKafkaRequest(f *testing.F) {
 	n := startNode(f, func(c *node.Config) {
 		c.KafkaListen = "127.0.0.1:0"
