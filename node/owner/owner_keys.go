@@ -16,9 +16,12 @@ import (
 //
 // A key poll is planned, read and completed like any other; its reply is
 // node-built batches of the matching records (as a filter plugin's is) and
-// its Next is past every record it read, matching or not. Parked, it waits
-// in the owner's key index and wakes only for an append holding a record
-// it matches: its cost does not grow with the polls parked beside it.
+// its Next is past every record it read, matching or not. A read that kept
+// none is followed by the next, from past it, until one keeps a record or
+// the poll reaches the high watermark, where an immediate poll answers and
+// a long poll parks. Parked, it waits in the owner's key index and wakes
+// only for an append holding a record it matches: its cost does not grow
+// with the polls parked beside it.
 type KeyMatch struct {
 	Key    []byte
 	Prefix bool

@@ -198,3 +198,33 @@ func TestPurgeWakesParkedKeyPolls(t *testing.T) {
 		}
 	})
 }
+
+// An immediate key poll whose first read holds only other keys reads on
+// to the high watermark: a device that is behind finds its command at
+// once, however many others came before it.
+//
+// covers: G63
+func TestImmediateKeyPollReadsOnPastOtherKeys(t *testing.T) {
+	ctx := context.Background()
+	m := ownertest.NewMeta()
+	o := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
+	for i := range 50 {
+		if _, err := o.Produce(ctx, ownertest.KeyedBatch(t, fmt.Sprint("other-", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := o.Produce(ctx, ownertest.KeyedBatch(t, "mine", "go")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := o.Poll(ctx, owner.PollRequest{From: owner.FromFirst, MaxBytes: 1, Key: owner.KeyMatch{Key: []byte("mine")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(keyedRecords(t, res)); got != "[50:mine=go]" || res.Next != 51 || res.Token.From != 0 {
+		t.Fatalf("immediate key poll: %s next %d token from %d", got, res.Next, res.Token.From)
+	}
+	res, err = o.Poll(ctx, owner.PollRequest{From: owner.FromFirst, MaxBytes: 1, Key: owner.KeyMatch{Key: []byte("nobody")}})
+	if err != nil || len(res.Batches) != 0 || res.Next != 51 {
+		t.Fatalf("key poll of no record: %d batches, next %d, %v; want none, next 51", len(res.Batches), res.Next, err)
+	}
+}

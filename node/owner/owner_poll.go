@@ -90,12 +90,13 @@ type PollRequest struct {
 	// fails the poll with no change of progress.
 	Transform func(ctx context.Context, from uint64, res ReadResult) (ReadResult, error)
 	// Key, when keyed, delivers only the records whose key it matches, in
-	// node-built batches; Next still passes every record read. A long
-	// poll that read only records of other keys is not answered empty
-	// before MaxWait: it reads on from past them as records arrive, each
-	// read planned and fenced like a new poll, and parks in the owner's
-	// key index, where only a record it matches wakes it. Its token
-	// covers every position it read, from the first.
+	// node-built batches; Next still passes every record read. A poll
+	// that read only records of other keys reads on past them, each read
+	// planned and fenced like a parked poll waking, up to the high
+	// watermark (an immediate poll answers there, empty) and, a long
+	// poll, as records arrive until MaxWait, parked in the owner's key
+	// index where only a record it matches wakes it. Its token covers
+	// every position it read, from the first.
 	Key KeyMatch
 }
 
@@ -203,7 +204,8 @@ func (o *Owner) stopWaiting(pend *pendingPoll) {
 
 // prepare plans a poll, or re-plans a parked one (prev). A key poll's
 // reads run here, off the owner, each planned by it: until one keeps a
-// record, the poll is immediate, or it parks.
+// record, or the poll reaches the high watermark (where a long poll
+// parks).
 func (o *Owner) prepare(ctx context.Context, req PollRequest, prev *pendingPoll) (pendingPoll, error) {
 	pend, err := o.plan(req, prev)
 	if err != nil || !req.Key.Keyed() {
@@ -224,7 +226,7 @@ func (o *Owner) prepare(ctx context.Context, req PollRequest, prev *pendingPoll)
 		if err != nil {
 			return pendingPoll{}, err
 		}
-		if len(kept) > 0 || req.MaxWait <= 0 {
+		if len(kept) > 0 {
 			pend.kept = &ReadResult{Batches: kept, Next: res.Next}
 			return pend, nil
 		}
