@@ -35,6 +35,9 @@ func (n *Node) Snapshot(depth ops.Depth) ops.Snapshot {
 		for i, l := range t.logs {
 			ps := ops.PartitionSnapshot{Index: uint32(i), State: l.State(), Size: -1}
 			ps.Stats, ps.HasStats = logStats(l)
+			if o, err := t.owner(uint32(i)); err == nil {
+				ps.KeyPolls = o.KeyPolls()
+			}
 			if depth == ops.Everything {
 				ps.Size = n.partitionSize(t.id, i)
 				ps.Consumers = consumersOf(l, ps.State)

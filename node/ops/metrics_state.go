@@ -24,6 +24,7 @@ type stateDescs struct {
 	hw, start, epoch, records, skipped, size, failed     *prometheus.Desc
 	appends, appendedBytes, deliveredBytes               *prometheus.Desc
 	partSyncFailures, noSpace                            *prometheus.Desc
+	keyPollsParked, keyPollWakeups                       *prometheus.Desc
 	committed, lag                                       *prometheus.Desc
 	topics, partitions                                   *prometheus.Desc
 	connsOpen, connsAccepted, connsRefused, authFailures *prometheus.Desc
@@ -55,6 +56,8 @@ func newStateDescs() stateDescs {
 		deliveredBytes:       partitionDesc("ledge_partition_delivered_bytes_total", "Bytes of record batches returned by polls since the node started."),
 		partSyncFailures:     partitionDesc("ledge_partition_fsync_failures_total", "Failed fsyncs of the partition's segments; the partition fails until restart."),
 		noSpace:              partitionDesc("ledge_partition_no_space_refusals_total", "Record batches refused because the disk was full."),
+		keyPollsParked:       partitionDesc("ledge_partition_key_polls_parked", "Long polls that name a key (commands to one device), parked in the partition's key index."),
+		keyPollWakeups:       partitionDesc("ledge_partition_key_poll_wakeups_total", "Wake-ups of parked key polls: by a record of their key, a purge, or the high watermark reaching a record they knew of. Per appended command, about 1."),
 		committed:            consumerDesc("ledge_consumer_committed_offset", "Committed offset (the next offset to read) of a named consumer or group, in the current history: one committed before a purge counts at the new log start."),
 		lag:                  consumerDesc("ledge_consumer_lag_records", "Records between where the consumer resumes and the high watermark."),
 		topics:               nodeDesc("ledge_topics", "Topics served."),
@@ -103,7 +106,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{
 		d.hw, d.start, d.epoch, d.records, d.skipped, d.size, d.failed, d.appends, d.appendedBytes, d.deliveredBytes,
-		d.partSyncFailures, d.noSpace,
+		d.partSyncFailures, d.noSpace, d.keyPollsParked, d.keyPollWakeups,
 		d.committed, d.lag, d.topics, d.partitions, d.connsOpen, d.connsAccepted, d.connsRefused, d.authFailures,
 		d.connsUnauth, d.connsEvicted, d.retries, d.streamsOpen, d.streamsAccepted, d.inFlight, d.inflightBytes, d.inflightBudget, d.bpWaits,
 		d.framesTooLarge, d.protocolErrors, d.receivedBytes, d.parked, d.parkedLimit, d.diskFree, d.diskTotal, d.ready,
@@ -152,6 +155,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 					counter(d.noSpace, float64(p.Stats.NoSpace), l...)
 				}
 				counter(d.deliveredBytes, float64(c.m.deliveredBytes(t.Name, p.Index)), l...)
+				gauge(d.keyPollsParked, float64(p.KeyPolls.Parked), l...)
+				counter(d.keyPollWakeups, float64(p.KeyPolls.Woken), l...)
 				for _, cs := range p.Consumers {
 					cl := append(l[:2:2], cs.Name, cs.Kind)
 					gauge(d.committed, float64(cs.Position), cl...)

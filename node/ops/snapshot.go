@@ -38,6 +38,7 @@ type PartitionSnapshot struct {
 	Size      int64 // -1: unknown
 	Stats     engine.PartitionStats
 	HasStats  bool // the storage keeps stats (the engine does)
+	KeyPolls  owner.KeyPollStats
 	Consumers []ConsumerSnapshot
 }
 
