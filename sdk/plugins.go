@@ -10,7 +10,8 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// PluginKind says what a plugin does: PluginFilter or PluginCommitPolicy.
+// PluginKind says what a plugin does: PluginFilter, PluginCommitPolicy or
+// PluginTransform.
 type PluginKind = wire.PluginKind
 
 // Plugin kinds.
@@ -21,6 +22,9 @@ const (
 	// PluginCommitPolicy plugins decide what a named consumer's automatic
 	// commit is (WithCommitPolicy, SetCommitPolicy).
 	PluginCommitPolicy = wire.PluginCommitPolicy
+	// PluginTransform plugins turn records into output records, keeping
+	// a state between batches.
+	PluginTransform = wire.PluginTransform
 )
 
 // PluginInfo describes a plugin registered on the node, with its counters

@@ -29,7 +29,7 @@ import (
 func newPluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
-		Short: "Work with WebAssembly plugins (filters and commit policies)",
+		Short: "Work with WebAssembly plugins (filters, commit policies and transforms)",
 		Example: `  ledge plugin init only-errors --kind filter --lang go
   ledge plugin build only-errors
   ledge plugin test only-errors
@@ -49,7 +49,7 @@ type pluginFlags struct {
 }
 
 func (f *pluginFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.kind, "kind", "", "plugin kind: filter or commit-policy (default: what the module implements, filter first)")
+	cmd.Flags().StringVar(&f.kind, "kind", "", "plugin kind: filter, commit-policy or transform (default: what the module implements, filter first)")
 	cmd.Flags().StringArrayVar(&f.params, "param", nil, "plugin parameter key=value (repeatable)")
 	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", defaultPluginCacheDir(), "compilation cache directory (empty: none)")
 }
@@ -115,7 +115,7 @@ func (f *pluginFlags) load(ctx context.Context, cmd *cobra.Command, file string)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	kinds := []plugins.Kind{plugins.KindFilter, plugins.KindCommitPolicy}
+	kinds := []plugins.Kind{plugins.KindFilter, plugins.KindCommitPolicy, plugins.KindTransform}
 	if f.kind != "" {
 		k, err := plugins.ParseKind(f.kind)
 		if err != nil {
@@ -147,7 +147,8 @@ func newPluginTestCommand() *cobra.Command {
 		Long: `Run a plugin over the records of a JSON Lines file, with the limits a node
 applies (deadline, memory cap, metering), and print what it decides: for a
 filter, which records a consumer would receive; for a commit policy, the
-commit it proposes.
+commit it proposes; for a transform, the records it outputs (its state
+carried from poll to poll, as a node does).
 
 With a project directory (from ledge plugin init; default: the current
 directory), it runs the project's built module on its sample records with
@@ -167,10 +168,23 @@ as null; key_base64 and value_base64 give raw bytes. headers map names to
 strings (null: a null value). expect is what the plugin must decide: for
 a filter "keep" or "drop"; for a commit policy "commit" marks the record
 a poll's proposal must commit through (a poll with records but no mark
-must propose nothing). The test fails when a decision differs.`,
+must propose nothing).
+
+For a transform, "outputs" lists the records it must output for that
+input record, in order ([] for none):
+
+  {"key": "k1", "value": {"temp": 21}, "outputs": [
+     {"key": "k1", "value": {"celsius": 21}, "headers": {"unit": "C"}}]}
+
+Each output takes key, value, key_base64, value_base64 and headers as an
+input record does (a JSON value is compared as JSON), and timestamp when
+it must be checked. Once any record lists outputs, every record is
+checked, a record without "outputs" expecting none. The test fails when a
+decision or an output differs.`,
 		Example: `  ledge plugin test only-errors
   ledge plugin test jsonfilter.wasm --input readings.jsonl --param field=site --param equals=lyon
-  ledge plugin test checkpoint.wasm --kind commit-policy --input records.jsonl`,
+  ledge plugin test checkpoint.wasm --kind commit-policy --input records.jsonl
+  ledge plugin test perminute.wasm --kind transform --input readings.jsonl --batch 100`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := "."
@@ -184,10 +198,11 @@ must propose nothing). The test fails when a decision differs.`,
 			if input == "" {
 				return errors.New("--input is required with a .wasm file: name a JSON Lines file of records")
 			}
-			recs, expects, err := readRecordsFileExpect(input)
+			smp, err := readSamplesFile(input)
 			if err != nil {
 				return err
 			}
+			recs, expects := smp.recs, smp.expects
 			if len(recs) == 0 {
 				return fmt.Errorf("%s has no records", input)
 			}
@@ -202,6 +217,7 @@ must propose nothing). The test fails when a decision differs.`,
 				batch = len(recs)
 			}
 			checked, wrong := 0, 0
+			var state []byte // a transform's, from poll to poll
 			for start := 0; start < len(recs); start += batch {
 				end := min(start+batch, len(recs))
 				poll, want := recs[start:end], expects[start:end]
@@ -210,7 +226,20 @@ must propose nothing). The test fails when a decision differs.`,
 					return err
 				}
 				fmt.Fprintf(out, "poll [%d, %d): %s\n", v.From(), v.Next(), plural(v.Len(), "record"))
-				if kind == plugins.KindFilter {
+				if kind == plugins.KindTransform {
+					res, err := h.Transform(ctx, "plugin", params, v, state)
+					if err != nil {
+						return err
+					}
+					state = res.State
+					var wantOuts [][]expectedOutput
+					if smp.outputs != nil {
+						wantOuts = smp.outputs[start:end]
+					}
+					c, w := printTransform(out, poll, res, wantOuts)
+					checked, wrong = checked+c, wrong+w
+					fmt.Fprintf(out, "  %s in, %d out; the state is %s\n", plural(len(poll), "record"), len(res.Outputs), plural(len(state), "byte"))
+				} else if kind == plugins.KindFilter {
 					keep, err := h.Filter(ctx, "plugin", params, v)
 					if err != nil {
 						return err
@@ -259,14 +288,17 @@ must propose nothing). The test fails when a decision differs.`,
 			fmt.Fprintf(out, "%s: %s, %v per call on average, %d KiB of memory\n",
 				kind, plural(int(st.Stats.Calls), "call"), meanCall(st.Stats), st.Stats.MaxMemoryPages*64)
 			if checked > 0 {
-				what := "verdict"
-				if kind != plugins.KindFilter {
-					what = "proposal"
+				what := plural(checked, "verdict")
+				switch kind {
+				case plugins.KindCommitPolicy:
+					what = plural(checked, "proposal")
+				case plugins.KindTransform:
+					what = "the outputs of " + plural(checked, "record")
 				}
 				if wrong > 0 {
-					return fmt.Errorf("%d of %s differ from what %s expects (marked above)", wrong, plural(checked, what), input)
+					return fmt.Errorf("%d of %s differ from what %s expects (marked above)", wrong, what, input)
 				}
-				fmt.Fprintf(out, "ok: %s as %s expects\n", plural(checked, what), input)
+				fmt.Fprintf(out, "ok: %s as %s expects\n", what, input)
 			}
 			return nil
 		},
@@ -335,9 +367,15 @@ override them.`,
 			if err != nil {
 				return err
 			}
+			var state []byte // a transform's, carried from call to call
 			call := func() error {
-				if kind == plugins.KindFilter {
+				switch kind {
+				case plugins.KindFilter:
 					_, err := h.Filter(ctx, "plugin", params, v)
+					return err
+				case plugins.KindTransform:
+					res, err := h.Transform(ctx, "plugin", params, v, state)
+					state = res.State
 					return err
 				}
 				_, err := h.Propose(ctx, "plugin", params, v)
@@ -367,6 +405,10 @@ override them.`,
 			if kind == plugins.KindFilter && st.Stats.RecordsIn > 0 {
 				fmt.Fprintf(out, "  kept %.1f%% of records\n", 100*float64(st.Stats.RecordsOut)/float64(st.Stats.RecordsIn))
 			}
+			if kind == plugins.KindTransform && st.Stats.RecordsIn > 0 {
+				fmt.Fprintf(out, "  %.2f output records per input record; state %s\n",
+					float64(st.Stats.RecordsOut)/float64(st.Stats.RecordsIn), plural(len(state), "byte"))
+			}
 			fmt.Fprintf(out, "  instance memory: %d KiB\n", st.Stats.MaxMemoryPages*64)
 			return nil
 		},
@@ -379,6 +421,52 @@ override them.`,
 	return cmd
 }
 
+// printTransform prints a transform's outputs under the input records
+// they come from and checks them against want (nil: nothing to check). It
+// returns the records checked and those whose outputs differ.
+func printTransform(out io.Writer, poll []record.Record, res plugins.TransformResult, want [][]expectedOutput) (checked, wrong int) {
+	next := 0
+	for i, r := range poll {
+		var got []plugins.Output
+		for next < len(res.Outputs) && res.Outputs[next].Input == i {
+			got = append(got, res.Outputs[next])
+			next++
+		}
+		note := ""
+		if want != nil {
+			checked++
+			ok := len(got) == len(want[i])
+			for j := 0; ok && j < len(got); j++ {
+				ok = want[i][j].matches(got[j])
+			}
+			if !ok {
+				wrong++
+				note = fmt.Sprintf("   <- expected %s", plural(len(want[i]), "output"))
+				if len(want[i]) == len(got) {
+					note = "   <- expected other outputs"
+				}
+			}
+		}
+		fmt.Fprintf(out, "  %d %s -> %s%s\n", r.Offset, preview(r.Value), plural(len(got), "output"), note)
+		for _, o := range got {
+			fmt.Fprintf(out, "      key %s value %s", preview(o.Key), preview(o.Value))
+			for _, h := range o.Headers {
+				fmt.Fprintf(out, " [%s=%s]", strings.ToValidUTF8(string(h.Key), "?"), preview(h.Value))
+			}
+			if o.Timestamp != r.Timestamp {
+				fmt.Fprintf(out, " at %d", o.Timestamp)
+			}
+			fmt.Fprintln(out)
+		}
+		if note != "" && len(want[i]) > 0 {
+			for _, w := range want[i] {
+				fmt.Fprintf(out, "      expected: key %s value %s\n", preview(w.rec.Key), preview(w.rec.Value))
+			}
+		}
+	}
+	return checked, wrong
+}
+
 // jsonRecord is one line of a records file.
 type jsonRecord struct {
 	Offset      *uint64            `json:"offset"`
@@ -389,36 +477,69 @@ type jsonRecord struct {
 	ValueBase64 *string            `json:"value_base64"`
 	Headers     map[string]*string `json:"headers"`
 	Expect      string             `json:"expect"`
+	Outputs     *[]jsonOutput      `json:"outputs"`
+}
+
+// jsonOutput is a record a transform must output, in a records file.
+type jsonOutput struct {
+	Timestamp   *int64             `json:"timestamp"`
+	Key         json.RawMessage    `json:"key"`
+	Value       json.RawMessage    `json:"value"`
+	KeyBase64   *string            `json:"key_base64"`
+	ValueBase64 *string            `json:"value_base64"`
+	Headers     map[string]*string `json:"headers"`
+}
+
+// samples are the records of a records file and what each must give.
+type samples struct {
+	recs    []record.Record
+	expects []string // a filter's or a policy's verdict; "" when none
+	// outputs are the records a transform must output for each record;
+	// nil when the file lists none for any record (then none is checked).
+	outputs [][]expectedOutput
+}
+
+// expectedOutput is an output record a records file expects.
+type expectedOutput struct {
+	rec    record.Record
+	anyTS  bool // no timestamp given: any is right
+	isJSON [2]bool
 }
 
 func readRecordsFile(path string) ([]record.Record, error) {
-	recs, _, err := readRecordsFileExpect(path)
-	return recs, err
+	s, err := readSamplesFile(path)
+	return s.recs, err
 }
 
-// readRecordsFileExpect reads a records file and each record's expected
-// decision ("" when it has none).
-func readRecordsFileExpect(path string) ([]record.Record, []string, error) {
+// readSamplesFile reads a records file with what each record must give.
+func readSamplesFile(path string) (samples, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return samples{}, err
 	}
 	defer f.Close()
-	recs, expects, err := readRecordsExpect(f)
+	s, err := readSamples(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return samples{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return recs, expects, nil
+	return s, nil
 }
 
 // readRecords parses JSON Lines records (see ledge plugin test --help).
 func readRecords(r io.Reader) ([]record.Record, error) {
-	recs, _, err := readRecordsExpect(r)
-	return recs, err
+	s, err := readSamples(r)
+	return s.recs, err
 }
 
-func readRecordsExpect(r io.Reader) ([]record.Record, []string, error) {
+func readSamples(r io.Reader) (samples, error) {
+	recs, expects, outputs, err := readRecordsExpect(r)
+	return samples{recs: recs, expects: expects, outputs: outputs}, err
+}
+
+func readRecordsExpect(r io.Reader) ([]record.Record, []string, [][]expectedOutput, error) {
 	var expects []string
+	var outputs [][]expectedOutput
+	anyOutputs := false
 	var out []record.Record
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), record.BatchMaxSize)
@@ -432,21 +553,21 @@ func readRecordsExpect(r io.Reader) ([]record.Record, []string, error) {
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&jr); err != nil {
-			return nil, nil, fmt.Errorf("line %d: %w", line, err)
+			return nil, nil, nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		rec := record.Record{Offset: next, Timestamp: jr.Timestamp}
 		if jr.Offset != nil {
 			if len(out) > 0 && *jr.Offset <= out[len(out)-1].Offset {
-				return nil, nil, fmt.Errorf("line %d: offset %d does not follow %d", line, *jr.Offset, out[len(out)-1].Offset)
+				return nil, nil, nil, fmt.Errorf("line %d: offset %d does not follow %d", line, *jr.Offset, out[len(out)-1].Offset)
 			}
 			rec.Offset = *jr.Offset
 		}
 		var err error
 		if rec.Key, err = recordBytes(jr.Key, jr.KeyBase64); err != nil {
-			return nil, nil, fmt.Errorf("line %d: key: %w", line, err)
+			return nil, nil, nil, fmt.Errorf("line %d: key: %w", line, err)
 		}
 		if rec.Value, err = recordBytes(jr.Value, jr.ValueBase64); err != nil {
-			return nil, nil, fmt.Errorf("line %d: value: %w", line, err)
+			return nil, nil, nil, fmt.Errorf("line %d: value: %w", line, err)
 		}
 		names := make([]string, 0, len(jr.Headers))
 		for k := range jr.Headers {
@@ -460,16 +581,100 @@ func readRecordsExpect(r io.Reader) ([]record.Record, []string, error) {
 			}
 			rec.Headers = append(rec.Headers, h)
 		}
+		var outs []expectedOutput
+		if jr.Outputs != nil {
+			anyOutputs = true
+			outs = []expectedOutput{}
+			for j, jo := range *jr.Outputs {
+				o, err := jo.expected()
+				if err != nil {
+					return nil, nil, nil, fmt.Errorf("line %d: output %d: %w", line, j, err)
+				}
+				outs = append(outs, o)
+			}
+		}
 		switch jr.Expect {
 		case "", "keep", "drop", "commit":
 		default:
-			return nil, nil, fmt.Errorf("line %d: expect %q: use keep or drop (a filter), or commit (a commit policy)", line, jr.Expect)
+			return nil, nil, nil, fmt.Errorf("line %d: expect %q: use keep or drop (a filter), or commit (a commit policy); a transform's are \"outputs\"", line, jr.Expect)
 		}
 		out = append(out, rec)
 		expects = append(expects, jr.Expect)
+		outputs = append(outputs, outs)
 		next = rec.Offset + 1
 	}
-	return out, expects, sc.Err()
+	if !anyOutputs {
+		outputs = nil
+	} else {
+		for i := range outputs {
+			if outputs[i] == nil {
+				outputs[i] = []expectedOutput{} // none listed: none expected
+			}
+		}
+	}
+	return out, expects, outputs, sc.Err()
+}
+
+func (jo jsonOutput) expected() (expectedOutput, error) {
+	var o expectedOutput
+	var err error
+	if o.rec.Key, err = recordBytes(jo.Key, jo.KeyBase64); err != nil {
+		return o, fmt.Errorf("key: %w", err)
+	}
+	if o.rec.Value, err = recordBytes(jo.Value, jo.ValueBase64); err != nil {
+		return o, fmt.Errorf("value: %w", err)
+	}
+	o.isJSON = [2]bool{isJSONText(jo.Key), isJSONText(jo.Value)}
+	if jo.Timestamp != nil {
+		o.rec.Timestamp = *jo.Timestamp
+	} else {
+		o.anyTS = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(jo.Headers)) {
+		h := record.Header{Key: k}
+		if v := jo.Headers[k]; v != nil {
+			h.Value = []byte(*v)
+		}
+		o.rec.Headers = append(o.rec.Headers, h)
+	}
+	return o, nil
+}
+
+// isJSONText reports whether a key or value field is a JSON value other
+// than a string or null: its text is compared as JSON.
+func isJSONText(raw json.RawMessage) bool {
+	return len(raw) > 0 && raw[0] != '"' && string(raw) != "null"
+}
+
+// matches reports whether a transform's output is the expected record:
+// the same key, value (a JSON value in the file compared as compact JSON),
+// headers (in any order), and timestamp when the file gives one.
+func (e expectedOutput) matches(o plugins.Output) bool {
+	same := func(want, got []byte, asJSON bool) bool {
+		if (want == nil) != (got == nil) {
+			return false
+		}
+		if bytes.Equal(want, got) {
+			return true
+		}
+		if !asJSON {
+			return false
+		}
+		var a, b bytes.Buffer
+		return json.Compact(&a, want) == nil && json.Compact(&b, got) == nil && bytes.Equal(a.Bytes(), b.Bytes())
+	}
+	if !same(e.rec.Key, o.Key, e.isJSON[0]) || !same(e.rec.Value, o.Value, e.isJSON[1]) ||
+		(!e.anyTS && e.rec.Timestamp != o.Timestamp) || len(e.rec.Headers) != len(o.Headers) {
+		return false
+	}
+	got := slices.Clone(o.Headers)
+	slices.SortStableFunc(got, func(a, b plugins.OutHeader) int { return bytes.Compare(a.Key, b.Key) })
+	for i, h := range e.rec.Headers {
+		if h.Key != string(got[i].Key) || !same(h.Value, got[i].Value, false) {
+			return false
+		}
+	}
+	return true
 }
 
 // recordBytes turns a key or value field into bytes: a JSON string's text,

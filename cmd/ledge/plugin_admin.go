@@ -22,15 +22,16 @@ func newPluginAddCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "add NAME FILE.wasm",
 		Short: "Register a plugin on the node (needs the admin scope)",
-		Long: `Send a WebAssembly module to the node and register it under NAME as a filter
-or a commit policy, replacing a plugin of that name. The node compiles it
-before it answers and keeps it across restarts.`,
+		Long: `Send a WebAssembly module to the node and register it under NAME as a filter,
+a commit policy or a transform, replacing a plugin of that name. The node
+compiles it before it answers and keeps it across restarts.`,
 		Example: `  ledge plugin add site jsonfilter.wasm --kind filter
-  ledge plugin add checkpoint checkpoint.wasm --kind commit-policy`,
+  ledge plugin add checkpoint checkpoint.wasm --kind commit-policy
+  ledge plugin add perminute perminute.wasm --kind transform`,
 		Args: cobra.ExactArgs(2),
 	}
 	cf := addClientFlags(cmd)
-	cmd.Flags().StringVar(&kind, "kind", "filter", "plugin kind: filter or commit-policy")
+	cmd.Flags().StringVar(&kind, "kind", "filter", "plugin kind: filter, commit-policy or transform")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		k, err := plugins.ParseKind(kind)
 		if err != nil {

@@ -30,7 +30,7 @@ const projectFile = "ledge-plugin.json"
 // pluginProject is the content of a project's manifest.
 type pluginProject struct {
 	Name   string            `json:"name"`
-	Kind   string            `json:"kind"`   // filter or commit-policy
+	Kind   string            `json:"kind"`   // filter, commit-policy or transform
 	Lang   string            `json:"lang"`   // go, assemblyscript or wat
 	Wasm   string            `json:"wasm"`   // the module build writes, relative to the project
 	Input  string            `json:"input"`  // the sample records, relative to the project
@@ -44,7 +44,7 @@ var pluginLangs = map[string]string{"go": "Go", "assemblyscript": "AssemblyScrip
 func newPluginInitCommand() *cobra.Command {
 	var kind, lang, dir string
 	cmd := &cobra.Command{
-		Use:   "init NAME --kind filter|commit-policy --lang go|assemblyscript|wat",
+		Use:   "init NAME --kind filter|commit-policy|transform --lang go|assemblyscript|wat",
 		Short: "Write a new plugin project: source, sample records with expected verdicts, a README",
 		Long: `Write a small plugin project in ./NAME (or --dir): its source, sample records
 with the verdicts they must get (records.jsonl), a README and the manifest
@@ -53,7 +53,9 @@ ledge-plugin.json that "ledge plugin build" and "ledge plugin test" read.
 The filter keeps the records whose JSON value has the member "field"
 equal to "equals"; the commit policy commits through the last record of a
 poll whose value contains "marker". Both decide a poll with one call into
-the node's native matchers, so they cost little; change them at will.
+the node's native matchers, so they cost little; change them at will. The
+transform outputs every record unchanged (its sample records list the
+outputs each must give): a starting point that visibly flows.
 
 The project carries the plugin kit of this binary, so it builds with no
 network and no checkout of Ledge, against the ABI of the node that wrote it.
@@ -73,6 +75,7 @@ Languages and what building needs:
 The project's README gives the next commands, run from its directory.`,
 		Example: `  ledge plugin init only-errors --kind filter --lang go
   ledge plugin init checkpoint --kind commit-policy --lang assemblyscript
+  ledge plugin init enrich --kind transform --lang go
   ledge plugin init prefix --kind filter --lang wat --dir plugins/prefix`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -102,7 +105,7 @@ The project's README gives the next commands, run from its directory.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&kind, "kind", "filter", "plugin kind: filter or commit-policy")
+	cmd.Flags().StringVar(&kind, "kind", "filter", "plugin kind: filter, commit-policy or transform")
 	cmd.Flags().StringVar(&lang, "lang", "go", "language: go, assemblyscript or wat")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory to write (default ./NAME); it must not exist or be empty")
 	return cmd
@@ -120,17 +123,20 @@ func newProject(name, kind, lang string) (*pluginProject, error) {
 	if !validPluginName(name) {
 		return nil, fmt.Errorf("%q cannot name a plugin: use 1 to 255 letters, digits, '.', '_' and '-'", name)
 	}
-	if kind != "filter" && kind != "commit-policy" {
-		return nil, fmt.Errorf("--kind %q is not a plugin kind: use filter or commit-policy", kind)
+	if kind != "filter" && kind != "commit-policy" && kind != "transform" {
+		return nil, fmt.Errorf("--kind %q is not a plugin kind: use filter, commit-policy or transform", kind)
 	}
 	if _, ok := pluginLangs[lang]; !ok {
 		return nil, fmt.Errorf("--lang %q is not a language the templates cover: use go, assemblyscript or wat", lang)
 	}
 	p := &pluginProject{Name: name, Kind: kind, Lang: lang, Wasm: name + ".wasm", Input: "records.jsonl"}
-	if kind == "filter" {
+	switch kind {
+	case "filter":
 		p.Params = map[string]string{"field": "level", "equals": "error"}
-	} else {
+	case "commit-policy":
 		p.Params = map[string]string{"marker": "checkpoint"}
+	default:
+		p.Params = map[string]string{}
 	}
 	return p, nil
 }

@@ -23,16 +23,21 @@ const (
 	PluginFilter PluginKind = 1
 	// PluginCommitPolicy proposes a consumer's automatic commit.
 	PluginCommitPolicy PluginKind = 2
-	pluginKindMax                 = PluginCommitPolicy
+	// PluginTransform turns records into output records, with a state.
+	PluginTransform PluginKind = 4
+	pluginKindMax              = PluginTransform
 )
 
-// String returns "filter" or "commit-policy", as the CLI spells them.
+// String returns "filter", "commit-policy" or "transform", as the CLI
+// spells them.
 func (k PluginKind) String() string {
 	switch k {
 	case PluginFilter:
 		return "filter"
 	case PluginCommitPolicy:
 		return "commit-policy"
+	case PluginTransform:
+		return "transform"
 	}
 	return "plugin-kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -45,7 +50,7 @@ const MaxPluginModuleLen = 32 << 20
 // compiles the module before it answers; a module that does not load is
 // refused with StatusInvalidArgument and the reason.
 //
-//	name str16 | kind u8 (1 filter, 2 commit policy) | module bytes32
+//	name str16 | kind u8 (1 filter, 2 commit policy, 4 transform) | module bytes32
 type AddPluginRequest struct {
 	Name       string
 	PluginKind PluginKind

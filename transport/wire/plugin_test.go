@@ -80,7 +80,7 @@ func TestPluginEncodeRefusesWhatCannotDecode(t *testing.T) {
 		m    wire.Message
 	}{
 		{"long name", &wire.AddPluginRequest{Name: long, PluginKind: wire.PluginFilter}},
-		{"unknown kind", &wire.AddPluginRequest{Name: "f", PluginKind: 3}},
+		{"unknown kind", &wire.AddPluginRequest{Name: "f", PluginKind: 5}},
 		{"unknown target", &wire.SetPolicyRequest{Target: 2}},
 		{"negative call time", &wire.ListPluginsReply{Plugins: []wire.PluginInfo{{Kind: 1, CallTime: -1}}}},
 	} {
