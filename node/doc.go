@@ -2,7 +2,12 @@
 // Config, opens the storage engine, and starts the partition owners, the
 // group coordinator, the plugin host, the uplinks and the QUIC and Kafka
 // listeners; the request handlers (server*.go) turn each request of
-// docs/PROTOCOL.md into calls on them.
+// docs/PROTOCOL.md into calls on them. A handler is a method of a call:
+// one request of a token's session, taking and returning the protocol's
+// messages, with its scope check inside and no transport in sight. The
+// QUIC frame loop (a request is a call read from a frame) and the Kafka
+// adapter (kafka_adapter.go, which imports no QUIC package) both build
+// calls.
 //
 // # Where a change goes
 //

@@ -13,9 +13,9 @@ import (
 )
 
 // The Kafka listener's view of the node (package kafka): a session per
-// token whose every method is the QUIC server's handler of the same
-// request, so a Kafka request goes through the same scope checks and the
-// same partition owners as a QUIC one.
+// token whose every method is the handler of the same request (a call,
+// server.go), so a Kafka request goes through the same scope checks and
+// the same partition owners as a QUIC one. It touches no QUIC type.
 
 // listenKafka starts the Kafka listener on cfg.KafkaListen.
 func (n *Node) listenKafka() error {
@@ -82,13 +82,13 @@ type kafkaSession struct {
 
 func (s *kafkaSession) Valid() error { return wireError(s.tok.Valid(s.n.cfg.Now())) }
 
-// request is a request of the session, refused once its token expired or
+// call is a request of the session, refused once its token expired or
 // was revoked.
-func (s *kafkaSession) request() (*request, error) {
+func (s *kafkaSession) call() (*call, error) {
 	if err := s.tok.Valid(s.n.cfg.Now()); err != nil {
 		return nil, wireError(err)
 	}
-	return &request{n: s.n, tok: s.tok}, nil
+	return &call{n: s.n, tok: s.tok}, nil
 }
 
 // wireError gives err the status the QUIC server would answer with.
@@ -101,7 +101,7 @@ func wireError(err error) error {
 }
 
 func (s *kafkaSession) Authorize(_ context.Context, name string, p int32, scope wire.Scope) error {
-	r, err := s.request()
+	r, err := s.call()
 	if err != nil {
 		return err
 	}
@@ -116,8 +116,8 @@ func (s *kafkaSession) Authorize(_ context.Context, name string, p int32, scope 
 	return wireError(err)
 }
 
-func kafkaCall[Req, Rep any](ctx context.Context, s *kafkaSession, m Req, fn func(*request, context.Context, Req) (Rep, error)) (Rep, error) {
-	r, err := s.request()
+func kafkaCall[Req, Rep any](ctx context.Context, s *kafkaSession, m Req, fn func(*call, context.Context, Req) (Rep, error)) (Rep, error) {
+	r, err := s.call()
 	if err != nil {
 		var zero Rep
 		return zero, err
@@ -127,31 +127,31 @@ func kafkaCall[Req, Rep any](ctx context.Context, s *kafkaSession, m Req, fn fun
 }
 
 func (s *kafkaSession) ListTopics(ctx context.Context) (*wire.ListTopicsReply, error) {
-	return kafkaCall(ctx, s, &wire.ListTopicsRequest{}, (*request).listTopics)
+	return kafkaCall(ctx, s, &wire.ListTopicsRequest{}, (*call).listTopics)
 }
 
 func (s *kafkaSession) DescribeTopic(ctx context.Context, m *wire.DescribeTopicRequest) (*wire.DescribeTopicReply, error) {
-	return kafkaCall(ctx, s, m, (*request).describeTopic)
+	return kafkaCall(ctx, s, m, (*call).describeTopic)
 }
 
 func (s *kafkaSession) CreateTopic(ctx context.Context, m *wire.CreateTopicRequest) (*wire.CreateTopicReply, error) {
-	return kafkaCall(ctx, s, m, (*request).createTopic)
+	return kafkaCall(ctx, s, m, (*call).createTopic)
 }
 
 func (s *kafkaSession) DeleteTopic(ctx context.Context, m *wire.DeleteTopicRequest) (*wire.DeleteTopicReply, error) {
-	return kafkaCall(ctx, s, m, (*request).deleteTopic)
+	return kafkaCall(ctx, s, m, (*call).deleteTopic)
 }
 
 func (s *kafkaSession) Purge(ctx context.Context, m *wire.PurgeRequest) (*wire.PurgeReply, error) {
-	return kafkaCall(ctx, s, m, (*request).purge)
+	return kafkaCall(ctx, s, m, (*call).purge)
 }
 
 func (s *kafkaSession) InitProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error) {
-	return kafkaCall(ctx, s, m, (*request).initProducer)
+	return kafkaCall(ctx, s, m, (*call).initProducer)
 }
 
 func (s *kafkaSession) Produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, func(context.Context) error, error) {
-	r, err := s.request()
+	r, err := s.call()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,11 +167,11 @@ func (s *kafkaSession) Produce(ctx context.Context, m *wire.ProduceRequest) (*wi
 }
 
 func (s *kafkaSession) ResetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {
-	return kafkaCall(ctx, s, m, (*request).resetPosition)
+	return kafkaCall(ctx, s, m, (*call).resetPosition)
 }
 
 func (s *kafkaSession) Poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, func(), error) {
-	r, err := s.request()
+	r, err := s.call()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -186,7 +186,7 @@ func (s *kafkaSession) Poll(ctx context.Context, m *wire.PollRequest) (*wire.Pol
 // partition returns the topic and partition a request of the session
 // may read.
 func (s *kafkaSession) partition(name string, p uint32) (*topic, error) {
-	r, err := s.request()
+	r, err := s.call()
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (s *kafkaSession) OffsetForTime(ctx context.Context, name string, p uint32,
 }
 
 func (s *kafkaSession) GroupOffsets(_ context.Context, group string, ps []wire.TopicPartition) ([]wire.GroupOffset, error) {
-	r, err := s.request()
+	r, err := s.call()
 	if err != nil {
 		return nil, err
 	}
@@ -235,31 +235,31 @@ func (s *kafkaSession) GroupOffsets(_ context.Context, group string, ps []wire.T
 }
 
 func (s *kafkaSession) JoinGroup(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
-	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
+	return kafkaCall(ctx, s, m, func(r *call, ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
 		return serveJoin(r.n.groups, ctx, r.allow, s.host, m)
 	})
 }
 
 func (s *kafkaSession) Heartbeat(ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
-	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
+	return kafkaCall(ctx, s, m, func(r *call, ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
 		return serveHeartbeat(r.n.groups, ctx, r.allow, m)
 	})
 }
 
 func (s *kafkaSession) LeaveGroup(ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
-	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
+	return kafkaCall(ctx, s, m, func(r *call, ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
 		return serveLeave(r.n.groups, ctx, r.allow, m)
 	})
 }
 
 func (s *kafkaSession) DescribeGroup(ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
-	return kafkaCall(ctx, s, m, func(r *request, ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
+	return kafkaCall(ctx, s, m, func(r *call, ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
 		return serveDescribe(r.n.groups, ctx, r.allow, m)
 	})
 }
 
 func (s *kafkaSession) ListGroups(ctx context.Context) (*wire.ListGroupsReply, error) {
-	return kafkaCall(ctx, s, &wire.ListGroupsRequest{}, func(r *request, ctx context.Context, m *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
+	return kafkaCall(ctx, s, &wire.ListGroupsRequest{}, func(r *call, ctx context.Context, m *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
 		return serveList(r.n.groups, ctx, r.allow, m)
 	})
 }

@@ -35,7 +35,7 @@ func (r *request) servePlugins(ctx context.Context) []byte {
 	return wire.AppendErrorReply(nil, r.frame.FrameHeader, wire.StatusUnknownKind, fmt.Sprintf("%s is not served by this node", r.frame.Kind))
 }
 
-func (r *request) addPlugin(ctx context.Context, m *wire.AddPluginRequest) (*wire.AddPluginReply, error) {
+func (r *call) addPlugin(ctx context.Context, m *wire.AddPluginRequest) (*wire.AddPluginReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (r *request) addPlugin(ctx context.Context, m *wire.AddPluginRequest) (*wir
 	return &wire.AddPluginReply{Plugin: pluginreg.InfoToWire(info)}, nil
 }
 
-func (r *request) listPlugins(_ context.Context, _ *wire.ListPluginsRequest) (*wire.ListPluginsReply, error) {
+func (r *call) listPlugins(_ context.Context, _ *wire.ListPluginsRequest) (*wire.ListPluginsReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (r *request) listPlugins(_ context.Context, _ *wire.ListPluginsRequest) (*w
 	return rep, nil
 }
 
-func (r *request) resetPlugin(ctx context.Context, m *wire.ResetPluginRequest) (*wire.ResetPluginReply, error) {
+func (r *call) resetPlugin(ctx context.Context, m *wire.ResetPluginRequest) (*wire.ResetPluginReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -69,14 +69,14 @@ func (r *request) resetPlugin(ctx context.Context, m *wire.ResetPluginRequest) (
 	return &wire.ResetPluginReply{Plugin: info}, nil
 }
 
-func (r *request) removePlugin(ctx context.Context, m *wire.RemovePluginRequest) (*wire.RemovePluginReply, error) {
+func (r *call) removePlugin(ctx context.Context, m *wire.RemovePluginRequest) (*wire.RemovePluginReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
 	return &wire.RemovePluginReply{}, r.n.plugins.Remove(ctx, m.Name)
 }
 
-func (r *request) setPolicy(ctx context.Context, m *wire.SetPolicyRequest) (*wire.SetPolicyReply, error) {
+func (r *call) setPolicy(ctx context.Context, m *wire.SetPolicyRequest) (*wire.SetPolicyReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}

@@ -341,9 +341,10 @@ func (n *Node) finish(ctx context.Context, r *request) (out served) {
 // in out, or deferred (finish encodes it). It never panics: a panic in a
 // handler is logged and answered with StatusInternal.
 func (n *Node) handle(ctx context.Context, tok *tokens.Token, host string, frame []byte) (r *request) {
-	r = &request{n: n, tok: tok, host: host, raw: frame, deferring: true}
+	r = &request{call: call{n: n, tok: tok, host: host, deferring: true}, raw: frame}
+	r.share = r
 	f, err := parseFrame(frame)
-	r.frame = f
+	r.frame, r.kind = f, f.Kind
 	if err != nil {
 		r.out.frame = errorReply(f.FrameHeader, err)
 		return r
@@ -452,34 +453,30 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 	return wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusUnknownKind, fmt.Sprintf("%s is not served by this node", f.Kind))
 }
 
-// request is one request being served, from its frame to its reply.
-type request struct {
-	n     *Node
-	tok   *tokens.Token
-	host  string // the IP address of the client's connection ("" when unknown)
-	frame wire.Frame
-	raw   []byte        // the whole frame, as read
-	read  *quic.Request // raw's budget on the stream, released by done
-	// shared is raw when the handler shared it with the engine
-	// (shareFrame): the stream drops its share once the reply is written.
-	shared *quic.SharedFrame
+// call is one request of a session being served, whatever transport
+// brought it (a QUIC frame, a Kafka request): the node, the token it is
+// authorized against, and the state its reply waits on. The handlers of
+// the protocol's requests are its methods, taking and returning the
+// protocol's messages; none of them sees a transport.
+type call struct {
+	n    *Node
+	tok  *tokens.Token
+	host string    // the IP address of the client's connection ("" when unknown)
+	kind wire.Kind // the request's kind, for the logs (0 when not a frame)
+	// share, when set, shares the bytes the request was read into with the
+	// storage engine (shareFrame): the QUIC request itself, so that
+	// setting it allocates nothing.
+	share interface{ shareFrame() func() }
 	// deferring lets a handler leave the wait for its durability to the
 	// stream's writer (durable, durableIn); deferred says it did.
 	deferring, deferred bool
-	// out is the reply, unless deferred.
-	out served
 	// polled are the poll results the reply refers to, released once it
 	// is written (releasePolled).
 	polled []owner.PollResult
 
-	// A deferred reply waits for the effects its request ordered to be
-	// durable; finish then encodes rep, the handler's reply to msg (or
-	// the error of the wait), as serve would have at start.
-	start    time.Time
-	msg, rep wire.Message
-	// The effects waited for: every offset up to logEnd in log, of topic
-	// logTopic (whose errors they are); or those a goroutine waits for
-	// (durable), which sets waitErr and closes waited.
+	// The effects a deferred reply waits for: every offset up to logEnd
+	// in log, of topic logTopic (whose errors they are); or those a
+	// goroutine waits for (durable), which sets waitErr and closes waited.
 	logTopic *topic
 	log      owner.PartitionLog
 	logEnd   uint64
@@ -487,9 +484,29 @@ type request struct {
 	waitErr  error
 }
 
+// request is a call that came as a QUIC frame, from its frame to its
+// reply.
+type request struct {
+	call
+	frame wire.Frame
+	raw   []byte        // the whole frame, as read
+	read  *quic.Request // raw's budget on the stream, released by done
+	// shared is raw when the handler shared it with the engine
+	// (shareFrame): the stream drops its share once the reply is written.
+	shared *quic.SharedFrame
+	// out is the reply, unless deferred.
+	out served
+
+	// A deferred reply waits for the effects its request ordered to be
+	// durable; finish then encodes rep, the handler's reply to msg (or
+	// the error of the wait), as serve would have at start.
+	start    time.Time
+	msg, rep wire.Message
+}
+
 // releasePolled gives the memory of the poll results the request's reply
 // referred to back to the engine.
-func (r *request) releasePolled() {
+func (r *call) releasePolled() {
 	for i := range r.polled {
 		r.polled[i].Release()
 	}
@@ -505,12 +522,12 @@ func (r *request) releasePolled() {
 // after this one's) while this one waits; the reply is encoded once wait
 // returned, or wait's error is answered. Elsewhere durable waits and
 // returns wait's error.
-func (r *request) durable(ctx context.Context, wait func(context.Context) error) error {
+func (r *call) durable(ctx context.Context, wait func(context.Context) error) error {
 	if !r.deferring {
 		return wait(ctx)
 	}
 	done := make(chan struct{})
-	kind := r.frame.Kind
+	kind := r.kind
 	r.n.work.Go(func() {
 		defer close(done)
 		defer func() {
@@ -531,7 +548,7 @@ func (r *request) durable(ctx context.Context, wait func(context.Context) error)
 // the writer waits for it, or the reading goroutine replies at once when
 // it is durable already. Every produce comes this way, and allocates
 // nothing for it.
-func (r *request) durableIn(ctx context.Context, t *topic, d owner.Durable) error {
+func (r *call) durableIn(ctx context.Context, t *topic, d owner.Durable) error {
 	log, end, ok := d.LogOnly()
 	if !r.deferring || !ok {
 		return r.durable(ctx, func(ctx context.Context) error { return r.n.waitIn(ctx, t, d) })
@@ -549,7 +566,7 @@ func (n *Node) waitIn(ctx context.Context, t *topic, d owner.Durable) error {
 }
 
 // waitDurable waits for the effects of r's deferred reply to be durable.
-func (r *request) waitDurable(ctx context.Context) error {
+func (r *call) waitDurable(ctx context.Context) error {
 	if r.waited != nil {
 		<-r.waited
 		return r.waitErr
@@ -558,7 +575,7 @@ func (r *request) waitDurable(ctx context.Context) error {
 }
 
 // durableNow reports whether waitDurable would return at once.
-func (r *request) durableNow() bool {
+func (r *call) durableNow() bool {
 	if r.waited != nil {
 		select {
 		case <-r.waited:
@@ -571,7 +588,7 @@ func (r *request) durableNow() bool {
 }
 
 // logDurable is the log's effect a deferred reply waits for.
-func (r *request) logDurable() owner.Durable { return owner.LogDurable(r.log, r.logEnd) }
+func (r *call) logDurable() owner.Durable { return owner.LogDurable(r.log, r.logEnd) }
 
 // serve decodes the request into req, runs fn, and encodes its reply or
 // error. A poll reply is left in r.out as parts that refer to the stored
@@ -646,7 +663,7 @@ func errorReply(h wire.FrameHeader, err error) []byte {
 }
 
 // allow returns ErrForbidden unless the token grants want on topic.
-func (r *request) allow(topic string, want wire.Scope) error {
+func (r *call) allow(topic string, want wire.Scope) error {
 	if r.tok.Allows(topic, want) {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 
 // Handlers of topic administration, partition state and tokens.
 
-func (r *request) createTopic(ctx context.Context, m *wire.CreateTopicRequest) (*wire.CreateTopicReply, error) {
+func (r *call) createTopic(ctx context.Context, m *wire.CreateTopicRequest) (*wire.CreateTopicReply, error) {
 	if err := r.allow(m.Name, wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -21,7 +21,7 @@ func (r *request) createTopic(ctx context.Context, m *wire.CreateTopicRequest) (
 	return &wire.CreateTopicReply{Topic: info}, nil
 }
 
-func (r *request) deleteTopic(ctx context.Context, m *wire.DeleteTopicRequest) (*wire.DeleteTopicReply, error) {
+func (r *call) deleteTopic(ctx context.Context, m *wire.DeleteTopicRequest) (*wire.DeleteTopicReply, error) {
 	if err := r.allow(m.Name, wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (r *request) deleteTopic(ctx context.Context, m *wire.DeleteTopicRequest) (
 	return &wire.DeleteTopicReply{}, nil
 }
 
-func (r *request) listTopics(_ context.Context, _ *wire.ListTopicsRequest) (*wire.ListTopicsReply, error) {
+func (r *call) listTopics(_ context.Context, _ *wire.ListTopicsRequest) (*wire.ListTopicsReply, error) {
 	rep := &wire.ListTopicsReply{}
 	for _, t := range r.n.topicList() {
 		if r.tok.Sees(t.name) {
@@ -42,14 +42,14 @@ func (r *request) listTopics(_ context.Context, _ *wire.ListTopicsRequest) (*wir
 }
 
 // visible returns the topic if the token may see it.
-func (r *request) visible(name string, id [16]byte) (*topic, error) {
+func (r *call) visible(name string, id [16]byte) (*topic, error) {
 	if !r.tok.Sees(name) {
 		return nil, fmt.Errorf("%w: token %s is restricted to topic %q", ErrForbidden, r.tok.Info.ID, r.tok.Info.Topic)
 	}
 	return r.n.lookup(name, id)
 }
 
-func (r *request) describeTopic(_ context.Context, m *wire.DescribeTopicRequest) (*wire.DescribeTopicReply, error) {
+func (r *call) describeTopic(_ context.Context, m *wire.DescribeTopicRequest) (*wire.DescribeTopicReply, error) {
 	t, err := r.visible(m.Name, [16]byte{})
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (r *request) describeTopic(_ context.Context, m *wire.DescribeTopicRequest)
 	return rep, nil
 }
 
-func (r *request) partitionState(_ context.Context, m *wire.GetPartitionStateRequest) (*wire.GetPartitionStateReply, error) {
+func (r *call) partitionState(_ context.Context, m *wire.GetPartitionStateRequest) (*wire.GetPartitionStateReply, error) {
 	t, err := r.visible(m.Topic, [16]byte{})
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func partitionsOf(t *topic, ps []uint32) []uint32 {
 }
 
 // purge purges partitions one by one; each answers on its own.
-func (r *request) purge(ctx context.Context, m *wire.PurgeRequest) (*wire.PurgeReply, error) {
+func (r *call) purge(ctx context.Context, m *wire.PurgeRequest) (*wire.PurgeReply, error) {
 	if err := r.allow(m.Topic, wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (n *Node) topicError(t *topic, err error) error {
 
 // createToken mints a token. A token restricted to a topic may only mint
 // tokens for that topic, with scopes it has itself.
-func (r *request) createToken(ctx context.Context, m *wire.CreateTokenRequest) (*wire.CreateTokenReply, error) {
+func (r *call) createToken(ctx context.Context, m *wire.CreateTokenRequest) (*wire.CreateTokenReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (r *request) createToken(ctx context.Context, m *wire.CreateTokenRequest) (
 	return &wire.CreateTokenReply{Token: rec.Info, Secret: secret}, nil
 }
 
-func (r *request) listTokens(_ context.Context, _ *wire.ListTokensRequest) (*wire.ListTokensReply, error) {
+func (r *call) listTokens(_ context.Context, _ *wire.ListTokensRequest) (*wire.ListTokensReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func (r *request) listTokens(_ context.Context, _ *wire.ListTokensRequest) (*wir
 
 // revokeToken revokes a token once the revocation is durable and closes
 // the connections authenticated with it.
-func (r *request) revokeToken(ctx context.Context, m *wire.RevokeTokenRequest) (*wire.RevokeTokenReply, error) {
+func (r *call) revokeToken(ctx context.Context, m *wire.RevokeTokenRequest) (*wire.RevokeTokenReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}

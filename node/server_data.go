@@ -18,7 +18,7 @@ import (
 // owner: nothing here changes a log or a consumer's progress around it.
 
 // partitionOf returns the topic and owner a request names.
-func (r *request) partitionOf(name string, id [16]byte, p uint32) (*topic, *owner.Owner, error) {
+func (r *call) partitionOf(name string, id [16]byte, p uint32) (*topic, *owner.Owner, error) {
 	t, err := r.n.lookup(name, id)
 	if err != nil {
 		return nil, nil, err
@@ -30,7 +30,7 @@ func (r *request) partitionOf(name string, id [16]byte, p uint32) (*topic, *owne
 	return t, o, nil
 }
 
-func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error) {
+func (r *call) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error) {
 	if err := r.allow(m.Topic, wire.ScopeProduce); err != nil {
 		return nil, err
 	}
@@ -55,6 +55,16 @@ func (r *request) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Pr
 	}, nil
 }
 
+// shareFrame shares the bytes the request was read into, which hold the
+// batch, with the storage engine, when its transport can (nil: the engine
+// copies the batch).
+func (r *call) shareFrame() func() {
+	if r.share == nil {
+		return nil
+	}
+	return r.share.shareFrame()
+}
+
 // shareFrame shares the request's frame, which holds the batch, with the
 // storage engine: the frame is read into again once both the engine and
 // the stream, after writing the reply, let go of it. It returns the
@@ -70,7 +80,7 @@ func (r *request) shareFrame() func() {
 // initProducer registers a producer incarnation: the next epoch of a
 // named producer; for an unnamed one, a fresh id (producer id 0) or the
 // next epoch of the id it states (Producers.Reinit).
-func (r *request) initProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error) {
+func (r *call) initProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error) {
 	if err := r.allow("", wire.ScopeProduce); err != nil {
 		return nil, err
 	}
@@ -90,7 +100,7 @@ func (r *request) initProducer(ctx context.Context, m *wire.InitProducerRequest)
 // attachConsumer starts a session under a consumer name. Sessions are
 // node-wide (Sessions): the topic, when the request names one, is checked
 // for the consume scope and its id is returned.
-func (r *request) attachConsumer(ctx context.Context, m *wire.AttachConsumerRequest) (*wire.AttachConsumerReply, error) {
+func (r *call) attachConsumer(ctx context.Context, m *wire.AttachConsumerRequest) (*wire.AttachConsumerReply, error) {
 	if err := r.allow(m.Topic, wire.ScopeConsume); err != nil {
 		return nil, err
 	}
@@ -195,7 +205,7 @@ func autoCommitOf(a wire.AutoCommit) owner.AutoCommit {
 // A long poll holds a parked-poll slot; past MaxParkedPolls it is answered
 // at once, with StatusBusy if it found nothing. Partitions answer on their
 // own: one partition's error does not fail the others.
-func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, error) {
+func (r *call) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, error) {
 	filter, err := r.n.plugins.FilterOf(ctx, m.Filter, min(m.MaxWait, r.n.cfg.MaxPollWait))
 	if err != nil {
 		return nil, err
@@ -238,7 +248,7 @@ func (r *request) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollRepl
 
 // pollConsumer checks what a poll asks before anything is read: at least
 // one partition, a valid consumer, and the consume scope on every topic.
-func (r *request) pollConsumer(m *wire.PollRequest) (owner.Consumer, error) {
+func (r *call) pollConsumer(m *wire.PollRequest) (owner.Consumer, error) {
 	if len(m.Partitions) == 0 {
 		return owner.Consumer{}, invalidArgument("a poll needs at least one partition")
 	}
@@ -267,7 +277,7 @@ type pollPlan struct {
 // sharing the poll's byte and record budget out evenly. A partition that
 // cannot be polled (unknown, refused position) gets its status in rep at
 // once, and no request.
-func (r *request) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filter *pluginreg.Filter, rep *wire.PollReply) pollPlan {
+func (r *call) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filter *pluginreg.Filter, rep *wire.PollReply) pollPlan {
 	share, messages := r.n.pollShares(m)
 	plan := pollPlan{
 		polls:  make([]owner.PartitionPoll, 0, len(m.Partitions)),
@@ -341,7 +351,7 @@ func (n *Node) unpark() { <-n.parked }
 // replyPoll fills rep with the results of the planned polls, applies the
 // commit policies to what was delivered, and keeps the delivered batches
 // for the reply's writer. found says some partition delivered records.
-func (r *request) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filtered bool, plan pollPlan, results []owner.PartitionResult, rep *wire.PollReply) (found bool) {
+func (r *call) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filtered bool, plan pollPlan, results []owner.PartitionResult, rep *wire.PollReply) (found bool) {
 	for j, res := range results {
 		i := plan.where[j]
 		p, out, t := &m.Partitions[i], &rep.Partitions[i], plan.topics[i]
@@ -369,7 +379,7 @@ func (r *request) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Co
 // pollError says why a partition of a poll failed. A poll interrupted by
 // the node (a shutdown, or the deletion of a topic it covers) says so
 // rather than "canceled".
-func (r *request) pollError(ctx context.Context, t *topic, err error) error {
+func (r *call) pollError(ctx context.Context, t *topic, err error) error {
 	switch {
 	case t.deleted():
 		return fmt.Errorf("%w: %q", ErrTopicDeleted, t.name)
@@ -415,7 +425,7 @@ func fillState(out *wire.PollPartitionReply, t *topic, p uint32) {
 // commit orders each partition's commit through its owner, lets the
 // stream's next request start, then waits for the commits to be durable
 // (they share their metadata syncs).
-func (r *request) commit(ctx context.Context, m *wire.CommitRequest) (*wire.CommitReply, error) {
+func (r *call) commit(ctx context.Context, m *wire.CommitRequest) (*wire.CommitReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "commits")
 	if err != nil {
 		return nil, err
@@ -460,7 +470,7 @@ type offsetStep struct {
 // finishOffset waits for an ordered commit or reset to be durable and
 // fills its result: the committed offset, or the error and the offset
 // committed before.
-func (r *request) finishOffset(ctx context.Context, c owner.Consumer, st *offsetStep, out *wire.OffsetResult) {
+func (r *call) finishOffset(ctx context.Context, c owner.Consumer, st *offsetStep, out *wire.OffsetResult) {
 	err := st.err
 	if err == nil {
 		err = st.d.Wait(ctx)
@@ -480,7 +490,7 @@ func (r *request) finishOffset(ctx context.Context, c owner.Consumer, st *offset
 
 // progressConsumer maps the consumer of a request that needs progress
 // kept: a named consumer.
-func (r *request) progressConsumer(wc wire.Consumer, what string) (owner.Consumer, error) {
+func (r *call) progressConsumer(wc wire.Consumer, what string) (owner.Consumer, error) {
 	c, err := consumerOf(wc)
 	if err == nil && c.Name == "" {
 		err = invalidArgument(what + " need a named consumer")
@@ -501,7 +511,7 @@ func committedOffset(ctx context.Context, o *owner.Owner, c owner.Consumer) uint
 // resetPosition orders each partition's reset through its owner, lets
 // the stream's next request start, then waits for the resets to be
 // durable.
-func (r *request) resetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {
+func (r *call) resetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "resets")
 	if err != nil {
 		return nil, err
@@ -556,7 +566,7 @@ func resolvePosition(ctx context.Context, pos wire.Position, log owner.Partition
 	return 0, invalidArgument(fmt.Sprintf("a reset cannot use position %s", pos.Mode))
 }
 
-func (r *request) getCommitted(ctx context.Context, m *wire.GetCommittedRequest) (*wire.GetCommittedReply, error) {
+func (r *call) getCommitted(ctx context.Context, m *wire.GetCommittedRequest) (*wire.GetCommittedReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "committed offsets")
 	if err != nil {
 		return nil, err

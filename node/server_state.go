@@ -33,7 +33,7 @@ func (r *request) serveState(ctx context.Context) []byte {
 // member that holds the partition, a named consumer in its current
 // session (consume scope on the topic), or an administrator inspecting a
 // group (admin scope).
-func (r *request) getState(ctx context.Context, m *wire.GetStateRequest) (*wire.GetStateReply, error) {
+func (r *call) getState(ctx context.Context, m *wire.GetStateRequest) (*wire.GetStateReply, error) {
 	c, err := consumerOf(m.Consumer)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func (r *request) getState(ctx context.Context, m *wire.GetStateRequest) (*wire.
 // commitWithState orders the commit of an offset with state changes
 // through the partition's owner, lets the stream's next request start,
 // then waits for it to be durable.
-func (r *request) commitWithState(ctx context.Context, m *wire.CommitWithStateRequest) (*wire.CommitWithStateReply, error) {
+func (r *call) commitWithState(ctx context.Context, m *wire.CommitWithStateRequest) (*wire.CommitWithStateReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "state commits")
 	if err != nil {
 		return nil, err

@@ -62,7 +62,7 @@ func uplinkRequestError(err error) error {
 	return err
 }
 
-func (r *request) addUplink(u *uplink.Manager) func(context.Context, *wire.AddUplinkRequest) (*wire.AddUplinkReply, error) {
+func (r *call) addUplink(u *uplink.Manager) func(context.Context, *wire.AddUplinkRequest) (*wire.AddUplinkReply, error) {
 	return func(ctx context.Context, m *wire.AddUplinkRequest) (*wire.AddUplinkReply, error) {
 		if err := r.allow(m.Spec.Topic, wire.ScopeAdmin); err != nil {
 			return nil, err
@@ -74,7 +74,7 @@ func (r *request) addUplink(u *uplink.Manager) func(context.Context, *wire.AddUp
 	}
 }
 
-func (r *request) listUplinks(u *uplink.Manager) func(context.Context, *wire.ListUplinksRequest) (*wire.ListUplinksReply, error) {
+func (r *call) listUplinks(u *uplink.Manager) func(context.Context, *wire.ListUplinksRequest) (*wire.ListUplinksReply, error) {
 	return func(_ context.Context, _ *wire.ListUplinksRequest) (*wire.ListUplinksReply, error) {
 		if err := r.allow("", wire.ScopeAdmin); err != nil {
 			return nil, err
@@ -89,7 +89,7 @@ func (r *request) listUplinks(u *uplink.Manager) func(context.Context, *wire.Lis
 	}
 }
 
-func (r *request) uplinkStatus(u *uplink.Manager) func(context.Context, *wire.UplinkStatusRequest) (*wire.UplinkStatusReply, error) {
+func (r *call) uplinkStatus(u *uplink.Manager) func(context.Context, *wire.UplinkStatusRequest) (*wire.UplinkStatusReply, error) {
 	return func(_ context.Context, m *wire.UplinkStatusRequest) (*wire.UplinkStatusReply, error) {
 		if err := r.allow(m.Topic, wire.ScopeAdmin); err != nil {
 			return nil, err
@@ -102,7 +102,7 @@ func (r *request) uplinkStatus(u *uplink.Manager) func(context.Context, *wire.Up
 	}
 }
 
-func (r *request) removeUplink(u *uplink.Manager) func(context.Context, *wire.RemoveUplinkRequest) (*wire.RemoveUplinkReply, error) {
+func (r *call) removeUplink(u *uplink.Manager) func(context.Context, *wire.RemoveUplinkRequest) (*wire.RemoveUplinkReply, error) {
 	return func(ctx context.Context, m *wire.RemoveUplinkRequest) (*wire.RemoveUplinkReply, error) {
 		if err := r.allow(m.Topic, wire.ScopeAdmin); err != nil {
 			return nil, err

@@ -3,6 +3,8 @@ package layout_test
 import (
 	"bytes"
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
@@ -226,4 +228,24 @@ func sameTree(pattern, from, to string) bool {
 		return true
 	}
 	return to == from || strings.HasPrefix(to, from+"/")
+}
+
+// The Kafka listener's adapter in node reaches the node through calls
+// (node/server.go), never through a QUIC type: a file of node's own
+// package, so go list cannot tell, and its imports are read here.
+func TestKafkaAdapterImportsNoQUIC(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", module+"/node").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	path := filepath.Join(strings.TrimSpace(string(out)), "kafka_adapter.go")
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range f.Imports {
+		if p := strings.Trim(imp.Path.Value, `"`); match("transport/quic/...", rel(p)) && isOurs(p) {
+			t.Errorf("node/kafka_adapter.go imports %s: the Kafka adapter calls no QUIC type", p)
+		}
+	}
 }
