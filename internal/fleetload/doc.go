@@ -4,7 +4,9 @@
 // controller sends to one device at a time. It measures what an edge
 // gateway's clients see: connections set up and held, produce latency
 // from each record's scheduled send time (so a stall cannot hide), and
-// command delivery latency (write to the device's poll returning).
+// command delivery latency (write to the device's poll returning), and,
+// where the node says (WakeCounter), how many parked polls each command
+// woke.
 //
 // The harness is independent of the system under test (System); Ledge's
 // devices are here (NewLedge), JetStream's in the bench module.

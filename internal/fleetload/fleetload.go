@@ -91,6 +91,17 @@ type Device interface {
 	Close() error
 }
 
+// WakeCounter is a System whose node counts the parked polls it woke for
+// commands (Ledge: the wake-ups of its key polls on the commands topic).
+// Run reads it at the window's start and once its commands were
+// delivered: their difference over the commands is the wake-ups per
+// command, 1 when a command wakes its device alone.
+type WakeCounter interface {
+	// CommandWakeups returns the count so far; false when the node does
+	// not say.
+	CommandWakeups(ctx context.Context) (n uint64, ok bool, err error)
+}
+
 // Controller writes commands.
 type Controller interface {
 	// Command writes payload for device i and returns once it is
@@ -121,9 +132,22 @@ type Result struct {
 	CmdSent      int64 // commands written in the measured phase
 	CmdDelivered int64 // of them, seen by their device
 	Command      *Latencies
+	// CmdWakeups is how many parked polls the node woke from the window's
+	// start until its commands were delivered; -1 when the System is no
+	// WakeCounter or could not say.
+	CmdWakeups int64
 
 	Errors   int64  // failed dials, sends and commands; records and commands never answered
 	FirstErr string // the first error, for the report
+}
+
+// WakeupsPerCommand is CmdWakeups over CmdSent; false when either is
+// unknown or zero commands were sent.
+func (r Result) WakeupsPerCommand() (float64, bool) {
+	if r.CmdWakeups < 0 || r.CmdSent == 0 {
+		return 0, false
+	}
+	return float64(r.CmdWakeups) / float64(r.CmdSent), true
 }
 
 // SetupRate is connections set up per second.
@@ -216,7 +240,7 @@ func (r *run) inWindow(t time.Time) bool { return !t.Before(r.begin) && t.Before
 // and commands for p.Warmup+p.Duration, and closes them.
 func Run(ctx context.Context, sys System, p Params, h Hooks) (*Result, error) {
 	p = p.Defaults()
-	res := &Result{Devices: p.Devices, Produce: &Latencies{}, Command: &Latencies{}}
+	res := &Result{Devices: p.Devices, Produce: &Latencies{}, Command: &Latencies{}, CmdWakeups: -1}
 	r := &run{p: p, res: res}
 	if err := sys.Prepare(ctx, p); err != nil {
 		return nil, fmt.Errorf("fleet: prepare: %w", err)
@@ -278,6 +302,7 @@ func Run(ctx context.Context, sys System, p Params, h Hooks) (*Result, error) {
 		return nil, context.Cause(ctx)
 	}
 	call(h.Begin)
+	wakes0, wakesKnown := commandWakeups(ctx, sys)
 	if !sleepUntil(ctx, r.end) {
 		return nil, context.Cause(ctx)
 	}
@@ -296,6 +321,9 @@ func Run(ctx context.Context, sys System, p Params, h Hooks) (*Result, error) {
 	deadline := time.Now().Add(p.Grace)
 	for r.cmdGot.Load() < r.cmdSent.Load() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
+	}
+	if wakes1, ok := commandWakeups(ctx, sys); ok && wakesKnown {
+		res.CmdWakeups = int64(wakes1 - wakes0)
 	}
 	for _, d := range devs {
 		if d != nil && d.Alive() {
@@ -317,4 +345,14 @@ func Run(ctx context.Context, sys System, p Params, h Hooks) (*Result, error) {
 	}
 	res.Errors = r.errs.Load()
 	return res, nil
+}
+
+// commandWakeups reads sys's wake-up count, if it keeps one.
+func commandWakeups(ctx context.Context, sys System) (uint64, bool) {
+	wc, ok := sys.(WakeCounter)
+	if !ok {
+		return 0, false
+	}
+	n, ok, err := wc.CommandWakeups(ctx)
+	return n, ok && err == nil
 }

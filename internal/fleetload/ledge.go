@@ -1,10 +1,14 @@
 package fleetload
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,11 +17,11 @@ import (
 )
 
 // Ledge's fleet: devices produce to topic Topic (device i to partition
-// i mod P) and poll topic CmdTopic (device i its partition i mod
-// CmdPartitions, from its end, waiting up to CmdWait). The controller
-// writes a command for device i to that partition, keyed by the device:
-// a command wakes the polls parked on its partition, and each device
-// keeps the commands keyed to it.
+// i mod P) and poll topic CmdTopic for their own key (device i its
+// partition i mod CmdPartitions, key i, from its end, waiting up to
+// CmdWait). The controller writes a command for device i to that
+// partition, keyed by the device: the node wakes only the poll of that
+// key, however many devices share the partition.
 const (
 	Topic    = "fleet"
 	CmdTopic = "fleet-cmd"
@@ -40,6 +44,11 @@ type Ledge struct {
 	// socket (sdk.Transport), as a gateway relaying for them would. 0:
 	// DefaultDevicesPerSocket; negative: a socket per device.
 	DevicesPerSocket int
+
+	// Wakeups, when set, reads the node's count of key poll wake-ups on
+	// CmdTopic (MetricsWakeups reads it from a node's /metrics); the
+	// fleet then reports the wake-ups per command.
+	Wakeups func(ctx context.Context) (uint64, error)
 
 	p       Params
 	tokens  []string
@@ -121,6 +130,7 @@ func (l *Ledge) Device(ctx context.Context, i int) (Device, error) {
 	}
 	cons, err := c.NewConsumer(ctx, CmdTopic,
 		sdk.WithPartitions(int32(i%l.p.CmdPartitions)),
+		sdk.WithKey(deviceKey(i)),
 		sdk.WithStart(sdk.AtEnd()),
 		sdk.WithMaxWait(CmdWait),
 		sdk.WithPrefetch(false))
@@ -130,6 +140,62 @@ func (l *Ledge) Device(ctx context.Context, i int) (Device, error) {
 		return nil, err
 	}
 	return &ledgeDevice{c: c, prod: prod, cons: cons, part: int32(i % l.p.Partitions)}, nil
+}
+
+// deviceKey is the key of device i's commands.
+func deviceKey(i int) []byte { return strconv.AppendInt(nil, int64(i), 10) }
+
+// CommandWakeups implements WakeCounter with Wakeups.
+func (l *Ledge) CommandWakeups(ctx context.Context) (uint64, bool, error) {
+	if l.Wakeups == nil {
+		return 0, false, nil
+	}
+	n, err := l.Wakeups(ctx)
+	return n, err == nil, err
+}
+
+// MetricsWakeups returns a Ledge.Wakeups that reads the node's metrics
+// at http://httpAddr/metrics: the sum of
+// ledge_partition_key_poll_wakeups_total over CmdTopic's partitions.
+func MetricsWakeups(httpAddr string) func(ctx context.Context) (uint64, error) {
+	return func(ctx context.Context) (uint64, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/metrics", nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("metrics: %s", resp.Status)
+		}
+		return sumWakeups(resp.Body)
+	}
+}
+
+// sumWakeups adds up the key poll wake-ups of CmdTopic in a metrics
+// exposition.
+func sumWakeups(r io.Reader) (uint64, error) {
+	const name = "ledge_partition_key_poll_wakeups_total{"
+	topic := `topic="` + CmdTopic + `"`
+	var sum float64
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || !strings.Contains(line, topic) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metrics: %q: %w", line, err)
+		}
+		sum += v
+	}
+	return uint64(sum), sc.Err()
 }
 
 // Controller dials the command writer with the admin client's options.
@@ -210,7 +276,7 @@ type ledgeController struct {
 
 func (c *ledgeController) Command(ctx context.Context, i int, payload []byte) error {
 	done := make(chan error, 1)
-	c.prod.Produce(ctx, &sdk.Record{Partition: int32(i % c.parts), Key: []byte(strconv.Itoa(i)), Value: payload},
+	c.prod.Produce(ctx, &sdk.Record{Partition: int32(i % c.parts), Key: deviceKey(i), Value: payload},
 		func(_ *sdk.Record, err error) { done <- err })
 	select {
 	case err := <-done:

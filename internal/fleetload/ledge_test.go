@@ -1,18 +1,23 @@
 package fleetload
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
 )
 
-// Twenty devices on a node in this process, each with its own token:
-// every record is acknowledged and every command reaches its device.
+// Twenty devices on a node in this process, each with its own token and
+// ten to a command partition: every record is acknowledged, every command
+// reaches its device, and a command wakes its device's poll alone, not
+// the ten parked on its partition.
 func TestLedgeFleetOf20OnANode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for a few seconds of real time")
@@ -30,8 +35,18 @@ func TestLedgeFleetOf20OnANode(t *testing.T) {
 	}
 	defer admin.Close()
 	sys := &Ledge{Admin: admin, Addr: n.Addr(), Options: []sdk.Option{sdk.WithCAFile(filepath.Join(dir, "tls", "ca.pem"))},
-		Durability: sdk.DurabilityNone}
-	res, err := Run(t.Context(), sys, Params{Devices: 20, Interval: 200 * time.Millisecond, CmdRate: 20,
+		Durability: sdk.DurabilityNone, Wakeups: func(context.Context) (uint64, error) {
+			var woken uint64
+			for _, tp := range n.Snapshot(ops.OffsetsOnly).Topics {
+				if tp.Name == CmdTopic {
+					for _, p := range tp.Parts {
+						woken += p.KeyPolls.Woken
+					}
+				}
+			}
+			return woken, nil
+		}}
+	res, err := Run(t.Context(), sys, Params{Devices: 20, CmdPartitions: 2, Interval: 200 * time.Millisecond, CmdRate: 20,
 		Settle: 300 * time.Millisecond, Duration: 2 * time.Second, Grace: 5 * time.Second}, Hooks{})
 	if err != nil {
 		t.Fatal(err)
@@ -45,11 +60,34 @@ func TestLedgeFleetOf20OnANode(t *testing.T) {
 	if res.CmdSent == 0 || res.CmdDelivered != res.CmdSent {
 		t.Fatalf("%d of %d commands delivered", res.CmdDelivered, res.CmdSent)
 	}
+	// A device whose poll was not parked when its command came reads it
+	// without a wake-up; one woken for every poll of its partition would
+	// make 10 a command.
+	t.Logf("%d commands, %d wake-ups", res.CmdSent, res.CmdWakeups)
+	if w, ok := res.WakeupsPerCommand(); !ok || w > 1.5 {
+		t.Fatalf("%d wake-ups for %d commands (%.2f a command, known %v); want at most about 1", res.CmdWakeups, res.CmdSent, w, ok)
+	}
 	tokens, err := admin.ListTokens(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tokens) < 20 {
 		t.Fatalf("%d tokens, want one per device", len(tokens))
+	}
+}
+
+// The wake-ups are read from a node's metrics: the commands topic's
+// partitions only.
+func TestSumWakeupsReadsTheCommandTopicsPartitions(t *testing.T) {
+	text := `# HELP ledge_partition_key_poll_wakeups_total Wake-ups.
+# TYPE ledge_partition_key_poll_wakeups_total counter
+ledge_partition_key_poll_wakeups_total{partition="0",topic="fleet"} 99
+ledge_partition_key_poll_wakeups_total{partition="0",topic="fleet-cmd"} 12
+ledge_partition_key_poll_wakeups_total{partition="1",topic="fleet-cmd"} 1.5e+06
+ledge_partition_key_polls_parked{partition="1",topic="fleet-cmd"} 7
+`
+	n, err := sumWakeups(strings.NewReader(text))
+	if err != nil || n != 1500012 {
+		t.Fatalf("sum %d, %v; want 1500012", n, err)
 	}
 }
