@@ -44,7 +44,7 @@ func pluginProjectRun(t *testing.T, dir string, args ...string) (string, error) 
 // A project from ledge plugin init builds, and its module gives the
 // verdicts its sample records expect, in each language and kind.
 func testPluginProject(t *testing.T, lang string) {
-	for _, kind := range []string{"filter", "commit-policy"} {
+	for _, kind := range []string{"filter", "commit-policy", "transform"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			name := "p-" + kind
@@ -61,8 +61,12 @@ func testPluginProject(t *testing.T, lang string) {
 				t.Fatalf("ledge plugin test: %v\n%s", err, out)
 			}
 			want := "ok: 6 verdicts as"
-			if kind == "commit-policy" {
+			switch kind {
+			case "commit-policy":
 				want = "ok: 1 proposal as"
+			case "transform":
+				// The template passes every record through unchanged.
+				want = "ok: the outputs of 4 records as"
 			}
 			if !strings.Contains(out, want) {
 				t.Errorf("ledge plugin test printed\n%s\nwant %q", out, want)
@@ -72,6 +76,11 @@ func testPluginProject(t *testing.T, lang string) {
 }
 
 func TestPluginProjectGo(t *testing.T) { testPluginProject(t, "go") }
+
+func TestPluginProjectWAT(t *testing.T) {
+	needTool(t, "wat2wasm")
+	testPluginProject(t, "wat")
+}
 
 func TestPluginProjectAssemblyScript(t *testing.T) {
 	needTool(t, "node") // npm runs the compiler, asc, with node
@@ -188,7 +197,7 @@ func offlineEnv(t *testing.T) []string {
 // an empty directory outside any checkout, with no module proxy and an
 // empty module cache: the binary writes the plugin kit beside it.
 func TestPluginProjectGoOffline(t *testing.T) {
-	for _, kind := range []string{"filter", "commit-policy"} {
+	for _, kind := range []string{"filter", "commit-policy", "transform"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			offlineRun(t, dir, "plugin", "init", "p", "--kind", kind, "--lang", "go")
@@ -283,7 +292,7 @@ func TestWATTemplatesNameTheirOffsets(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^export const ([A-Z_0-9]+): \w+ = (\w+);`).FindAllStringSubmatch(string(kit), -1) {
 		named[m[1]] = m[2]
 	}
-	for _, kind := range []string{"filter", "commit-policy"} {
+	for _, kind := range []string{"filter", "commit-policy", "transform"} {
 		b, err := pluginTemplates.ReadFile("plugintemplates/wat/" + kind + "/plugin.wat.tmpl")
 		if err != nil {
 			t.Fatal(err)

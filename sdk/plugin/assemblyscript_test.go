@@ -112,6 +112,32 @@ func TestAssemblyScriptKitMatchesTheABI(t *testing.T) {
 	if p, err := abi.ParseProposal(answer); err != nil || !p.Commit || p.Through != 12 {
 		t.Errorf("a proposal written at PROPOSAL_DECISION and PROPOSAL_THROUGH parses as %+v, %v", p, err)
 	}
+
+	// A transform answer written at the kit's offsets parses as the host
+	// reads it.
+	if got := at("KIND_TRANSFORM"); got != abi.KindTransform {
+		t.Errorf("KIND_TRANSFORM = %d, the ABI's is %d", got, abi.KindTransform)
+	}
+	if at("TRANSFORM_ANSWER_SIZE") != abi.TransformAnswerSize || at("OUTPUT_ENTRY_SIZE") != abi.OutputEntrySize {
+		t.Errorf("TRANSFORM_ANSWER_SIZE, OUTPUT_ENTRY_SIZE = %d, %d; the ABI's are %d, %d",
+			at("TRANSFORM_ANSWER_SIZE"), at("OUTPUT_ENTRY_SIZE"), abi.TransformAnswerSize, abi.OutputEntrySize)
+	}
+	ans := make([]byte, at("TRANSFORM_ANSWER_SIZE")+at("OUTPUT_ENTRY_SIZE"))
+	le.PutUint32(ans, uint32(at("TRANSFORM_MAGIC")))
+	le.PutUint32(ans[at("TRANSFORM_COUNT"):], 1)
+	o := at("TRANSFORM_ANSWER_SIZE")
+	le.PutUint32(ans[o+at("OUTPUT_INPUT"):], 1)
+	le.PutUint64(ans[o+at("OUTPUT_TIMESTAMP"):], 42)
+	le.PutUint32(ans[o+at("OUTPUT_KEY_LEN"):], 0xFFFFFFFF)
+	le.PutUint32(ans[o+at("OUTPUT_VALUE_LEN"):], 2)
+	le.PutUint32(ans[o+at("OUTPUT_HEADER_COUNT"):], 0)
+	ans = append(ans, "v!st"...)
+	le.PutUint32(ans[at("TRANSFORM_STATE_LEN"):], 2)
+	a, err := abi.ParseTransformAnswer(ans, 2, 16)
+	if err != nil || len(a.Outputs) != 1 || a.Outputs[0].Input != 1 || a.Outputs[0].Timestamp != 42 ||
+		a.Outputs[0].Key != nil || string(a.Outputs[0].Value) != "v!" || string(a.State) != "st" {
+		t.Errorf("a transform answer written at the kit's offsets parses as %+v, %v", a, err)
+	}
 }
 
 // docs/PLUGINS.md shows the AssemblyScript example as it is built and

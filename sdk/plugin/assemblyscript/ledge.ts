@@ -9,7 +9,7 @@
 //
 //   import { Params, Record, RecordFilter, registerRecordFilter } from "./ledge";
 //   export { ledge_abi_version, ledge_kinds, ledge_buffer, ledge_init,
-//            ledge_filter, ledge_propose, ledgeAbort } from "./ledge";
+//            ledge_filter, ledge_propose, ledge_transform, ledgeAbort } from "./ledge";
 //
 //   class Hot extends RecordFilter {
 //     min: f64;
@@ -33,13 +33,16 @@
 // State: a filter or policy object lives as long as its instance, so its
 // fields keep what it learns from one poll to the next (a count since the
 // last commit, say). The node may run several instances of a plugin and
-// close any of them between two polls: keep only what can be lost.
+// close any of them between two polls: keep only what can be lost. A
+// transform keeps what must not be lost in its State, which the node
+// stores with its outputs.
 
 // ---- The ABI (docs/PLUGINS.md; plugins/abi/layout.go in Ledge) ----
 
 export const ABI_VERSION: i32 = 1;
 export const KIND_FILTER: i32 = 1;
 export const KIND_COMMIT_POLICY: i32 = 2;
+export const KIND_TRANSFORM: i32 = 4;
 
 // Input region header (HEADER_SIZE bytes): field offsets from the
 // region's start.
@@ -81,6 +84,20 @@ export const HEADER_ENTRY_VALUE_OFF: usize = 8;
 export const HEADER_ENTRY_VALUE_LEN: usize = 12;
 
 // Proposal answer: 16 bytes, decision u32 | 0 u32 | through u64.
+// A transform's answer: a header, the outputs, then the new state.
+export const TRANSFORM_MAGIC: u32 = 0x3141544c; // "LTA1"
+export const TRANSFORM_ANSWER_SIZE: usize = 16;
+export const TRANSFORM_COUNT: usize = 4;
+export const TRANSFORM_STATE_LEN: usize = 8;
+// An output record's entry, followed by its key, value and headers
+// (each keyLen u32 | valueLen i32 | key | value).
+export const OUTPUT_ENTRY_SIZE: usize = 24;
+export const OUTPUT_INPUT: usize = 0;
+export const OUTPUT_HEADER_COUNT: usize = 4;
+export const OUTPUT_TIMESTAMP: usize = 8;
+export const OUTPUT_KEY_LEN: usize = 16;
+export const OUTPUT_VALUE_LEN: usize = 20;
+
 export const PROPOSAL_SIZE: i32 = 16;
 export const PROPOSAL_DECISION: usize = 0;
 export const PROPOSAL_THROUGH: usize = 8;
@@ -522,6 +539,166 @@ export abstract class CommitPolicy {
   abstract propose(b: Batch): Proposal;
 }
 
+// ---- Transforms ----
+
+// State is a transform's state between batches: bytes the node stores
+// with the outputs and hands back with the next batch (empty at first).
+// Keep the state here and nowhere else: any instance may serve the next
+// batch, and a restart hands back only this.
+export class State {
+  changed: bool = false;
+  next: Uint8Array | null = null;
+
+  constructor(public ptr: usize, public len: i32) {}
+
+  // bytes returns the state (a copy): the previous batch's, or what set
+  // gave during this call.
+  get bytes(): Uint8Array {
+    const n = this.next;
+    if (this.changed && n !== null) return n;
+    const b = new Uint8Array(this.len);
+    memory.copy(b.dataStart, this.ptr, <usize>this.len);
+    return b;
+  }
+
+  // text returns the state as UTF-8 text.
+  get text(): string {
+    const b = this.bytes;
+    return String.UTF8.decodeUnsafe(b.dataStart, <usize>b.length);
+  }
+
+  // set replaces the state the next batch receives. Without it the state
+  // stays as it was.
+  set(b: Uint8Array): void {
+    this.next = b;
+    this.changed = true;
+  }
+
+  // setText sets the state to the UTF-8 encoding of s.
+  setText(s: string): void {
+    this.set(Uint8Array.wrap(String.UTF8.encode(s)));
+  }
+}
+
+// The answer is built outside the collected heap and stays there until
+// the next call: the host reads it after ledge_transform returns.
+let answerPtr: usize = 0;
+let answerCap: usize = 0;
+let answerLen: usize = 0;
+
+function reserve(n: usize): usize {
+  if (answerLen + n > answerCap) {
+    let c = answerCap < 4096 ? <usize>4096 : answerCap * 2;
+    while (c < answerLen + n) c *= 2;
+    answerPtr = answerPtr == 0 ? heap.alloc(c) : heap.realloc(answerPtr, c);
+    answerCap = c;
+  }
+  const at = answerPtr + answerLen;
+  answerLen += n;
+  return at;
+}
+
+function putSpan(ptr: usize, len: i32): void {
+  if (len > 0) memory.copy(reserve(<usize>len), ptr, <usize>len);
+}
+
+// Output collects a transform's output records. Outputs follow the
+// inputs' order: an output from record i may not come after one from a
+// later record (the host refuses the answer).
+export class Output {
+  count: i32 = 0;
+
+  constructor(public batch: Batch) {}
+
+  // emit outputs a record coming from input record i, with that record's
+  // timestamp; a null key or value is null. Strings are written as UTF-8.
+  emit(i: i32, key: string | null, value: string | null, headers: Header[] = []): void {
+    this.emitAt(i, this.batch.record(i).timestamp, key, value, headers);
+  }
+
+  // emitAt is emit with a timestamp of its own (unix milliseconds).
+  emitAt(i: i32, timestamp: i64, key: string | null, value: string | null, headers: Header[] = []): void {
+    const k = key === null ? null : Uint8Array.wrap(String.UTF8.encode(key));
+    const v = value === null ? null : Uint8Array.wrap(String.UTF8.encode(value));
+    this.emitBytes(i, timestamp, k, v, headers);
+  }
+
+  // emitBytes outputs a record of raw bytes.
+  emitBytes(i: i32, timestamp: i64, key: Uint8Array | null, value: Uint8Array | null, headers: Header[] = []): void {
+    this.entry(i, timestamp, headers.length,
+      key === null ? 0 : key.dataStart, key === null ? -1 : key.length,
+      value === null ? 0 : value.dataStart, value === null ? -1 : value.length);
+    for (let j = 0; j < headers.length; j++) {
+      const h = headers[j];
+      const hk = String.UTF8.encode(h.key);
+      const hv = h.value;
+      const at = reserve(8);
+      store<u32>(at, <u32>hk.byteLength);
+      if (hv === null) {
+        store<i32>(at + 4, -1);
+        putSpan(changetype<usize>(hk), hk.byteLength);
+      } else {
+        const hvb = String.UTF8.encode(hv);
+        store<i32>(at + 4, hvb.byteLength);
+        putSpan(changetype<usize>(hk), hk.byteLength);
+        putSpan(changetype<usize>(hvb), hvb.byteLength);
+      }
+    }
+  }
+
+  // pass outputs input record i unchanged: its timestamp, key, value and
+  // headers, copied without decoding.
+  pass(i: i32): void {
+    const r = this.batch.record(i);
+    const region = this.batch.region;
+    const entry = region + <usize>load<u32>(region + HEADER_RECORDS_OFF) + RECORD_ENTRY_SIZE * <usize>i;
+    const hc = load<i32>(entry + RECORD_HEADER_COUNT);
+    this.entry(i, r.timestamp, hc, r.keyPtr, r.keyLen, r.valuePtr, r.valueLen);
+    let h = region + <usize>load<u32>(region + HEADER_HEADERS_OFF) + HEADER_ENTRY_SIZE * <usize>load<u32>(entry + RECORD_FIRST_HEADER);
+    for (let j = 0; j < hc; j++) {
+      const kl = load<i32>(h + HEADER_ENTRY_KEY_LEN);
+      const vl = load<i32>(h + HEADER_ENTRY_VALUE_LEN);
+      const at = reserve(8);
+      store<i32>(at, kl);
+      store<i32>(at + 4, vl);
+      putSpan(region + <usize>load<u32>(h + HEADER_ENTRY_KEY_OFF), kl);
+      putSpan(region + <usize>load<u32>(h + HEADER_ENTRY_VALUE_OFF), vl);
+      h += HEADER_ENTRY_SIZE;
+    }
+  }
+
+  private entry(i: i32, timestamp: i64, headerCount: i32, keyPtr: usize, keyLen: i32, valuePtr: usize, valueLen: i32): void {
+    const at = reserve(OUTPUT_ENTRY_SIZE);
+    store<i32>(at + OUTPUT_INPUT, i);
+    store<i32>(at + OUTPUT_HEADER_COUNT, headerCount);
+    store<i64>(at + OUTPUT_TIMESTAMP, timestamp);
+    store<i32>(at + OUTPUT_KEY_LEN, keyLen);
+    store<i32>(at + OUTPUT_VALUE_LEN, valueLen);
+    putSpan(keyPtr, keyLen);
+    putSpan(valuePtr, valueLen);
+    this.count++;
+  }
+}
+
+// Transform turns a batch of records into output records: zero or more
+// per input, in input order, emitted into out; s is the state between
+// batches. batch.fail fails the batch (the node retries it with the same
+// state).
+export abstract class Transform {
+  abstract transform(b: Batch, s: State, out: Output): void;
+}
+
+let transformSetup: ((p: Params) => Transform) | null = null;
+let transformer: Transform | null = null;
+
+// registerTransform registers the plugin's transform. setup runs once per
+// instance with the transform's parameters. A plugin registers at most
+// one transform.
+export function registerTransform(setup: (p: Params) => Transform): void {
+  assert(transformSetup === null, "a transform is already registered");
+  transformSetup = setup;
+}
+
 let recordFilterSetup: ((p: Params) => RecordFilter) | null = null;
 let batchFilterSetup: ((p: Params) => BatchFilter) | null = null;
 let commitPolicySetup: ((p: Params) => CommitPolicy) | null = null;
@@ -564,6 +741,7 @@ export function ledge_kinds(): i32 {
   let k = 0;
   if (recordFilterSetup !== null || batchFilterSetup !== null) k |= KIND_FILTER;
   if (commitPolicySetup !== null) k |= KIND_COMMIT_POLICY;
+  if (transformSetup !== null) k |= KIND_TRANSFORM;
   return k;
 }
 
@@ -607,6 +785,10 @@ export function ledge_init(kind: i32, ptr: usize, len: usize): i32 {
     const c = commitPolicySetup;
     if (c === null) return fail("this plugin is not a commit policy");
     commitPolicy = c(p);
+  } else if (kind == KIND_TRANSFORM) {
+    const t = transformSetup;
+    if (t === null) return fail("this plugin is not a transform");
+    transformer = t(p);
   } else {
     return fail("unknown call kind " + kind.toString());
   }
@@ -653,6 +835,35 @@ export function ledge_propose(ptr: usize, len: usize): i32 {
     store<u64>(answer + PROPOSAL_THROUGH, p.through);
   }
   return PROPOSAL_SIZE;
+}
+
+// ledge_transform answers with the outputs and the new state, built
+// outside the collected heap, and returns the answer's address << 32 | its
+// size.
+export function ledge_transform(ptr: usize, len: usize, state: usize, stateLen: usize): i64 {
+  const b = new Batch(ptr);
+  const t = transformer;
+  if (t === null) return <i64>fail("the transform was not set up");
+  answerLen = 0;
+  reserve(TRANSFORM_ANSWER_SIZE);
+  const out = new Output(b);
+  const s = new State(state, <i32>stateLen);
+  t.transform(b, s, out);
+  const err = b.error;
+  if (err !== null) return <i64>fail(err);
+  let n: usize = stateLen;
+  const next = s.next;
+  if (s.changed && next !== null) {
+    n = <usize>next.length;
+    putSpan(next.dataStart, next.length);
+  } else {
+    putSpan(state, <i32>stateLen);
+  }
+  store<u32>(answerPtr, TRANSFORM_MAGIC);
+  store<u32>(answerPtr + TRANSFORM_COUNT, <u32>out.count);
+  store<u32>(answerPtr + TRANSFORM_STATE_LEN, <u32>n);
+  store<u32>(answerPtr + 12, 0);
+  return (<i64>answerPtr << 32) | <i64>answerLen;
 }
 
 // ledgeAbort replaces AssemblyScript's env.abort import (the node links
