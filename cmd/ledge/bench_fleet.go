@@ -12,6 +12,7 @@ import (
 
 	"github.com/ledgemq/ledge/internal/fleetload"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/spf13/cobra"
@@ -37,10 +38,12 @@ func newBenchFleetCommand(cf *clientFlags, f *benchFlags) *cobra.Command {
 		Long: `Connect --devices devices, each on a QUIC connection of its own with a
 token of its own (produce and consume, created here with the admin token),
 each producing --size byte records every --interval (± --jitter) to
-partition i mod --partitions of topic fleet, and holding a long poll on
-partition i mod --cmd-partitions of topic fleet-cmd. A controller writes
---cmd-rate commands a second there, each keyed to one device: it wakes
-the polls parked on its partition, and the device it names keeps it.
+partition i mod --partitions of topic fleet, and holding a long poll for
+its own key on partition i mod --cmd-partitions of topic fleet-cmd. A
+controller writes --cmd-rate commands a second there, each keyed to one
+device: the node wakes that device's poll alone, however many share the
+partition. With the node in this process, the report says how many
+parked polls each command woke.
 
 Produce latency runs from each record's scheduled send time, so a stall
 cannot hide; command latency from the write to the device's poll
@@ -67,24 +70,27 @@ or off (every device dials from this machine's one address). Without
 
 // fleetReport is what ledge bench fleet prints.
 type fleetReport struct {
-	Target         string  `json:"target"`
-	Devices        int     `json:"devices"`
-	Connected      int     `json:"connected"`
-	Held           int     `json:"held"`
-	SetupSec       float64 `json:"setup_sec"`
-	SetupPerSec    float64 `json:"setup_per_sec"`
-	Records        int64   `json:"records"`
-	Sent           int64   `json:"sent"`
-	ProduceP50us   int64   `json:"produce_p50_us"`
-	ProduceP99us   int64   `json:"produce_p99_us"`
-	ProduceP999us  int64   `json:"produce_p999_us"`
-	Commands       int64   `json:"commands"`
-	CmdDelivered   int64   `json:"commands_delivered"`
-	CommandP50us   int64   `json:"command_p50_us"`
-	CommandP99us   int64   `json:"command_p99_us"`
-	Errors         int64   `json:"errors"`
-	FirstError     string  `json:"first_error,omitempty"`
-	NodeCPUPer1000 float64 `json:"node_cpu_sec_per_1000_records,omitempty"`
+	Target        string  `json:"target"`
+	Devices       int     `json:"devices"`
+	Connected     int     `json:"connected"`
+	Held          int     `json:"held"`
+	SetupSec      float64 `json:"setup_sec"`
+	SetupPerSec   float64 `json:"setup_per_sec"`
+	Records       int64   `json:"records"`
+	Sent          int64   `json:"sent"`
+	ProduceP50us  int64   `json:"produce_p50_us"`
+	ProduceP99us  int64   `json:"produce_p99_us"`
+	ProduceP999us int64   `json:"produce_p999_us"`
+	Commands      int64   `json:"commands"`
+	CmdDelivered  int64   `json:"commands_delivered"`
+	CommandP50us  int64   `json:"command_p50_us"`
+	CommandP99us  int64   `json:"command_p99_us"`
+	// WakeupsPerCommand is how many parked key polls the node woke per
+	// command (1: the device's alone), when the node is in this process.
+	WakeupsPerCommand float64 `json:"wakeups_per_command,omitempty"`
+	Errors            int64   `json:"errors"`
+	FirstError        string  `json:"first_error,omitempty"`
+	NodeCPUPer1000    float64 `json:"node_cpu_sec_per_1000_records,omitempty"`
 	// LoadCPUPer1000 is this process's CPU (the devices alone) per 1,000
 	// records over the measured phase, against a node elsewhere.
 	LoadCPUPer1000 float64 `json:"loadgen_cpu_sec_per_1000_records,omitempty"`
@@ -149,6 +155,9 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 		ProduceP999us: res.Produce.Percentile(99.9).Microseconds(), Commands: res.CmdSent, CmdDelivered: res.CmdDelivered,
 		CommandP50us: res.Command.Percentile(50).Microseconds(), CommandP99us: res.Command.Percentile(99).Microseconds(),
 		Errors: res.Errors, FirstError: res.FirstErr}
+	if w, ok := res.WakeupsPerCommand(); ok {
+		r.WakeupsPerCommand = w
+	}
 	if res.Records > 0 {
 		if inProcess {
 			r.NodeCPUPer1000 = (c1 - c0).Seconds() / float64(res.Records) * 1000
@@ -209,8 +218,24 @@ func openFleet(ctx context.Context, cf *clientFlags, devices int, stderr io.Writ
 		cleanup()
 		return nil, "", nil, err
 	}
-	sys := &fleetload.Ledge{Admin: admin, Addr: n.Addr(), Options: []sdk.Option{sdk.WithCAFile(filepath.Join(dir, "tls", "ca.pem"))}}
+	sys := &fleetload.Ledge{Admin: admin, Addr: n.Addr(), Options: []sdk.Option{sdk.WithCAFile(filepath.Join(dir, "tls", "ca.pem"))},
+		Wakeups: func(context.Context) (uint64, error) {
+			return keyPollWakeups(n.Snapshot(ops.OffsetsOnly), fleetload.CmdTopic), nil
+		}}
 	return sys, "in-process node on " + n.Addr() + " (its CPU shared with the devices)", cleanup, nil
+}
+
+// keyPollWakeups is the key poll wake-ups of topic's partitions.
+func keyPollWakeups(s ops.Snapshot, topic string) uint64 {
+	var n uint64
+	for _, t := range s.Topics {
+		if t.Name == topic {
+			for _, p := range t.Parts {
+				n += p.KeyPolls.Woken
+			}
+		}
+	}
+	return n
 }
 
 func printFleet(w io.Writer, r fleetReport, asJSON bool) {
@@ -226,6 +251,9 @@ func printFleet(w io.Writer, r fleetReport, asJSON bool) {
 	fmt.Fprintf(w, "produce:   %d of %d records acknowledged; from the scheduled send: p50 %s, p99 %s, p99.9 %s\n",
 		r.Records, r.Sent, us(r.ProduceP50us), us(r.ProduceP99us), us(r.ProduceP999us))
 	fmt.Fprintf(w, "commands:  %d of %d delivered; write to poll return: p50 %s, p99 %s\n", r.CmdDelivered, r.Commands, us(r.CommandP50us), us(r.CommandP99us))
+	if r.WakeupsPerCommand > 0 {
+		fmt.Fprintf(w, "wake-ups:  %.2f parked polls woken per command (each device polls for its own key)\n", r.WakeupsPerCommand)
+	}
 	if r.NodeCPUPer1000 > 0 {
 		fmt.Fprintf(w, "CPU:       %.3f s per 1,000 records (the whole process: node and devices)\n", r.NodeCPUPer1000)
 	}
