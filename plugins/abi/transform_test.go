@@ -1,0 +1,62 @@
+package abi
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func TestTransformAnswerRoundTrip(t *testing.T) {
+	var e OutputEncoder
+	e.Reset()
+	e.Add(0, 7, []byte("k"), nil)
+	e.Add(0, -1, nil, []byte{}, OutHeader{Key: []byte("h"), Value: []byte("v")}, OutHeader{Key: []byte{}, Value: nil})
+	e.Add(3, 9, []byte{}, []byte("value"))
+	ans := append([]byte(nil), e.Finish([]byte("state"))...)
+	a, err := ParseTransformAnswer(ans, 4, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Outputs) != 3 || string(a.State) != "state" {
+		t.Fatalf("%+v", a)
+	}
+	o := a.Outputs
+	if o[0].Input != 0 || o[0].Timestamp != 7 || string(o[0].Key) != "k" || o[0].Value != nil ||
+		o[1].Key != nil || o[1].Value == nil || len(o[1].Value) != 0 || len(o[1].Headers) != 2 ||
+		string(o[1].Headers[0].Value) != "v" || o[1].Headers[1].Key == nil || o[1].Headers[1].Value != nil ||
+		o[2].Input != 3 || o[2].Key == nil || string(o[2].Value) != "value" || o[2].Headers != nil {
+		t.Errorf("outputs %+v", o)
+	}
+	// Every truncation and every flipped byte is refused or parsed; none
+	// panics, and a truncation is always refused.
+	for n := 0; n < len(ans); n++ {
+		if _, err := ParseTransformAnswer(ans[:n], 4, 5); !errors.Is(err, ErrBadAnswer) {
+			t.Fatalf("answer cut to %d bytes: %v", n, err)
+		}
+	}
+	for i := range ans {
+		for _, b := range []byte{0, 0xFF, 0x7F, 0x80} {
+			bad := bytes.Clone(ans)
+			bad[i] = b
+			_, _ = ParseTransformAnswer(bad, 4, 5)
+		}
+	}
+	// The state limit and the input count are the caller's.
+	if _, err := ParseTransformAnswer(ans, 4, 4); !errors.Is(err, ErrBadAnswer) {
+		t.Errorf("state over the limit: %v", err)
+	}
+	if _, err := ParseTransformAnswer(ans, 3, 5); !errors.Is(err, ErrBadAnswer) {
+		t.Errorf("an output from input 3 of 3: %v", err)
+	}
+	// An empty answer: nothing out, no state.
+	e.Reset()
+	if a, err := ParseTransformAnswer(e.Finish(nil), 1, 0); err != nil || len(a.Outputs) != 0 || a.State != nil {
+		t.Errorf("empty answer: %+v %v", a, err)
+	}
+	if p, n, ok := UnpackAnswer(PackAnswer(0x7FFF0000, 12)); !ok || p != 0x7FFF0000 || n != 12 {
+		t.Errorf("pack/unpack: %#x %d %v", p, n, ok)
+	}
+	if _, _, ok := UnpackAnswer(-1); ok {
+		t.Error("an error result unpacked as an answer")
+	}
+}
