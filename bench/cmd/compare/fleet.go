@@ -72,15 +72,18 @@ type fleetRun struct {
 	CmdDelivered int64   `json:"commands_delivered"`
 	CmdP50us     int64   `json:"command_p50_us"`
 	CmdP99us     int64   `json:"command_p99_us"`
-	CPUSec       float64 `json:"server_cpu_sec"`
-	CPUPer1000   float64 `json:"server_cpu_sec_per_1000_records"`
-	LoadCPUSec   float64 `json:"loadgen_cpu_sec"`
-	BaseRSSMB    float64 `json:"server_rss_before_mb"`
-	IdleRSSMB    float64 `json:"server_rss_idle_fleet_mb"`
-	PeakRSSMB    float64 `json:"server_peak_rss_mb"`
-	RSSPerConnKB float64 `json:"server_rss_per_conn_kb"`
-	Errors       int64   `json:"errors"`
-	Err          string  `json:"error,omitempty"`
+	// WakeupsPerCmd is the parked polls the node woke per command (Ledge's
+	// key polls; 0 where the node does not say).
+	WakeupsPerCmd float64 `json:"wakeups_per_command,omitempty"`
+	CPUSec        float64 `json:"server_cpu_sec"`
+	CPUPer1000    float64 `json:"server_cpu_sec_per_1000_records"`
+	LoadCPUSec    float64 `json:"loadgen_cpu_sec"`
+	BaseRSSMB     float64 `json:"server_rss_before_mb"`
+	IdleRSSMB     float64 `json:"server_rss_idle_fleet_mb"`
+	PeakRSSMB     float64 `json:"server_peak_rss_mb"`
+	RSSPerConnKB  float64 `json:"server_rss_per_conn_kb"`
+	Errors        int64   `json:"errors"`
+	Err           string  `json:"error,omitempty"`
 }
 
 func fleetParams(quick bool) ([]int, fleetload.Params, error) {
@@ -178,7 +181,11 @@ func (h *harness) runFleet(ctx context.Context, sys server.Kind, p fleetload.Par
 	var fs fleetload.System
 	if sys == server.Ledge {
 		t.DataDir = filepath.Join(dir, "ledge-data")
-		fs, err = ledgeclient.Fleet(ctx, t)
+		var httpAddr string
+		if a := proc.HTTPAddr.Load(); a != nil {
+			httpAddr = *a
+		}
+		fs, err = ledgeclient.Fleet(ctx, t, httpAddr)
 	} else {
 		fs, err = natsclient.Fleet(ctx, t)
 	}
@@ -216,6 +223,9 @@ func (h *harness) runFleet(ctx context.Context, sys server.Kind, p fleetload.Par
 	run.P50us, run.P99us, run.P999us = res.Produce.Percentile(50).Microseconds(), res.Produce.Percentile(99).Microseconds(), res.Produce.Percentile(99.9).Microseconds()
 	run.Commands, run.CmdDelivered = res.CmdSent, res.CmdDelivered
 	run.CmdP50us, run.CmdP99us = res.Command.Percentile(50).Microseconds(), res.Command.Percentile(99).Microseconds()
+	if w, ok := res.WakeupsPerCommand(); ok {
+		run.WakeupsPerCmd = w
+	}
 	d := s1.Sub(s0)
 	run.CPUSec = d.CPU.Seconds()
 	if res.Records > 0 {

@@ -28,6 +28,7 @@ var fleetMetrics = []fleetMetric{
 	{"commands delivered", func(r fleetRun) float64 { return float64(r.CmdDelivered) }, ""},
 	{"command p50 (ms)", func(r fleetRun) float64 { return float64(r.CmdP50us) / 1e3 }, ""},
 	{"command p99 (ms)", func(r fleetRun) float64 { return float64(r.CmdP99us) / 1e3 }, ""},
+	{"parked polls woken per command (Ledge's metric)", func(r fleetRun) float64 { return r.WakeupsPerCmd }, ""},
 	{"server CPU-s per 1,000 records", func(r fleetRun) float64 { return r.CPUPer1000 }, ""},
 	{"load generator CPU-s (measured phase)", func(r fleetRun) float64 { return r.LoadCPUSec }, ""},
 	{"load generator CPU-s per 1,000 records", func(r fleetRun) float64 {
@@ -76,8 +77,8 @@ func fleetMarkdown(p fleetload.Params, runs []fleetRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Fleet: devices on one node, Ledge and JetStream TLS\n\n")
 	fmt.Fprintf(&b, "Each device: its own connection (Ledge: QUIC with a token of its own; JetStream: TLS), %d B records every %v ± %.0f %% "+
-		"to one of %d partitions/streams, and a long poll for commands (Ledge: a consumer of partition i mod %d of the commands topic, "+
-		"woken by every command to its partition and keeping those keyed to it; JetStream: a subscription to its own subject cmd.i, "+
+		"to one of %d partitions/streams, and a long poll for commands (Ledge: a consumer of partition i mod %d of the commands topic "+
+		"for its own key, woken only by a command with that key; JetStream: a subscription to its own subject cmd.i, "+
 		"the command published to a stream). %.0f commands a second to random devices. "+
 		"Settle %v, warm-up %v, measured %v. Produce latency from each record's scheduled send time; command latency from the write "+
 		"to the device's poll returning. Server on its CPUs, load generator (every device) on the other.\n\n",
