@@ -4,8 +4,10 @@
 // connect the two.
 //
 // Both sides use it: the host (package plugins) encodes poll results with
-// Encoder and reads answers; the guest kit (package sdk/plugin) reads the
-// region in place with View and Record, without allocating per record.
+// Encoder and reads answers (ParseBitmap, ParseProposal,
+// ParseTransformAnswer); the guest kit (package sdk/plugin) reads the
+// region in place with View and Record, without allocating per record,
+// and writes a transform's answer with OutputEncoder.
 // Native Go helpers that the host offers to guests (JSON field lookup,
 // byte search) live here too, so a guest's in-process tests see the very
 // code the host runs.

@@ -12,8 +12,9 @@ const (
 	// ExportABIVersion: () -> i32, the ABI version the plugin implements.
 	ExportABIVersion = "ledge_abi_version"
 	// ExportKinds: () -> i32, optional; a bit set of the call kinds the
-	// plugin implements (KindFilter, KindCommitPolicy). Without it the host
-	// infers the kinds from which of ExportFilter and ExportPropose exist.
+	// plugin implements (KindFilter, KindCommitPolicy, KindTransform).
+	// Without it the host infers the kinds from which of ExportFilter,
+	// ExportPropose and ExportTransform exist.
 	ExportKinds = "ledge_kinds"
 	// ExportBuffer: (size i32) -> i32, the address of a buffer of at least
 	// size bytes that the host may fill before the next call. The buffer

@@ -2,8 +2,10 @@
 //
 // A plugin is a WebAssembly module the node runs in a sandbox over poll
 // results: a filter decides which records a consumer receives, a commit
-// policy decides what a consumer's automatic commit should be. Write plain
-// Go, register what the plugin does from an init function, and build with
+// policy decides what a consumer's automatic commit should be, a
+// transform (RegisterTransform) outputs zero or more records per input
+// and keeps a State between batches. Write plain Go, register what the
+// plugin does from an init function, and build with
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o myfilter.wasm .
 //
@@ -41,9 +43,9 @@
 // lookup inside the plugin.
 //
 // The same code builds natively, so a plugin's own go test can exercise it
-// without WebAssembly: RunFilter and RunCommitPolicy drive the registered
-// functions through the very encoding the host uses, and the native
-// helpers are plain Go.
+// without WebAssembly: RunFilter, RunCommitPolicy and RunTransform drive
+// the registered functions through the very encoding the host uses, and
+// the native helpers are plain Go.
 //
 // The kit imports nothing but the standard library and plugins/abi, so
 // `ledge plugin init` carries it: Source returns this package's files and
