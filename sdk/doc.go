@@ -66,6 +66,12 @@
 // process under the name, whose polls and commits then fail with
 // ErrFencedSession.
 //
+// A consumer of one key (WithKey, WithKeyPrefix) receives only that key's
+// records: the commands of one device on a topic all devices share. The
+// node parks its poll by the key and wakes it only for a record of that
+// key, so the poll costs the same however many devices share the
+// partition; its position still moves past the other keys' records.
+//
 // Every poll carries a fence token per partition: the identity of the
 // partition's history, the consumer's session and the range the poll
 // delivered. Each returned record remembers its poll, and Commit through a

@@ -7,6 +7,12 @@
 // facts and applies fence's decisions; it orders effects under its lock and
 // waits for their durability outside it (Durable). See docs/FENCING.md.
 //
+// A poll that names a key (PollRequest.Key, the commands of one device)
+// parks in the owner's key index rather than on the partition's change
+// signal: an append wakes only the polls of the keys it holds, so a
+// device's parked poll costs the same whether one or ten thousand share
+// the partition (KeyPolls counts them and their wake-ups).
+//
 // An owner reaches its storage through two interfaces, PartitionLog and
 // Metadata; EngineLog and NewEngineMetadata adapt the storage engine to
 // them, and tests use in-memory fakes. It learns about group members
