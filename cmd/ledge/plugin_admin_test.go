@@ -109,3 +109,26 @@ func TestPluginFailuresThroughCLI(t *testing.T) {
 		t.Fatalf("consume after the reset printed %q", out)
 	}
 }
+
+// A transform is registered and listed like the other kinds; a poll
+// cannot use it as a filter.
+func TestPluginAddTransform(t *testing.T) {
+	wasm := buildWasm(t, "../../sdk/plugin/examples/perminute")
+	dir := t.TempDir()
+	n := serve(t, dir)
+	n.mustRun(t, "", "topic", "create", "readings")
+	if out := n.mustRun(t, "", "plugin", "add", "perminute", wasm, "--kind", "transform"); !regexp.MustCompile(`^added perminute \(transform, \d+\.\d MiB, sha256 [0-9a-f]{64}\)\n$`).MatchString(out) {
+		t.Fatalf("plugin add printed %q", out)
+	}
+	if out := n.mustRun(t, "", "plugin", "list"); !regexp.MustCompile(`perminute\s+transform\s`).MatchString(out) {
+		t.Fatalf("plugin list:\n%s", out)
+	}
+	n.mustRun(t, `{"v":1}`+"\n", "produce", "readings")
+	if _, errOut, err := n.run(t, "", "consume", "readings", "--filter", "perminute"); err == nil || !strings.Contains(errOut, "transform") {
+		t.Errorf("a transform used as a filter: err %v, stderr %q", err, errOut)
+	}
+	// A filter module is not a transform.
+	if _, errOut, err := n.run(t, "", "plugin", "add", "site", buildWasm(t, "../../sdk/plugin/examples/jsonfilter"), "--kind", "transform"); err == nil || !strings.Contains(errOut, "transform") {
+		t.Errorf("a filter added as a transform: err %v, stderr %q", err, errOut)
+	}
+}
