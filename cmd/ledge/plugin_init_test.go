@@ -71,6 +71,22 @@ func testPluginProject(t *testing.T, lang string) {
 			if !strings.Contains(out, want) {
 				t.Errorf("ledge plugin test printed\n%s\nwant %q", out, want)
 			}
+			if kind == "transform" {
+				// An output that differs from the one expected fails the
+				// test, naming the record; one expected but not given too.
+				records := `{"key": "a", "value": {"n": 1}, "outputs": [{"key": "a", "value": {"n": 2}}]}` + "\n" +
+					`{"key": "b", "value": "x"}` + "\n" +
+					`{"key": "c", "value": "y", "outputs": [{"key": "c", "value": "y"}, {"key": "c", "value": "y"}]}` + "\n"
+				if err := os.WriteFile(filepath.Join(dir, name, "records.jsonl"), []byte(records), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := pluginProjectRun(t, dir, "plugin", "test", name)
+				if err == nil || !strings.Contains(out, "3 of the outputs of 3 records differ") ||
+					!strings.Contains(out, "<- expected other outputs") || !strings.Contains(out, "<- expected 0 outputs") ||
+					!strings.Contains(out, "<- expected 2 outputs") {
+					t.Errorf("ledge plugin test with wrong outputs: %v\n%s", err, out)
+				}
+			}
 		})
 	}
 }
