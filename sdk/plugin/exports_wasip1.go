@@ -80,8 +80,13 @@ func exportTransform(ptr, n, state, stateLen uint32) int64 {
 }
 
 // guestBytes returns the n bytes of linear memory at ptr. The host only
-// passes spans of the buffer this package lent it.
+// passes spans of the buffer this package lent it. An empty span is nil:
+// its address may lie just past the buffer, where a Go pointer must not
+// point (the garbage collector would find it in another object or none).
 func guestBytes(ptr, n uint32) []byte {
+	if n == 0 {
+		return nil
+	}
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(ptr))), n)
 }
 
