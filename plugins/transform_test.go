@@ -277,3 +277,28 @@ func TestTransformLimits(t *testing.T) {
 		t.Fatalf("after two traps: %v", err)
 	}
 }
+
+// A Go guest passing large batches through, call after call, with no
+// state: its garbage collector runs during the calls and finds nothing
+// amiss (an empty state once made it crash the guest).
+func TestTransformGoGuestManyCalls(t *testing.T) {
+	h := newTestHost(t, Config{})
+	mustAdd(t, h, "map", KindTransform, goModule(t, mapTransformPkg))
+	recs := make([]testRecord, 1000)
+	for i := range recs {
+		recs[i] = testRecord{key: "sensor", value: strings.Repeat("v", 1024)}
+	}
+	recs[0].headers = map[string]string{"h": "x"}
+	batch := batchOf(t, 0, recs...)
+	for i := 0; i < 40; i++ {
+		v := testView(t, 0, batch)
+		res, err := h.Transform(context.Background(), "map", Params{"mode": "pass"}, v, nil)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if len(res.Outputs) != 1000 || string(res.Outputs[999].Value) != recs[999].value || string(res.Outputs[0].Headers[0].Value) != "x" {
+			t.Fatalf("call %d: %d outputs", i, len(res.Outputs))
+		}
+		v.Release()
+	}
+}
