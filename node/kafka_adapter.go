@@ -23,11 +23,11 @@ func (n *Node) listenKafka() error {
 	if n.cfg.KafkaTLS {
 		tcfg = &tls.Config{GetCertificate: n.certs.GetCertificate, MinVersion: tls.VersionTLS12}
 	}
-	// The Kafka listener's connections are bounded as the QUIC
-	// listener's are, by the same figures (MaxConns is sized from the
-	// node's memory), each listener counting its own.
+	// The Kafka listener's connections take their places in the QUIC
+	// listener's admission (kafka_admission.go): the two listeners'
+	// connections together stay under its caps.
 	kcfg := kafka.Config{Listen: n.cfg.KafkaListen, TLS: tcfg, Backend: kafkaBackend{n}, Logger: n.log,
-		MaxConns: n.cfg.Transport.MaxConns, MaxUnauthenticated: n.cfg.Transport.MaxUnauthenticated}
+		Admission: n.sharedAdmission()}
 	if pm, ok := n.cfg.Metrics.(*ops.PromMetrics); ok {
 		m, err := kafka.RegisterMetrics(pm.Registry())
 		if err != nil {
@@ -79,6 +79,10 @@ type kafkaSession struct {
 	tok  *tokens.Token
 	host string // the IP address of the client's connection, or ""
 }
+
+// TokenID names the session's token, which the shared admission bounds
+// the connections of (quic.max_conns_per_token).
+func (s *kafkaSession) TokenID() string { return s.tok.Info.ID }
 
 func (s *kafkaSession) Valid() error { return wireError(s.tok.Valid(s.n.cfg.Now())) }
 

@@ -304,3 +304,68 @@ func serveListenerTCP(t *testing.T, cfg Config, backend Backend) *Server {
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// TestSharedAdmission: with an Admission shared with another listener,
+// that listener's connections count against the same caps. Its
+// unauthenticated connections filling the cap are evicted by a Kafka
+// connection, oldest first; while its authenticated connections fill the
+// cap of authenticated ones, a Kafka connection is refused; and the
+// metrics count Kafka's connections only, by reason.
+func TestSharedAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &recordedMetrics{}
+		shared := &localAdmission{maxConns: 2, maxUnauth: 2}
+		s, ln := pipeServer(Config{Metrics: m, Admission: shared, MaxConns: 100, MaxUnauthenticated: 100}, fakeBackend{})
+		defer s.Close()
+
+		other := func() Place {
+			p, err := shared.Admit(nil)
+			if err != nil {
+				t.Fatalf("the other listener's connection: %v", err)
+			}
+			return p
+		}
+		oldest, newer := other(), other()
+		kc := ln.dial(t)
+		synctest.Wait()
+		if err := oldest.Authenticated(""); err != ErrEvicted {
+			t.Fatalf("a Kafka connection did not evict the other listener's oldest: %v", err)
+		}
+		if err := newer.Authenticated(""); err != nil {
+			t.Fatalf("the other listener's newer connection: %v", err)
+		}
+		// The other listener holds one authenticated place, Kafka takes
+		// the second: the cap of 2 is full for both.
+		if code := kc.authenticate("good"); code != 0 {
+			t.Fatalf("authentication: %v", kerr.ErrorForCode(code))
+		}
+		if _, err := shared.Admit(nil); err != ErrConnLimit {
+			t.Fatalf("the other listener admitted past the shared cap: %v", err)
+		}
+		refused := ln.dial(t)
+		synctest.Wait()
+		if !closed(refused) {
+			t.Fatal("a Kafka connection was accepted past the shared cap")
+		}
+		newer.Release()
+		later := ln.dial(t)
+		synctest.Wait()
+		if closed(later) {
+			t.Fatal("a Kafka connection was refused after the other listener gave its place back")
+		}
+		// Two unauthenticated connections of the other listener evict
+		// the Kafka one waiting to authenticate.
+		other()
+		other()
+		synctest.Wait()
+		if !closed(later) {
+			t.Fatal("the other listener's connections did not evict the older Kafka one")
+		}
+		synctest.Wait()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if !slices.Equal(m.refused, []string{reasonConnLimit}) || !slices.Equal(m.closed, []string{reasonEvicted}) {
+			t.Fatalf("refused for %v, closed for %v; want one conn_limit refusal and one eviction", m.refused, m.closed)
+		}
+	})
+}

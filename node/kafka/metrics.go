@@ -21,7 +21,7 @@ type Metrics interface {
 	// a fetch's long poll included).
 	RequestDone(api int16, errorCode int16, d time.Duration)
 	// ConnectionRefused reports a connection closed as soon as it was
-	// accepted, and why (conn_limit).
+	// accepted, and why (conn_limit, source_rate, shutdown).
 	ConnectionRefused(reason string)
 	// ConnectionClosed reports a connection served and closed, and why
 	// (client_closed, auth_timeout, idle, evicted, too_large, ...;
@@ -67,11 +67,11 @@ func RegisterMetrics(reg prometheus.Registerer) (*PromMetrics, error) {
 		}, []string{"api"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ledge_kafka_connections_refused_total",
-			Help: "Kafka connections closed as soon as they were accepted, by reason (conn_limit).",
+			Help: "Kafka connections closed as soon as they were accepted, by reason (conn_limit, source_rate, shutdown).",
 		}, []string{"reason"}),
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ledge_kafka_connections_closed_total",
-			Help: "Kafka connections closed after being served, by reason (client_closed, auth_timeout, auth_failed, before_auth, evicted, idle, read_timeout, too_large, malformed, unserved_api, conn_limit, revoked, handler_failure, shutdown).",
+			Help: "Kafka connections closed after being served, by reason (client_closed, auth_timeout, auth_failed, before_auth, evicted, idle, read_timeout, too_large, malformed, unserved_api, conn_limit, token_limit, revoked, handler_failure, shutdown).",
 		}, []string{"reason"}),
 	}
 	var err error

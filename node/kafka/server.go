@@ -3,7 +3,6 @@ package kafka
 import (
 	"bufio"
 	"bytes"
-	"container/list"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -115,13 +114,19 @@ type Config struct {
 	// MaxConns bounds the authenticated connections: while MaxConns are
 	// open a new connection is closed as soon as it is accepted, and one
 	// that authenticates past it is closed. Default DefaultMaxConns.
+	// Unused when Admission is set.
 	MaxConns int
 	// MaxUnauthenticated bounds the connections that have not
 	// authenticated yet. One more arriving evicts (closes) the oldest of
 	// them, as the QUIC listener does: abandoned connections push out
 	// abandoned connections, never an authenticated one. Default
-	// DefaultMaxUnauthenticated.
+	// DefaultMaxUnauthenticated. Unused when Admission is set.
 	MaxUnauthenticated int
+	// Admission, when set, decides which connections are taken and kept
+	// in place of MaxConns and MaxUnauthenticated: a node shares its
+	// QUIC listener's, so that both listeners' connections count against
+	// the same caps.
+	Admission Admission
 	// Metrics receives one call per request answered. Default: none.
 	Metrics Metrics
 }
@@ -133,15 +138,13 @@ type Server struct {
 	ln     net.Listener
 	groups *classicGroups
 
+	adm Admission
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	conns  map[net.Conn]*conn
-	// pending holds the unauthenticated connections, oldest first;
-	// authed counts the others.
-	pending list.List
-	authed  int
-	work    sync.WaitGroup
+	work   sync.WaitGroup
 }
 
 // nodeID is the one broker Metadata describes: this node.
@@ -182,7 +185,10 @@ func serveListener(cfg Config, ln net.Listener) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, ln: ln, conns: map[net.Conn]*conn{}, groups: newClassicGroups()}
+	s := &Server{cfg: cfg, log: cfg.Logger, ln: ln, conns: map[net.Conn]*conn{}, groups: newClassicGroups(), adm: cfg.Admission}
+	if s.adm == nil {
+		s.adm = &localAdmission{maxConns: cfg.MaxConns, maxUnauth: cfg.MaxUnauthenticated}
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.work.Go(s.accept)
 	return s
@@ -236,6 +242,8 @@ func (s *Server) accept() {
 // Reasons a connection is refused or closed, the metrics' label values.
 const (
 	reasonConnLimit      = "conn_limit"      // MaxConns authenticated connections
+	reasonTokenLimit     = "token_limit"     // the token's bound of connections (a shared Admission's)
+	reasonSourceRate     = "source_rate"     // the source address's handshakes (a shared Admission's)
 	reasonEvicted        = "evicted"         // pushed out by a newer unauthenticated one
 	reasonAuthTimeout    = "auth_timeout"    // AuthTimeout passed before authentication
 	reasonAuthFailed     = "auth_failed"     // SASL refused
@@ -252,60 +260,59 @@ const (
 )
 
 // admit registers an accepted connection, or closes it and says why (""
-// when the listener is closing). A new connection is unauthenticated: it
-// evicts the oldest unauthenticated one when MaxUnauthenticated are open.
+// when the listener is closing). A new connection takes an
+// unauthenticated place in the admission, which may evict the oldest
+// unauthenticated connection.
 func (s *Server) admit(c net.Conn) (*conn, string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.ctx.Err() != nil:
+	if s.ctx.Err() != nil {
 		_ = c.Close()
 		return nil, ""
-	case s.authed >= s.cfg.MaxConns:
+	}
+	place, err := s.adm.Admit(c.RemoteAddr())
+	if err != nil {
 		_ = c.Close()
-		return nil, reasonConnLimit
+		return nil, admissionReason(err)
 	}
-	if s.pending.Len() >= s.cfg.MaxUnauthenticated {
-		oldest := s.pending.Remove(s.pending.Front()).(*conn)
-		oldest.pendingAt = nil
-		oldest.closeLocked(reasonEvicted)
+	cc := &conn{s: s, c: c, place: place, authDeadline: time.Now().Add(s.cfg.AuthTimeout)}
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		place.Release()
+		_ = c.Close()
+		return nil, ""
 	}
-	cc := &conn{s: s, c: c, authDeadline: time.Now().Add(s.cfg.AuthTimeout)}
-	cc.pendingAt = s.pending.PushBack(cc)
 	s.conns[c] = cc
+	s.mu.Unlock()
+	cc.stopEviction = place.OnEvicted(func() { cc.fail(reasonEvicted) })
 	return cc, ""
 }
 
-// authenticated moves cc from the unauthenticated connections to the
-// authenticated ones, with its session. It reports false, closing the
-// connection, when MaxConns are open.
+// authenticated moves cc among the authenticated connections, with its
+// session. It reports false, closing the connection, when the admission
+// refuses it (evicted meanwhile, or a cap of authenticated connections
+// reached).
 func (s *Server) authenticated(cc *conn, sess Session) bool {
+	cc.stopEviction()
+	tokenID := ""
+	if t, ok := sess.(TokenIdentified); ok {
+		tokenID = t.TokenID()
+	}
+	if err := cc.place.Authenticated(tokenID); err != nil {
+		cc.fail(admissionReason(err))
+		return false
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cc.pendingAt == nil { // evicted meanwhile
-		return false
-	}
-	s.pending.Remove(cc.pendingAt)
-	cc.pendingAt = nil
-	if s.authed >= s.cfg.MaxConns {
-		cc.closeLocked(reasonConnLimit)
-		return false
-	}
-	s.authed++
 	cc.sess = sess
+	s.mu.Unlock()
 	return true
 }
 
 // release forgets a connection that is done, and counts why it closed.
 func (s *Server) release(cc *conn) {
+	cc.stopEviction()
+	cc.place.Release()
 	s.mu.Lock()
 	delete(s.conns, cc.c)
-	if cc.pendingAt != nil {
-		s.pending.Remove(cc.pendingAt)
-		cc.pendingAt = nil
-	} else if cc.sess != nil {
-		s.authed--
-	}
 	cc.closeLocked(reasonClientClosed)
 	reason := cc.reason
 	s.mu.Unlock()
@@ -336,9 +343,10 @@ type conn struct {
 	// sess is nil until SASL succeeded; set under s.mu (CloseSessions
 	// reads it), read freely by the connection's own goroutine.
 	sess Session
-	// pendingAt is the connection's place among the unauthenticated
-	// ones (nil once authenticated or evicted); under s.mu.
-	pendingAt *list.Element
+	// place is the connection's place in the admission; stopEviction
+	// stops the watch on its eviction.
+	place        Place
+	stopEviction func() bool
 	// authDeadline is when the connection must have authenticated.
 	authDeadline time.Time
 	// reason is why the connection was closed, the first reason given;

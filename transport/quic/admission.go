@@ -82,6 +82,10 @@ type admission struct {
 
 	windowBudget, windowGrown uint64 // receive window growth: allowed, granted
 	windowDenials             uint64
+
+	// sharedPending and sharedAuthed count the places of other
+	// listeners' connections among pending and authed.
+	sharedPending, sharedAuthed int
 }
 
 // ticket is one connection's place in the admission.
@@ -98,6 +102,10 @@ type ticket struct {
 	evict   context.CancelCauseFunc
 
 	grown uint64 // receive window growth granted beyond the initial window
+
+	// shared: the place of another listener's connection (Admission), kept
+	// out of this listener's counters.
+	shared bool
 }
 
 func newAdmission(lim admissionLimits, now func() time.Time) *admission {
@@ -130,22 +138,32 @@ func sourceKey(addr net.Addr) netip.Addr {
 // admit takes a place for a new connection from addr, or says why not. It
 // may evict the oldest unauthenticated connection.
 func (a *admission) admit(addr net.Addr) (*ticket, error) {
+	return a.admitAs(addr, false)
+}
+
+// admitAs is admit; shared says the connection is another listener's,
+// which counts its refusals itself.
+func (a *admission) admitAs(addr net.Addr, shared bool) (*ticket, error) {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	stats := &a.stats
+	if shared {
+		stats = &admissionStats{}
+	}
 	switch {
 	case a.refusing:
-		a.stats.refusedShutdown++
+		stats.refusedShutdown++
 		return nil, errRefusingNew
 	case a.authed >= a.lim.maxAuthenticated:
-		a.stats.refusedLimit++
+		stats.refusedLimit++
 		return nil, errConnLimit
 	}
-	t := &ticket{}
+	t := &ticket{shared: shared}
 	if a.lim.sourceRate > 0 {
 		b := a.sources.get(sourceKey(addr), now, a.lim.sourceBurst)
 		if !b.take(now, a.lim.sourceRate, a.lim.sourceBurst) {
-			a.stats.refusedSourceRate++
+			stats.refusedSourceRate++
 			return nil, errSourceRate
 		}
 		t.bucket = b
@@ -155,13 +173,26 @@ func (a *admission) admit(addr net.Addr) (*ticket, error) {
 	}
 	t.evicted, t.evict = context.WithCancelCause(context.Background())
 	t.elem = a.pending.PushBack(t)
+	if shared {
+		a.sharedPending++
+	}
 	return t, nil
 }
 
-func (a *admission) evictLocked(t *ticket) {
+// unpendLocked takes t out of the unauthenticated connections.
+func (a *admission) unpendLocked(t *ticket) {
 	a.pending.Remove(t.elem)
 	t.elem = nil
-	a.stats.evicted++
+	if t.shared {
+		a.sharedPending--
+	}
+}
+
+func (a *admission) evictLocked(t *ticket) {
+	a.unpendLocked(t)
+	if !t.shared {
+		a.stats.evicted++
+	}
 	t.evict(errEvicted)
 }
 
@@ -176,15 +207,18 @@ func (a *admission) authenticated(t *ticket, tokenID string) error {
 	if t.elem == nil {
 		return errEvicted
 	}
-	a.pending.Remove(t.elem)
-	t.elem = nil
+	a.unpendLocked(t)
 	t.evict(nil) // nothing will evict it now; frees the context
+	stats := &a.stats
+	if t.shared {
+		stats = &admissionStats{}
+	}
 	switch {
 	case a.authed >= a.lim.maxAuthenticated:
-		a.stats.refusedLimit++
+		stats.refusedLimit++
 		return errConnLimit
 	case a.lim.maxPerToken > 0 && tokenID != "" && a.perToken[tokenID] >= a.lim.maxPerToken:
-		a.stats.refusedTokenLimit++
+		stats.refusedTokenLimit++
 		return errTokenLimit
 	}
 	if t.bucket != nil {
@@ -194,6 +228,9 @@ func (a *admission) authenticated(t *ticket, tokenID string) error {
 	t.authed = true
 	t.tokenID = tokenID
 	a.authed++
+	if t.shared {
+		a.sharedAuthed++
+	}
 	if tokenID != "" {
 		a.perToken[tokenID]++
 	}
@@ -225,12 +262,14 @@ func (a *admission) release(t *ticket) {
 	}
 	t.done = true
 	if t.elem != nil {
-		a.pending.Remove(t.elem)
-		t.elem = nil
+		a.unpendLocked(t)
 		t.evict(nil)
 	}
 	if t.authed {
 		a.authed--
+		if t.shared {
+			a.sharedAuthed--
+		}
 		if t.tokenID != "" {
 			if a.perToken[t.tokenID]--; a.perToken[t.tokenID] <= 0 {
 				delete(a.perToken, t.tokenID)
@@ -270,8 +309,8 @@ func (a *admission) snapshot() admissionStats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.stats
-	s.unauthenticated = a.pending.Len()
-	s.authenticated = a.authed
+	s.unauthenticated = a.pending.Len() - a.sharedPending
+	s.authenticated = a.authed - a.sharedAuthed
 	s.sources = a.sources.len()
 	s.windowGrown, s.windowDenials = a.windowGrown, a.windowDenials
 	return s
