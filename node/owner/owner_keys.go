@@ -68,10 +68,11 @@ type keyWaiter struct {
 	// from: records below it are not the poll's (it read past them).
 	from uint64
 	woke chan struct{}
-	// until, set before woke is closed: a record the poll matches lies
-	// below it.
-	until uint64
-	done  bool
+	// at and until, set before woke is closed: no record in [from, at)
+	// matches the poll (every one was scanned against it), and a record
+	// it matches lies in [at, until).
+	at, until uint64
+	done      bool
 }
 
 // keyIndex holds a partition's parked key polls by key, so that an append
@@ -153,12 +154,12 @@ func (x *keyIndex) unpark(w *keyWaiter) bool {
 	return false
 }
 
-// wake wakes w for a record below until. Called with x.mu held.
-func (x *keyIndex) wake(w *keyWaiter, until uint64) {
+// wake wakes w for a record in [at, until). Called with x.mu held.
+func (x *keyIndex) wake(w *keyWaiter, at, until uint64) {
 	if w.done {
 		return
 	}
-	w.done, w.until = true, until
+	w.done, w.at, w.until = true, max(at, w.from), until
 	x.remove(w)
 	close(w.woke)
 }
@@ -174,7 +175,7 @@ func (x *keyIndex) appended(batch []byte, base, last uint64) {
 		return
 	}
 	if err := x.it.Reset(batch, record.BatchMaxSize); err != nil {
-		x.wakeFrom(last, last+1)
+		x.wakeFrom(last, base, last+1)
 		return
 	}
 	shift := base - x.it.Header().BaseOffset
@@ -198,29 +199,35 @@ func (x *keyIndex) appended(batch []byte, base, last uint64) {
 		}
 	}
 	if x.it.Err() != nil {
-		x.wakeFrom(last, last+1)
+		x.wakeFrom(last, base, last+1)
 	}
 }
 
-// wakeKey wakes the polls of ws that read from off or before. Called with
-// x.mu held; ws is a slice of the index, which waking changes.
+// wakeKey wakes the polls of ws that read from off or before, for a
+// record at off. Called with x.mu held; ws is a slice of the index, which
+// waking changes.
 func (x *keyIndex) wakeKey(ws []*keyWaiter, off, until uint64) {
+	x.wakeSome(ws, off, off, until)
+}
+
+func (x *keyIndex) wakeSome(ws []*keyWaiter, off, at, until uint64) {
 	if len(ws) == 0 {
 		return
 	}
 	for _, w := range slices.Clone(ws) {
 		if w.from <= off {
-			x.wake(w, until)
+			x.wake(w, at, until)
 		}
 	}
 }
 
-// wakeFrom wakes every parked poll that reads from off or before.
-// Called with x.mu held.
-func (x *keyIndex) wakeFrom(off, until uint64) {
+// wakeFrom wakes every parked poll that reads from off or before, for a
+// record that may lie anywhere from at (each poll's own from, if
+// higher). Called with x.mu held.
+func (x *keyIndex) wakeFrom(off, at, until uint64) {
 	for _, m := range []map[string][]*keyWaiter{x.exact, x.prefix} {
 		for _, ws := range m {
-			x.wakeKey(ws, off, until)
+			x.wakeSome(ws, off, at, until)
 		}
 	}
 }
@@ -229,7 +236,7 @@ func (x *keyIndex) wakeFrom(off, until uint64) {
 func (x *keyIndex) wakeAll() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.wakeFrom(^uint64(0), 0)
+	x.wakeFrom(^uint64(0), 0, 0)
 }
 
 // keyFiltered returns node-built batches of the records of batches at or

@@ -228,3 +228,54 @@ func TestImmediateKeyPollReadsOnPastOtherKeys(t *testing.T) {
 		t.Fatalf("key poll of no record: %d batches, next %d, %v; want none, next 51", len(res.Batches), res.Next, err)
 	}
 }
+
+// A key poll over two partitions: another key's record on one partition
+// does not answer it, its own key's on the other does, and no poll stays
+// in either partition's index once it answered.
+//
+// covers: G63
+func TestPollManyKeyPollWakesForItsKeyOnAnyPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := ownertest.NewMeta()
+		o0 := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, ownertest.NewLog(m, "t/0"))
+		o1, err := owner.NewOwner(owner.OwnerConfig{Topic: ownertest.ScenarioTopic, Partition: 1, Log: ownertest.NewLog(m, "t/1"), Meta: m,
+			Producers: o0.ProducerRegistry(), Sessions: o0.SessionRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := owner.KeyMatch{Key: []byte("dev-1")}
+		polls := []owner.PartitionPoll{
+			{Owner: o0, Request: owner.PollRequest{From: owner.FromEnd, Key: key}},
+			{Owner: o1, Request: owner.PollRequest{From: owner.FromEnd, Key: key}},
+		}
+		var out []owner.PartitionResult
+		done := make(chan struct{})
+		go func() { out = owner.PollMany(ctx, polls, time.Minute); close(done) }()
+		synctest.Wait()
+		if _, err := o0.Produce(ctx, ownertest.KeyedBatch(t, "dev-2", "x")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatalf("another key's record answered the poll: %+v", out)
+		default:
+		}
+		if _, err := o1.Produce(ctx, ownertest.KeyedBatch(t, "dev-1", "y")); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if out[0].Err != nil || len(out[0].Result.Batches) != 0 {
+			t.Fatalf("partition 0: %d batches, %v; want none", len(out[0].Result.Batches), out[0].Err)
+		}
+		if got := fmt.Sprint(keyedRecords(t, out[1].Result)); out[1].Err != nil || got != "[0:dev-1=y]" {
+			t.Fatalf("partition 1: %s, %v", got, out[1].Err)
+		}
+		for i, o := range []*owner.Owner{o0, o1} {
+			if st := o.KeyPolls(); st.Parked != 0 {
+				t.Fatalf("partition %d: %d key polls still parked", i, st.Parked)
+			}
+		}
+	})
+}

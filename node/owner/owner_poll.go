@@ -185,8 +185,12 @@ func (o *Owner) woke(req PollRequest, pend *pendingPoll) {
 	if !req.Key.Keyed() {
 		return
 	}
-	if pend.waiter != nil {
-		pend.until = max(pend.until, pend.waiter.until)
+	if w := pend.waiter; w != nil {
+		// No record between the poll's position and the one that woke it
+		// is of its key: every one was scanned against it. It reads from
+		// that record, whatever number of others came before it.
+		pend.cursor = max(pend.cursor, w.at)
+		pend.until = max(pend.until, w.until)
 		pend.waiter = nil
 	}
 	o.keys.woken.Add(1)
