@@ -118,3 +118,25 @@ func TestConsumerWithKeyWaitsForItsOwnCommand(t *testing.T) {
 		}
 	}
 }
+
+// A group member that polls with a key receives that key's records
+// alone, and its commits move the group past the others.
+func TestGroupConsumerWithKey(t *testing.T) {
+	ctx, c := dialTestNode(t)
+	topic := createTopic(ctx, t, c, "commands-group")
+	p, err := c.NewProducer(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for _, kv := range [][2]string{{"dev-1", "a"}, {"dev-2", "b"}, {"dev-1", "c"}} {
+		if err := p.ProduceSync(ctx, &sdk.Record{Key: []byte(kv[0]), Value: []byte(kv[1])}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := joinGroup(ctx, t, c, fmt.Sprintf("dev-1-%d", time.Now().UnixNano()), topic, sdk.WithKey([]byte("dev-1")))
+	_, recs := pollUntil(ctx, t, g, 2)
+	if got := fmt.Sprint(keyedValues(recs)); got != "[0:dev-1=a 2:dev-1=c]" {
+		t.Fatalf("the member of key dev-1 polled %s", got)
+	}
+}
