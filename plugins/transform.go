@@ -34,9 +34,12 @@ type TransformResult struct {
 // serve the next batch. The answer is validated (layout, every count and
 // length against the bytes that carry it, input indices in range and in
 // order, the state within Config.MaxStateBytes, the whole answer within
-// Config.MaxOutputBytes). The result does not alias the plugin's memory or
-// v. An empty view is answered without calling the plugin: no outputs, the
-// state unchanged.
+// Config.MaxOutputBytes). The result does not alias the plugin's memory;
+// a key or value the plugin took from its input aliases v, so use the
+// outputs before releasing v, and an output with InputHeaders set has the
+// headers of v.Record(Input) (View.OutputHeaders reads them). An empty
+// view is answered without calling the plugin: no outputs, the state
+// unchanged.
 //
 // Errors are those of Filter; a state larger than Config.MaxStateBytes is
 // ErrInputTooLarge. The batch is not consumed: the caller keeps its
@@ -47,7 +50,7 @@ func (h *Host) Transform(ctx context.Context, name string, params Params, v *Vie
 	}
 	var res TransformResult
 	err := h.call(ctx, name, KindTransform, params, v, state, func(ans []byte) (int, error) {
-		a, err := abi.ParseTransformAnswer(ans, v.Len(), h.cfg.MaxStateBytes)
+		a, err := abi.ParseTransformAnswer(ans, &v.abi, h.cfg.MaxStateBytes)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %q: %s: %w", ErrInvalidAnswer, name, abi.ExportTransform, err)
 		}
@@ -61,6 +64,20 @@ func (h *Host) Transform(ctx context.Context, name string, params Params, v *Vie
 		return TransformResult{State: state}, nil
 	}
 	return res, nil
+}
+
+// OutputHeaders returns the headers of o, an output of a transform over v:
+// its own, or those of its input record.
+func (v *View) OutputHeaders(o Output) []OutHeader {
+	if !o.InputHeaders {
+		return o.Headers
+	}
+	r := v.Record(o.Input)
+	hs := make([]OutHeader, r.HeaderCount())
+	for j := range hs {
+		hs[j].Key, hs[j].Value = r.Header(j)
+	}
+	return hs
 }
 
 // runTransform copies v and state into the guest, calls its transform and

@@ -196,7 +196,8 @@ func TestTransformHostileAnswers(t *testing.T) {
 		{"state past the answer", "state of", le(one, 8, 1000)},
 		{"key past the answer", "key of", le(one, 16+16, 1<<30)},
 		{"value past the answer", "value of", le(one, 16+20, 1<<20)},
-		{"huge header count", "headers cannot fit", le(one, 16+4, math.MaxUint32)},
+		{"huge header count", "headers cannot fit", le(one, 16+4, math.MaxUint32-1)},
+		{"key from the input, and its bytes too", "between the last output and the state", le(one, 16+16, math.MaxUint32-1)},
 		{"null header name", "cannot be null", le(answer(nil, abi.Output{Input: 0, Headers: []abi.OutHeader{{Key: []byte("h")}}}), 16+24, math.MaxUint32)},
 		{"inputs out of order", "after an output from input 2",
 			append(answer(nil, abi.Output{Input: 2})[:16+24], answer(nil, abi.Output{Input: 1})[16:]...)},
@@ -212,13 +213,13 @@ func TestTransformHostileAnswers(t *testing.T) {
 	}
 	// The echo cannot answer a state over the limit (the host refuses to
 	// hand one in): the parser's own check.
-	if _, err := abi.ParseTransformAnswer(answer(make([]byte, 64<<10+1)), 3, 64<<10); !errors.Is(err, abi.ErrBadAnswer) {
+	if _, err := abi.ParseTransformAnswer(answer(make([]byte, 64<<10+1)), &v.abi, 64<<10); !errors.Is(err, abi.ErrBadAnswer) {
 		t.Errorf("a state over the limit: %v", err)
 	}
 	// A hostile count costs no more than the answer's own size: the
 	// refusal allocates its error message and nothing for the outputs.
 	huge := le(one, 4, math.MaxUint32)
-	if n := testing.AllocsPerRun(10, func() { _, _ = abi.ParseTransformAnswer(huge, 3, 1<<20) }); n > 8 {
+	if n := testing.AllocsPerRun(10, func() { _, _ = abi.ParseTransformAnswer(huge, &v.abi, 1<<20) }); n > 8 {
 		t.Errorf("%v allocations refusing a claimed count", n)
 	}
 	for _, tc := range []struct {
@@ -242,7 +243,7 @@ func TestTransformHostileAnswers(t *testing.T) {
 		t.Errorf("a state over the limit handed in: %v", err)
 	}
 	st, _ := h.Stat("echo")
-	if st.Stats.InvalidAnswers != 13 || st.Stats.Strikes != 13 {
+	if st.Stats.InvalidAnswers != 14 || st.Stats.Strikes != 14 {
 		t.Errorf("echo stats: %+v", st.Stats)
 	}
 }
@@ -296,7 +297,7 @@ func TestTransformGoGuestManyCalls(t *testing.T) {
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
-		if len(res.Outputs) != 1000 || string(res.Outputs[999].Value) != recs[999].value || string(res.Outputs[0].Headers[0].Value) != "x" {
+		if len(res.Outputs) != 1000 || string(res.Outputs[999].Value) != recs[999].value || string(v.OutputHeaders(res.Outputs[0])[0].Value) != "x" {
 			t.Fatalf("call %d: %d outputs", i, len(res.Outputs))
 		}
 		v.Release()

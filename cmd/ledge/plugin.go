@@ -236,7 +236,7 @@ decision or an output differs.`,
 					if smp.outputs != nil {
 						wantOuts = smp.outputs[start:end]
 					}
-					c, w := printTransform(out, poll, res, wantOuts)
+					c, w := printTransform(out, v, poll, res, wantOuts)
 					checked, wrong = checked+c, wrong+w
 					fmt.Fprintf(out, "  %s in, %d out; the state is %s\n", plural(len(poll), "record"), len(res.Outputs), plural(len(state), "byte"))
 				} else if kind == plugins.KindFilter {
@@ -424,7 +424,7 @@ override them.`,
 // printTransform prints a transform's outputs under the input records
 // they come from and checks them against want (nil: nothing to check). It
 // returns the records checked and those whose outputs differ.
-func printTransform(out io.Writer, poll []record.Record, res plugins.TransformResult, want [][]expectedOutput) (checked, wrong int) {
+func printTransform(out io.Writer, v *plugins.View, poll []record.Record, res plugins.TransformResult, want [][]expectedOutput) (checked, wrong int) {
 	next := 0
 	for i, r := range poll {
 		var got []plugins.Output
@@ -437,7 +437,7 @@ func printTransform(out io.Writer, poll []record.Record, res plugins.TransformRe
 			checked++
 			ok := len(got) == len(want[i])
 			for j := 0; ok && j < len(got); j++ {
-				ok = want[i][j].matches(got[j])
+				ok = want[i][j].matches(got[j], v.OutputHeaders(got[j]))
 			}
 			if !ok {
 				wrong++
@@ -450,7 +450,7 @@ func printTransform(out io.Writer, poll []record.Record, res plugins.TransformRe
 		fmt.Fprintf(out, "  %d %s -> %s%s\n", r.Offset, preview(r.Value), plural(len(got), "output"), note)
 		for _, o := range got {
 			fmt.Fprintf(out, "      key %s value %s", preview(o.Key), preview(o.Value))
-			for _, h := range o.Headers {
+			for _, h := range v.OutputHeaders(o) {
 				fmt.Fprintf(out, " [%s=%s]", strings.ToValidUTF8(string(h.Key), "?"), preview(h.Value))
 			}
 			if o.Timestamp != r.Timestamp {
@@ -646,10 +646,11 @@ func isJSONText(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] != '"' && string(raw) != "null"
 }
 
-// matches reports whether a transform's output is the expected record:
-// the same key, value (a JSON value in the file compared as compact JSON),
-// headers (in any order), and timestamp when the file gives one.
-func (e expectedOutput) matches(o plugins.Output) bool {
+// matches reports whether a transform's output, with headers hs, is the
+// expected record: the same key, value (a JSON value in the file compared
+// as compact JSON), headers (in any order), and timestamp when the file
+// gives one.
+func (e expectedOutput) matches(o plugins.Output, hs []plugins.OutHeader) bool {
 	same := func(want, got []byte, asJSON bool) bool {
 		if (want == nil) != (got == nil) {
 			return false
@@ -664,10 +665,10 @@ func (e expectedOutput) matches(o plugins.Output) bool {
 		return json.Compact(&a, want) == nil && json.Compact(&b, got) == nil && bytes.Equal(a.Bytes(), b.Bytes())
 	}
 	if !same(e.rec.Key, o.Key, e.isJSON[0]) || !same(e.rec.Value, o.Value, e.isJSON[1]) ||
-		(!e.anyTS && e.rec.Timestamp != o.Timestamp) || len(e.rec.Headers) != len(o.Headers) {
+		(!e.anyTS && e.rec.Timestamp != o.Timestamp) || len(e.rec.Headers) != len(hs) {
 		return false
 	}
-	got := slices.Clone(o.Headers)
+	got := slices.Clone(hs)
 	slices.SortStableFunc(got, func(a, b plugins.OutHeader) int { return bytes.Compare(a.Key, b.Key) })
 	for i, h := range e.rec.Headers {
 		if h.Key != string(got[i].Key) || !same(h.Value, got[i].Value, false) {

@@ -30,12 +30,16 @@ import (
 //
 //	 0   4   input       index of the input record it comes from; the
 //	                     indices of successive outputs never decrease
-//	 4   4   headerCount
+//	 4   4   headerCount InputHeaders (0xFFFFFFFF) = the input's headers
 //	 8   8   timestamp   unix milliseconds
-//	16   4   keyLen      int32; -1 = null key
-//	20   4   valueLen    int32; -1 = null value
+//	16   4   keyLen      int32; -1 = null key; FromInput (-2) = the
+//	                     input's key, not repeated in the answer
+//	20   4   valueLen    int32; -1 = null value; FromInput = the input's
 //	24       key, value, then headerCount headers, each
 //	         keyLen u32 | valueLen i32 (-1 = null) | key | value
+//
+// A part taken from the input (FromInput, InputHeaders) costs the guest
+// no copy: a pass-through answers 24 bytes per record.
 //
 // The outputs end exactly where the state begins, and the state exactly
 // where the answer ends.
@@ -44,6 +48,24 @@ const (
 	TransformAnswerSize        = 16
 	OutputEntrySize            = 24
 	outputHeaderSize           = 8
+)
+
+// Sources of an output record's parts: keyLen or valueLen FromInput is
+// the input record's key or value, headerCount InputHeaders its headers.
+const (
+	FromInput    = -2
+	InputHeaders = math.MaxUint32
+)
+
+// Take says which parts of an output record are the input record's
+// (OutputEncoder.AddInput).
+type Take uint8
+
+// Parts an output can take from its input.
+const (
+	TakeKey Take = 1 << iota
+	TakeValue
+	TakeHeaders
 )
 
 // ExportTransform is the transform call: (ptr i32, len i32, state i32,
@@ -81,6 +103,9 @@ type Output struct {
 	Key       []byte // nil: null
 	Value     []byte // nil: null
 	Headers   []OutHeader
+	// InputHeaders: the record's headers are those of input record
+	// Input (Headers is nil); read them from the input.
+	InputHeaders bool
 }
 
 // TransformAnswer is a parsed transform answer. Its byte slices alias the
@@ -110,6 +135,13 @@ func (e *OutputEncoder) Len() int { return e.count }
 // Add appends an output record coming from input record input. Inputs
 // must not decrease from one output to the next: Add panics otherwise.
 func (e *OutputEncoder) Add(input int, timestamp int64, key, value []byte, headers ...OutHeader) {
+	e.AddInput(input, timestamp, 0, key, value, headers...)
+}
+
+// AddInput appends an output record coming from input record input that
+// takes the parts take names from it (the arguments for those parts are
+// ignored) and the others from the arguments. See Add.
+func (e *OutputEncoder) AddInput(input int, timestamp int64, take Take, key, value []byte, headers ...OutHeader) {
 	if len(e.b) < TransformAnswerSize {
 		e.Reset()
 	}
@@ -117,11 +149,21 @@ func (e *OutputEncoder) Add(input int, timestamp int64, key, value []byte, heade
 		panic(fmt.Sprintf("abi: output from input %d after one from input %d", input, e.last))
 	}
 	e.last = input
+	kl, vl, hc := nullableLen(key), nullableLen(value), uint32(len(headers))
+	if take&TakeKey != 0 {
+		kl, key = uint32(FromInput&math.MaxUint32), nil
+	}
+	if take&TakeValue != 0 {
+		vl, value = uint32(FromInput&math.MaxUint32), nil
+	}
+	if take&TakeHeaders != 0 {
+		hc, headers = InputHeaders, nil
+	}
 	e.b = le.AppendUint32(e.b, uint32(input))
-	e.b = le.AppendUint32(e.b, uint32(len(headers)))
+	e.b = le.AppendUint32(e.b, hc)
 	e.b = le.AppendUint64(e.b, uint64(timestamp))
-	e.b = le.AppendUint32(e.b, nullableLen(key))
-	e.b = le.AppendUint32(e.b, nullableLen(value))
+	e.b = le.AppendUint32(e.b, kl)
+	e.b = le.AppendUint32(e.b, vl)
 	e.b = append(e.b, key...)
 	e.b = append(e.b, value...)
 	for _, h := range headers {
@@ -154,12 +196,15 @@ func (e *OutputEncoder) Finish(state []byte) []byte {
 	return e.b
 }
 
-// ParseTransformAnswer checks a transform answer for a batch of inputs
-// records, its new state at most maxState bytes, and returns it, aliasing
-// b. Every count and length is checked against the bytes that carry it
-// before anything is allocated for it: a hostile answer costs at most a
-// slice proportional to its own size.
-func ParseTransformAnswer(b []byte, inputs, maxState int) (TransformAnswer, error) {
+// ParseTransformAnswer checks a transform answer for the batch in, its new
+// state at most maxState bytes, and returns it, aliasing b and, for the
+// parts taken from the input, in's region. Every count and length is
+// checked against the bytes that carry it before anything is allocated
+// for it: a hostile answer costs at most a slice proportional to its own
+// size (headers taken from the input are not copied: see
+// Output.InputHeaders).
+func ParseTransformAnswer(b []byte, in *View, maxState int) (TransformAnswer, error) {
+	inputs := in.Len()
 	bad := func(format string, args ...any) (TransformAnswer, error) {
 		return TransformAnswer{}, fmt.Errorf("%w: "+format, append([]any{ErrBadAnswer}, args...)...)
 	}
@@ -191,24 +236,33 @@ func ParseTransformAnswer(b []byte, inputs, maxState int) (TransformAnswer, erro
 		if len(body) < OutputEntrySize {
 			return bad("output %d: %d bytes left, an entry is %d", i, len(body), OutputEntrySize)
 		}
-		in, nh := le.Uint32(body), le.Uint32(body[4:])
+		from, nh := le.Uint32(body), le.Uint32(body[4:])
 		o := Output{Timestamp: int64(le.Uint64(body[8:]))}
 		kl, vl := le.Uint32(body[16:]), le.Uint32(body[20:])
 		body = body[OutputEntrySize:]
 		switch {
-		case uint64(in) >= uint64(inputs):
-			return bad("output %d comes from input %d of %d", i, in, inputs)
-		case int(in) < last:
-			return bad("output %d comes from input %d, after an output from input %d", i, in, last)
+		case uint64(from) >= uint64(inputs):
+			return bad("output %d comes from input %d of %d", i, from, inputs)
+		case int(from) < last:
+			return bad("output %d comes from input %d, after an output from input %d", i, from, last)
 		}
-		last = int(in)
-		o.Input = int(in)
+		last = int(from)
+		o.Input = int(from)
 		var ok bool
-		if o.Key, body, ok = takeNullable(body, kl); !ok {
+		if int32(kl) == FromInput {
+			o.Key = in.Record(o.Input).Key()
+		} else if o.Key, body, ok = takeNullable(body, kl); !ok {
 			return bad("output %d: key of %d bytes, %d left", i, int32(kl), len(body))
 		}
-		if o.Value, body, ok = takeNullable(body, vl); !ok {
+		if int32(vl) == FromInput {
+			o.Value = in.Record(o.Input).Value()
+		} else if o.Value, body, ok = takeNullable(body, vl); !ok {
 			return bad("output %d: value of %d bytes, %d left", i, int32(vl), len(body))
+		}
+		if nh == InputHeaders {
+			o.InputHeaders = true
+			outs = append(outs, o)
+			continue
 		}
 		if uint64(nh)*outputHeaderSize > uint64(len(body)) {
 			return bad("output %d: %d headers cannot fit %d bytes", i, nh, len(body))

@@ -6,14 +6,32 @@ import (
 	"testing"
 )
 
+// inputs returns a view of n records: record i has key "k<i>", value
+// "v<i>" and one header "h"="<i>".
+func inputs(n int) *View {
+	var e Encoder
+	e.Reset(Meta{Topic: "t", Next: uint64(n)})
+	for i := 0; i < n; i++ {
+		d := []byte{byte('0' + i)}
+		e.Add(uint64(i), int64(100+i), append([]byte("k"), d...), append([]byte("v"), d...))
+		e.AddHeader("h", d)
+	}
+	v, err := Parse(e.AppendRegion(nil))
+	if err != nil {
+		panic(err)
+	}
+	return &v
+}
+
 func TestTransformAnswerRoundTrip(t *testing.T) {
+	in4 := inputs(4)
 	var e OutputEncoder
 	e.Reset()
 	e.Add(0, 7, []byte("k"), nil)
 	e.Add(0, -1, nil, []byte{}, OutHeader{Key: []byte("h"), Value: []byte("v")}, OutHeader{Key: []byte{}, Value: nil})
 	e.Add(3, 9, []byte{}, []byte("value"))
 	ans := append([]byte(nil), e.Finish([]byte("state"))...)
-	a, err := ParseTransformAnswer(ans, 4, 5)
+	a, err := ParseTransformAnswer(ans, in4, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +48,7 @@ func TestTransformAnswerRoundTrip(t *testing.T) {
 	// Every truncation and every flipped byte is refused or parsed; none
 	// panics, and a truncation is always refused.
 	for n := 0; n < len(ans); n++ {
-		if _, err := ParseTransformAnswer(ans[:n], 4, 5); !errors.Is(err, ErrBadAnswer) {
+		if _, err := ParseTransformAnswer(ans[:n], in4, 5); !errors.Is(err, ErrBadAnswer) {
 			t.Fatalf("answer cut to %d bytes: %v", n, err)
 		}
 	}
@@ -38,20 +56,38 @@ func TestTransformAnswerRoundTrip(t *testing.T) {
 		for _, b := range []byte{0, 0xFF, 0x7F, 0x80} {
 			bad := bytes.Clone(ans)
 			bad[i] = b
-			_, _ = ParseTransformAnswer(bad, 4, 5)
+			_, _ = ParseTransformAnswer(bad, in4, 5)
 		}
 	}
 	// The state limit and the input count are the caller's.
-	if _, err := ParseTransformAnswer(ans, 4, 4); !errors.Is(err, ErrBadAnswer) {
+	if _, err := ParseTransformAnswer(ans, in4, 4); !errors.Is(err, ErrBadAnswer) {
 		t.Errorf("state over the limit: %v", err)
 	}
-	if _, err := ParseTransformAnswer(ans, 3, 5); !errors.Is(err, ErrBadAnswer) {
+	if _, err := ParseTransformAnswer(ans, inputs(3), 5); !errors.Is(err, ErrBadAnswer) {
 		t.Errorf("an output from input 3 of 3: %v", err)
 	}
 	// An empty answer: nothing out, no state.
 	e.Reset()
-	if a, err := ParseTransformAnswer(e.Finish(nil), 1, 0); err != nil || len(a.Outputs) != 0 || a.State != nil {
+	if a, err := ParseTransformAnswer(e.Finish(nil), inputs(1), 0); err != nil || len(a.Outputs) != 0 || a.State != nil {
 		t.Errorf("empty answer: %+v %v", a, err)
+	}
+	// Parts taken from the input are the input's, and cost the answer
+	// nothing but the entry.
+	e.Reset()
+	e.AddInput(1, 5, TakeKey|TakeValue|TakeHeaders, []byte("ignored"), nil)
+	e.AddInput(2, 6, TakeValue, []byte("own"), nil, OutHeader{Key: []byte("x")})
+	ans = e.Finish(nil)
+	if len(ans) != TransformAnswerSize+2*OutputEntrySize+len("own")+outputHeaderSize+1 {
+		t.Errorf("answer of %d bytes", len(ans))
+	}
+	a, err = ParseTransformAnswer(ans, in4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = a.Outputs
+	if string(o[0].Key) != "k1" || string(o[0].Value) != "v1" || !o[0].InputHeaders || o[0].Headers != nil || o[0].Timestamp != 5 ||
+		string(o[1].Key) != "own" || string(o[1].Value) != "v2" || o[1].InputHeaders || len(o[1].Headers) != 1 {
+		t.Errorf("outputs taking from the input: %+v", o)
 	}
 	if p, n, ok := UnpackAnswer(PackAnswer(0x7FFF0000, 12)); !ok || p != 0x7FFF0000 || n != 12 {
 		t.Errorf("pack/unpack: %#x %d %v", p, n, ok)

@@ -118,6 +118,9 @@ func TestAssemblyScriptKitMatchesTheABI(t *testing.T) {
 	if got := at("KIND_TRANSFORM"); got != abi.KindTransform {
 		t.Errorf("KIND_TRANSFORM = %d, the ABI's is %d", got, abi.KindTransform)
 	}
+	if at("INPUT_HEADERS") != abi.InputHeaders || !strings.Contains(string(kitSource(t)), "export const FROM_INPUT: i32 = -2;") || abi.FromInput != -2 {
+		t.Errorf("INPUT_HEADERS or FROM_INPUT differ from the ABI's")
+	}
 	if at("TRANSFORM_ANSWER_SIZE") != abi.TransformAnswerSize || at("OUTPUT_ENTRY_SIZE") != abi.OutputEntrySize {
 		t.Errorf("TRANSFORM_ANSWER_SIZE, OUTPUT_ENTRY_SIZE = %d, %d; the ABI's are %d, %d",
 			at("TRANSFORM_ANSWER_SIZE"), at("OUTPUT_ENTRY_SIZE"), abi.TransformAnswerSize, abi.OutputEntrySize)
@@ -133,7 +136,8 @@ func TestAssemblyScriptKitMatchesTheABI(t *testing.T) {
 	le.PutUint32(ans[o+at("OUTPUT_HEADER_COUNT"):], 0)
 	ans = append(ans, "v!st"...)
 	le.PutUint32(ans[at("TRANSFORM_STATE_LEN"):], 2)
-	a, err := abi.ParseTransformAnswer(ans, 2, 16)
+	in, _ := abi.Parse(region)
+	a, err := abi.ParseTransformAnswer(ans, &in, 16)
 	if err != nil || len(a.Outputs) != 1 || a.Outputs[0].Input != 1 || a.Outputs[0].Timestamp != 42 ||
 		a.Outputs[0].Key != nil || string(a.Outputs[0].Value) != "v!" || string(a.State) != "st" {
 		t.Errorf("a transform answer written at the kit's offsets parses as %+v, %v", a, err)
@@ -155,4 +159,12 @@ func TestPluginsDocShowsTheAssemblyScriptExample(t *testing.T) {
 	if !strings.Contains(string(doc), "import {"+strings.TrimRight(code, "\n")) {
 		t.Error("docs/PLUGINS.md, Part 1b, no longer shows examples/above/index.ts from its import on: copy it there")
 	}
+}
+
+func kitSource(t *testing.T) []byte {
+	b, err := os.ReadFile("assemblyscript/ledge.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -135,7 +135,11 @@ func RunTransform(params map[string]string, state []byte, records ...TestRecord)
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := abi.ParseTransformAnswer(ans, len(records), MaxTestState)
+	in, err := abi.Parse(region)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := abi.ParseTransformAnswer(ans, &in, MaxTestState)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,6 +148,9 @@ func RunTransform(params map[string]string, state []byte, records ...TestRecord)
 		t := TestOutput{Input: o.Input, Timestamp: o.Timestamp, Key: clone(o.Key), Value: clone(o.Value)}
 		for _, h := range o.Headers {
 			t.Headers = append(t.Headers, TestHeader{Key: string(h.Key), Value: clone(h.Value)})
+		}
+		if o.InputHeaders {
+			t.Headers = append([]TestHeader(nil), records[o.Input].Headers...)
 		}
 		out[i] = t
 	}

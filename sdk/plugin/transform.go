@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/ledgemq/ledge/plugins/abi"
 )
@@ -58,7 +59,9 @@ type Output struct {
 // Emit outputs a record coming from input record i (0 <= i < Len() of the
 // batch), with that record's timestamp. Outputs must follow the inputs'
 // order: an output from record i may not come after one from a later
-// record (Emit panics). A nil key or value is null.
+// record (Emit panics). A nil key or value is null. A key or value that
+// is the input's own (r.Key(), r.Value() of record i) is not copied: the
+// host takes it from the input.
 func (o *Output) Emit(i int, key, value []byte, headers ...Header) {
 	o.EmitAt(i, o.batch.Record(i).Timestamp(), key, value, headers...)
 }
@@ -68,21 +71,27 @@ func (o *Output) EmitAt(i int, timestamp int64, key, value []byte, headers ...He
 	if uint(i) >= uint(o.batch.Len()) {
 		panic("plugin: output from a record outside the batch")
 	}
-	o.enc.Add(i, timestamp, key, value, headers...)
+	r := o.batch.Record(i)
+	var take abi.Take
+	if same(key, r.Key()) {
+		take |= abi.TakeKey
+	}
+	if same(value, r.Value()) {
+		take |= abi.TakeValue
+	}
+	o.enc.AddInput(i, timestamp, take, key, value, headers...)
+}
+
+// same reports whether a and b are the same bytes in memory.
+func same(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
 // Pass outputs input record i unchanged: its timestamp, key, value and
-// headers.
+// headers, which the host takes from the input without the plugin
+// copying them.
 func (o *Output) Pass(i int) {
-	r := o.batch.Record(i)
-	var hs []Header
-	if n := r.HeaderCount(); n > 0 {
-		hs = make([]Header, n)
-		for j := range hs {
-			hs[j].Key, hs[j].Value = r.Header(j)
-		}
-	}
-	o.enc.Add(i, r.Timestamp(), r.Key(), r.Value(), hs...)
+	o.enc.AddInput(i, o.batch.Record(i).Timestamp(), abi.TakeKey|abi.TakeValue|abi.TakeHeaders, nil, nil)
 }
 
 // Len returns the number of records output so far.
