@@ -29,26 +29,30 @@
 //   - node/tokens: the registry of bearer tokens (create, authenticate,
 //     revoke), kept in the node's metadata.
 //   - node/statuspage: the status page's HTML.
-//   - node (this package): Open and Config, topics, the
-//     request handlers of the protocol (groups and uplinks included), and
-//     the snapshots of its state that node/ops reads.
+//   - node (this package): Open and Config, topics, the request handlers
+//     of the protocol (groups, uplinks and plugins included) as methods
+//     of a call, the QUIC frame loop and the Kafka adapter that build
+//     calls, and the snapshots of its state that node/ops reads.
 //
 // # Import rules
 //
 // Imports flow one way:
 //
 //	cmd/ledge → {node, node/ops}
-//	node → {node/owner, node/group, node/uplink, node/ops, node/kafka}
+//	node → {node/owner, node/group, node/uplink, node/ops, node/kafka,
+//	        node/pluginreg, node/tokens}
 //	node/ops → {node/uplink, node/statuspage}
-//	node/group, node/uplink, node/ops → node/owner
+//	node/pluginreg → {node/group, plugins}
+//	node/group, node/uplink, node/ops, node/pluginreg, node/tokens → node/owner
 //	node/owner → {engine, fence, record}
 //
 // internal/layout's test checks these rules, and DESIGN.md's, with go
 // list:
 //
-//   - node/owner imports nothing of node/... and no transport: it learns of group members
-//     through its Members interface, which the coordinator implements, and
-//     of its storage through PartitionLog and Metadata.
+//   - node/owner imports nothing of node/... and no transport: it learns
+//     of group members through its Members interface, which the
+//     coordinator implements, and of its storage through PartitionLog and
+//     Metadata.
 //   - node/group drives owners only through PartitionAssigner (Assign,
 //     Unassign), and reads their logs only to report a group's offsets.
 //   - node/uplink reaches a partition only through its owner (an
@@ -59,7 +63,10 @@
 //   - node/ops reads a node only through its Source interface, which
 //     *Node implements; it never imports node, and changes nothing.
 //   - node/kafka imports neither node nor the owner: node adapts itself to
-//     the listener's interfaces.
+//     the listener's interfaces (kafka_adapter.go, which imports no QUIC
+//     package either).
+//   - node/pluginreg and node/tokens are registries: they serve no
+//     request and import no listener.
 //   - Packages named ...test (node/owner/ownertest,
 //     node/uplink/uplinktest, node/ops/opstest) are test support: only
 //     _test.go files import them. So are internal/fullfs, internal/sim and
