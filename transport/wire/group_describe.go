@@ -1,6 +1,9 @@
 package wire
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // GroupMember describes one member of a group.
 //
@@ -66,7 +69,8 @@ func (m *GroupMember) get(r *fieldReader, clientInfo bool) {
 // GroupOffset is a group's progress on one partition of its topics.
 //
 //	topic str16 | partition u32 | status u16 | message text | has offset bool |
-//	offset u64 | history u64 | resolved u64 | high watermark u64 | member id str16
+//	offset u64 | history u64 | resolved u64 | high watermark u64 | member id str16 |
+//	[skipped u64, when the reply's flags bit 1 is set]
 type GroupOffset struct {
 	Topic     string
 	Partition uint32
@@ -85,15 +89,19 @@ type GroupOffset struct {
 	// the log start without a usable one.
 	Resolved uint64
 	// HighWatermark is the partition's end; the lag is HighWatermark −
-	// Resolved.
+	// Resolved − Skipped.
 	HighWatermark uint64
 	// MemberID is the member holding the partition ("" when none does).
 	MemberID string
+	// Skipped is how many offsets in [Resolved, HighWatermark) hold no
+	// record because a recovery skipped them. A reply carries it only when
+	// the request asked (DescribeGroupRequest.WithSkipped).
+	Skipped uint64
 }
 
 const groupOffsetMinSize = 2 + 4 + 2 + 2 + 1 + 4*8 + 2
 
-func (o *GroupOffset) put(w *fieldWriter) {
+func (o *GroupOffset) put(w *fieldWriter, skipped bool) {
 	w.str16(o.Topic, MaxNameLen, "topic")
 	w.u32(o.Partition)
 	w.u16(uint16(o.Status))
@@ -107,9 +115,12 @@ func (o *GroupOffset) put(w *fieldWriter) {
 	w.u64(o.Resolved)
 	w.u64(o.HighWatermark)
 	w.str16(o.MemberID, MaxNameLen, "member id")
+	if skipped {
+		w.u64(o.Skipped)
+	}
 }
 
-func (o *GroupOffset) get(r *fieldReader) {
+func (o *GroupOffset) get(r *fieldReader, skipped bool) {
 	r.str16(&o.Topic, MaxNameLen, "topic")
 	o.Partition = r.u32("partition")
 	o.Status = Status(r.u16("status"))
@@ -123,14 +134,23 @@ func (o *GroupOffset) get(r *fieldReader) {
 	o.Resolved = r.u64("resolved")
 	o.HighWatermark = r.u64("high watermark")
 	r.str16(&o.MemberID, MaxNameLen, "member id")
+	o.Skipped = 0
+	if skipped {
+		o.Skipped = r.u64("skipped")
+	}
 }
 
 // DescribeGroupRequest asks for a group's members, assignments and
 // committed offsets.
 //
-//	group str16
+//	group str16 | [flags u8: bit 0 skipped; absent when zero]
+//
+// The flags are an optional last field, as in DescribeTopicRequest.
 type DescribeGroupRequest struct {
 	Group string
+	// WithSkipped asks the node for the offsets a recovery skipped between
+	// each partition's resume position and its end (GroupOffset.Skipped).
+	WithSkipped bool
 }
 
 // Kind implements Message.
@@ -140,6 +160,7 @@ func (*DescribeGroupRequest) Kind() Kind { return KindDescribeGroup }
 func (m *DescribeGroupRequest) Encode(dst []byte) ([]byte, error) {
 	w := newFieldWriter(dst, "describe-group")
 	w.str16(m.Group, MaxNameLen, "group")
+	putDescribeFlags(&w, m.WithSkipped)
 	return w.result()
 }
 
@@ -147,6 +168,7 @@ func (m *DescribeGroupRequest) Encode(dst []byte) ([]byte, error) {
 func (m *DescribeGroupRequest) Decode(b []byte) error {
 	r := newFieldReader(b, "describe-group")
 	r.str16(&m.Group, MaxNameLen, "group")
+	m.WithSkipped = getDescribeFlags(&r)
 	return r.finish()
 }
 
@@ -155,6 +177,11 @@ func (m *DescribeGroupRequest) Decode(b []byte) error {
 //
 //	group str16 | state u8 | assignor u8 | flags u8 | reserved(1) | group epoch u64 |
 //	members list<GroupMember> | offsets list<GroupOffset> | policy (as a poll's filter)
+//
+// Flags bit 0: members carry a client id and host; bit 1: offsets carry
+// their skipped counts, set exactly when one is not zero. A node leaves
+// the counts zero unless the request asked for them, so a client that
+// does not know bit 1 never sees it.
 type DescribeGroupReply struct {
 	Group    string
 	State    GroupState
@@ -177,6 +204,10 @@ type DescribeGroupReply struct {
 // exactly when some member has one, so that each reply has one encoding.
 const describeFlagClientInfo = 1
 
+// describeFlagSkippedOffsets marks a describe reply whose offsets carry
+// a skipped count; it is set exactly when one of them is not zero.
+const describeFlagSkippedOffsets = 2
+
 // Kind implements Message.
 func (*DescribeGroupReply) Kind() Kind { return KindDescribeGroup }
 
@@ -190,9 +221,13 @@ func (m *DescribeGroupReply) Encode(dst []byte) ([]byte, error) {
 	for i := range m.Members {
 		clientInfo = clientInfo || m.Members[i].hasClientInfo()
 	}
+	skipped := slices.ContainsFunc(m.Offsets, func(o GroupOffset) bool { return o.Skipped != 0 })
 	var flags uint8
 	if clientInfo {
 		flags |= describeFlagClientInfo
+	}
+	if skipped {
+		flags |= describeFlagSkippedOffsets
 	}
 	w.u8(flags)
 	w.zero(1)
@@ -203,7 +238,7 @@ func (m *DescribeGroupReply) Encode(dst []byte) ([]byte, error) {
 	}
 	w.count(len(m.Offsets), "offsets")
 	for i := range m.Offsets {
-		m.Offsets[i].put(&w)
+		m.Offsets[i].put(&w, skipped)
 	}
 	m.Policy.put(&w)
 	return w.result()
@@ -215,7 +250,9 @@ func (m *DescribeGroupReply) Decode(b []byte) error {
 	r.str16(&m.Group, MaxNameLen, "group")
 	m.State = GroupState(r.enum(uint8(groupStateMax), "state"))
 	m.Assignor = GroupAssignor(r.enum(uint8(groupAssignorMax), "assignor"))
-	clientInfo := r.enum(describeFlagClientInfo, "flags")&describeFlagClientInfo != 0
+	flags := r.enum(describeFlagClientInfo|describeFlagSkippedOffsets, "flags")
+	clientInfo := flags&describeFlagClientInfo != 0
+	skipped := flags&describeFlagSkippedOffsets != 0
 	r.zero(1, "reserved")
 	m.GroupEpoch = r.u64("group epoch")
 	m.Members = resize(m.Members, r.count(groupMemberMinSize, "members"))
@@ -228,8 +265,13 @@ func (m *DescribeGroupReply) Decode(b []byte) error {
 		r.fail("client-info flag set and no member has a client id or host")
 	}
 	m.Offsets = resize(m.Offsets, r.count(groupOffsetMinSize, "offsets"))
+	anySkipped := false
 	for i := range m.Offsets {
-		m.Offsets[i].get(&r)
+		m.Offsets[i].get(&r, skipped)
+		anySkipped = anySkipped || m.Offsets[i].Skipped != 0
+	}
+	if skipped && !anySkipped {
+		r.fail("skipped-offsets flag set and no offset has a skipped count")
 	}
 	m.Policy.get(&r)
 	return r.finish()

@@ -64,7 +64,7 @@ func genGroupOffset(t *rapid.T) wire.GroupOffset {
 		Topic: genName(t, "topic"), Partition: rapid.Uint32().Draw(t, "partition"),
 		Status: genStatus(t), Message: genText(t, "message"), HasOffset: rapid.Bool().Draw(t, "has"),
 		Resolved: rapid.Uint64().Draw(t, "resolved"), HighWatermark: rapid.Uint64().Draw(t, "hw"),
-		MemberID: genName(t, "member"),
+		MemberID: genName(t, "member"), Skipped: rapid.SampledFrom([]uint64{0, 0, 7, 1 << 20}).Draw(t, "skipped"),
 	}
 	if o.HasOffset {
 		o.Offset, o.History = rapid.Uint64().Draw(t, "offset"), rapid.Uint64().Draw(t, "history")
@@ -100,7 +100,7 @@ func groupMessageCases() []messageCase {
 		}), zeroOf[wire.LeaveGroupRequest]()},
 		{"LeaveGroupReply", rapid.Just[wire.Message](&wire.LeaveGroupReply{}), zeroOf[wire.LeaveGroupReply]()},
 		{"DescribeGroupRequest", custom(func(t *rapid.T) *wire.DescribeGroupRequest {
-			return &wire.DescribeGroupRequest{Group: genName(t, "group")}
+			return &wire.DescribeGroupRequest{Group: genName(t, "group"), WithSkipped: rapid.Bool().Draw(t, "with skipped")}
 		}), zeroOf[wire.DescribeGroupRequest]()},
 		{"DescribeGroupReply", custom(func(t *rapid.T) *wire.DescribeGroupReply {
 			return &wire.DescribeGroupReply{

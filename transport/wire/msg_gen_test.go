@@ -187,10 +187,14 @@ func coreMessageCases() []messageCase {
 			return &wire.ListTopicsReply{Topics: genSlice(t, 4, "topics", genTopicInfo)}
 		}), zeroOf[wire.ListTopicsReply]()},
 		{"DescribeTopicRequest", custom(func(t *rapid.T) *wire.DescribeTopicRequest {
-			return &wire.DescribeTopicRequest{Name: genName(t, "topic")}
+			return &wire.DescribeTopicRequest{Name: genName(t, "topic"), WithSkipped: rapid.Bool().Draw(t, "with skipped")}
 		}), zeroOf[wire.DescribeTopicRequest]()},
 		{"DescribeTopicReply", custom(func(t *rapid.T) *wire.DescribeTopicReply {
-			return &wire.DescribeTopicReply{Topic: genTopicInfo(t), Partitions: genSlice(t, 4, "partitions", genPartitionState)}
+			ps := genSlice(t, 4, "partitions", genPartitionState)
+			for i := range ps {
+				ps[i].Skipped = rapid.SampledFrom([]uint64{0, 1, 1 << 20}).Draw(t, "skipped")
+			}
+			return &wire.DescribeTopicReply{Topic: genTopicInfo(t), Partitions: ps}
 		}), zeroOf[wire.DescribeTopicReply]()},
 		{"PurgeRequest", custom(func(t *rapid.T) *wire.PurgeRequest {
 			return &wire.PurgeRequest{Topic: genName(t, "topic"), TopicID: genID(t, "id"),

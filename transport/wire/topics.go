@@ -1,5 +1,7 @@
 package wire
 
+import "slices"
+
 // CreateTopicRequest creates a topic.
 //
 //	name str16 | config (52 bytes)
@@ -144,10 +146,21 @@ func (m *ListTopicsReply) Decode(b []byte) error {
 
 // DescribeTopicRequest asks for a topic's configuration and partitions.
 //
-//	name str16
+//	name str16 | [flags u8: bit 0 skipped; absent when zero]
+//
+// The flags are an optional last field (docs/PROTOCOL.md §15): a request
+// without them keeps its bytes, and a node that does not know them
+// answers a request carrying them with StatusMalformedRequest.
 type DescribeTopicRequest struct {
 	Name string
+	// WithSkipped asks the node for each partition's skipped offsets
+	// (PartitionState.Skipped).
+	WithSkipped bool
 }
+
+// describeFlagSkipped, in a describe request's flags, asks for skipped
+// offsets: a client that sets it decodes the reply's skipped counts.
+const describeFlagSkipped = 1
 
 // Kind implements Message.
 func (*DescribeTopicRequest) Kind() Kind { return KindDescribeTopic }
@@ -156,6 +169,7 @@ func (*DescribeTopicRequest) Kind() Kind { return KindDescribeTopic }
 func (m *DescribeTopicRequest) Encode(dst []byte) ([]byte, error) {
 	w := newFieldWriter(dst, "describe-topic")
 	w.str16(m.Name, MaxNameLen, "topic")
+	putDescribeFlags(&w, m.WithSkipped)
 	return w.result()
 }
 
@@ -163,14 +177,39 @@ func (m *DescribeTopicRequest) Encode(dst []byte) ([]byte, error) {
 func (m *DescribeTopicRequest) Decode(b []byte) error {
 	r := newFieldReader(b, "describe-topic")
 	r.str16(&m.Name, MaxNameLen, "topic")
+	m.WithSkipped = getDescribeFlags(&r)
 	return r.finish()
+}
+
+func putDescribeFlags(w *fieldWriter, skipped bool) {
+	if skipped {
+		w.u8(describeFlagSkipped)
+	}
+}
+
+// getDescribeFlags reads a describe request's optional flags: absent, or
+// a byte with known bits of which one is set.
+func getDescribeFlags(r *fieldReader) bool {
+	if r.err != nil || r.left() == 0 {
+		return false
+	}
+	if r.enum(describeFlagSkipped, "flags") == 0 && r.err == nil {
+		r.fail("flags present and zero")
+	}
+	return r.err == nil
 }
 
 // DescribeTopicReply is the topic and the state of every partition.
 //
-//	topic info | count u32 | partition state × count
+//	topic info | count u32 | partition state × count |
+//	[skipped u64 × count: present exactly when a partition's is not zero]
+//
+// The skipped counts follow only when the request asked for them
+// (DescribeTopicRequest.WithSkipped): a node leaves them zero otherwise,
+// so a client that does not know them decodes the reply it always did.
 type DescribeTopicReply struct {
-	Topic      TopicInfo
+	Topic TopicInfo
+	// Partitions carry their Skipped counts (zero unless asked for).
 	Partitions []PartitionState
 }
 
@@ -182,6 +221,11 @@ func (m *DescribeTopicReply) Encode(dst []byte) ([]byte, error) {
 	w := newFieldWriter(dst, "describe-topic reply")
 	m.Topic.put(&w)
 	putPartitionStates(&w, m.Partitions)
+	if slices.ContainsFunc(m.Partitions, func(p PartitionState) bool { return p.Skipped != 0 }) {
+		for i := range m.Partitions {
+			w.u64(m.Partitions[i].Skipped)
+		}
+	}
 	return w.result()
 }
 
@@ -190,6 +234,16 @@ func (m *DescribeTopicReply) Decode(b []byte) error {
 	r := newFieldReader(b, "describe-topic reply")
 	m.Topic.get(&r)
 	m.Partitions = getPartitionStates(&r, m.Partitions)
+	if r.err == nil && r.left() > 0 {
+		some := false
+		for i := range m.Partitions {
+			m.Partitions[i].Skipped = r.u64("skipped")
+			some = some || m.Partitions[i].Skipped != 0
+		}
+		if r.err == nil && !some {
+			r.fail("skipped counts present and all zero")
+		}
+	}
 	return r.finish()
 }
 

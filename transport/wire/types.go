@@ -168,6 +168,12 @@ type PartitionState struct {
 	// History is the partition's history epoch: purge and lossy recovery
 	// raise it.
 	History uint64
+	// Skipped is how many offsets in [StartOffset, HighWatermark) hold no
+	// record because a recovery skipped them, so the partition holds
+	// HighWatermark − StartOffset − Skipped records (less what retention
+	// has not yet reached). Only DescribeTopicReply carries it, and only
+	// when the request asked; the other replies leave it out.
+	Skipped uint64
 }
 
 const partitionStateMinSize = 4 + 2 + 2 + 3*8
@@ -188,6 +194,7 @@ func (p *PartitionState) get(r *fieldReader) {
 	p.StartOffset = r.u64("start offset")
 	p.HighWatermark = r.u64("high watermark")
 	p.History = r.u64("history")
+	p.Skipped = 0
 }
 
 func putPartitionStates(w *fieldWriter, ps []PartitionState) {
