@@ -121,6 +121,7 @@ func TestPluginAssemblyScriptTypedRecords(t *testing.T) {
 		{"examples/above", "filter", map[string]string{"min": "30", "unit": "C"}, "ok: 7 verdicts as"},
 		{"examples/checkpoint", "commit-policy", map[string]string{}, "ok: 1 proposal as"},
 		{"testdata/kitcheck", "filter", map[string]string{"n": "7", "x": "2.5", "flag": "true", "site": "lyon"}, "ok: 7 verdicts as"},
+		{"examples/tally", "transform", map[string]string{}, "ok: the outputs of 6 records as"},
 	} {
 		name := path.Base(ex.dir)
 		t.Run(name, func(t *testing.T) {
@@ -169,6 +170,13 @@ func TestPluginAssemblyScriptTypedRecords(t *testing.T) {
 				out, err := pluginProjectRun(t, project, "plugin", "test", "--param", "value=yes")
 				if err == nil || !strings.Contains(out, "commit through 101") {
 					t.Errorf("ledge plugin test --param value=yes: %v\n%s\nwant a commit through 101, not the expected one", err, out)
+				}
+			}
+			if name == "tally" {
+				// The counts travel from batch to batch in the state.
+				out, err := pluginProjectRun(t, project, "plugin", "test", "--batch", "2")
+				if err != nil || !strings.Contains(out, ex.want) || !strings.Contains(out, "the state is 7 bytes") {
+					t.Errorf("ledge plugin test --batch 2: %v\n%s", err, out)
 				}
 			}
 			// A parameter the example does not know fails the poll with

@@ -623,16 +623,28 @@ export class Output {
 
   // emitAt is emit with a timestamp of its own (unix milliseconds).
   emitAt(i: i32, timestamp: i64, key: string | null, value: string | null, headers: Header[] = []): void {
-    const k = key === null ? null : Uint8Array.wrap(String.UTF8.encode(key));
-    const v = value === null ? null : Uint8Array.wrap(String.UTF8.encode(value));
+    let k: Uint8Array | null = null;
+    if (key !== null) k = Uint8Array.wrap(String.UTF8.encode(key));
+    let v: Uint8Array | null = null;
+    if (value !== null) v = Uint8Array.wrap(String.UTF8.encode(value));
     this.emitBytes(i, timestamp, k, v, headers);
   }
 
   // emitBytes outputs a record of raw bytes.
   emitBytes(i: i32, timestamp: i64, key: Uint8Array | null, value: Uint8Array | null, headers: Header[] = []): void {
-    this.entry(i, timestamp, headers.length,
-      key === null ? 0 : key.dataStart, key === null ? -1 : key.length,
-      value === null ? 0 : value.dataStart, value === null ? -1 : value.length);
+    let kp: usize = 0;
+    let kl: i32 = -1;
+    if (key !== null) {
+      kp = key.dataStart;
+      kl = key.length;
+    }
+    let vp: usize = 0;
+    let vl: i32 = -1;
+    if (value !== null) {
+      vp = value.dataStart;
+      vl = value.length;
+    }
+    this.entry(i, timestamp, headers.length, kp, kl, vp, vl);
     for (let j = 0; j < headers.length; j++) {
       const h = headers[j];
       const hk = String.UTF8.encode(h.key);
