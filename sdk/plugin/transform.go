@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"errors"
-	"unsafe"
 
 	"github.com/ledgemq/ledge/plugins/abi"
 )
@@ -59,39 +58,39 @@ type Output struct {
 // Emit outputs a record coming from input record i (0 <= i < Len() of the
 // batch), with that record's timestamp. Outputs must follow the inputs'
 // order: an output from record i may not come after one from a later
-// record (Emit panics). A nil key or value is null. A key or value that
-// is the input's own (r.Key(), r.Value() of record i) is not copied: the
-// host takes it from the input.
+// record (Emit panics). A nil key or value is null. key, value and headers
+// are copied into the answer.
 func (o *Output) Emit(i int, key, value []byte, headers ...Header) {
 	o.EmitAt(i, o.batch.Record(i).Timestamp(), key, value, headers...)
 }
 
 // EmitAt is Emit with a timestamp of its own (unix milliseconds).
 func (o *Output) EmitAt(i int, timestamp int64, key, value []byte, headers ...Header) {
-	if uint(i) >= uint(o.batch.Len()) {
-		panic("plugin: output from a record outside the batch")
-	}
-	r := o.batch.Record(i)
-	var take abi.Take
-	if same(key, r.Key()) {
-		take |= abi.TakeKey
-	}
-	if same(value, r.Value()) {
-		take |= abi.TakeValue
-	}
-	o.enc.AddInput(i, timestamp, take, key, value, headers...)
+	o.check(i)
+	o.enc.Add(i, timestamp, key, value, headers...)
 }
 
-// same reports whether a and b are the same bytes in memory.
-func same(a, b []byte) bool {
-	return len(a) == len(b) && len(a) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b)
+// EmitValue outputs input record i with a new value: its timestamp, key
+// and headers are the input's, which the host takes from the input as it
+// gave it (changes the plugin made to them in place are not seen), with
+// no copy. The common map.
+func (o *Output) EmitValue(i int, value []byte) {
+	o.check(i)
+	o.enc.AddInput(i, o.batch.Record(i).Timestamp(), abi.TakeKey|abi.TakeHeaders, nil, value)
 }
 
 // Pass outputs input record i unchanged: its timestamp, key, value and
-// headers, which the host takes from the input without the plugin
-// copying them.
+// headers, which the host takes from the input as it gave it (changes
+// the plugin made in place are not seen), with no copy.
 func (o *Output) Pass(i int) {
+	o.check(i)
 	o.enc.AddInput(i, o.batch.Record(i).Timestamp(), abi.TakeKey|abi.TakeValue|abi.TakeHeaders, nil, nil)
+}
+
+func (o *Output) check(i int) {
+	if uint(i) >= uint(o.batch.Len()) {
+		panic("plugin: output from a record outside the batch")
+	}
 }
 
 // Len returns the number of records output so far.

@@ -32,6 +32,11 @@ func init() {
 					return fmt.Errorf("record %d asks to fail", r.Offset())
 				case "pass":
 					out.Pass(i)
+				case "upper":
+					v := r.Value() // changed in place: Pass would not see it
+					copy(v, "UPPER")
+					out.Emit(i, r.Key(), v)
+					out.EmitValue(i, []byte("new"))
 				case "back":
 					out.Emit(i, nil, nil)
 					out.Emit(i-1, nil, nil)
@@ -77,6 +82,13 @@ func TestRunTransform(t *testing.T) {
 	}
 	if outs[2].Headers[0].Value != nil {
 		t.Error("a null header value passed through as empty")
+	}
+	// An input changed in place is copied by Emit; EmitValue keeps the
+	// input's key and headers as the host gave them.
+	outs, _, err = plugin.RunTransform(nil, nil, plugin.TestRecord{Key: []byte("k"), Value: []byte("upper"),
+		Headers: []plugin.TestHeader{{Key: "h", Value: []byte("1")}}})
+	if got, want := showTest(outs), `0@0 "k"="UPPER"; 0@0 "k"="new" [h:"1"]; `; err != nil || got != want {
+		t.Errorf("in place: %s %v, want %s", got, err, want)
 	}
 	// The state carries to the next batch.
 	_, state, err = plugin.RunTransform(nil, state, plugin.Values("x", "y")...)
