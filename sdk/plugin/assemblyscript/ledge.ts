@@ -664,7 +664,8 @@ export class Output {
   }
 
   // pass outputs input record i unchanged: its timestamp, key, value and
-  // headers, which the host takes from the input (nothing is copied).
+  // headers, which the host takes from the input as it gave it (nothing
+  // is copied; a change made to the input in place is not seen).
   pass(i: i32): void {
     this.entry(i, this.batch.record(i).timestamp, <i32>INPUT_HEADERS, 0, FROM_INPUT, 0, FROM_INPUT);
   }
