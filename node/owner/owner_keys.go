@@ -48,9 +48,11 @@ type KeyPollStats struct {
 	// Parked is how many key polls wait in the index now.
 	Parked int
 	// Woken counts the wake-ups of parked key polls since the owner
-	// started: by a matching record, by a change of the partition's world
-	// (a purge), or by the high watermark reaching a record they knew of.
-	// Divided by the records appended, it is the wake-ups per command.
+	// started: by a record of their key (once, also when the poll then
+	// waits for the high watermark to reach it), by a change of the
+	// partition's world (a purge), or by the high watermark passing an
+	// append they may have missed while they parked. Divided by the
+	// records appended, it is the wake-ups per command.
 	Woken uint64
 }
 

@@ -279,3 +279,46 @@ func TestPollManyKeyPollWakesForItsKeyOnAnyPartition(t *testing.T) {
 		}
 	})
 }
+
+// Where readers see only synced records, a command wakes its device's
+// poll once: the poll then waits for the high watermark to reach the
+// command, which is the same wake-up, and delivers it once visible.
+//
+// covers: G63
+func TestKeyPollWaitsForItsCommandToBeVisible(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := ownertest.NewMeta()
+		l := ownertest.NewLog(m, "t/0")
+		o := ownertest.NewOwner(t, ownertest.ScenarioTopic, m, l)
+		done := make(chan owner.PollResult, 1)
+		go func() {
+			res, err := o.Poll(ctx, owner.PollRequest{From: owner.FromEnd, MaxWait: time.Minute, Key: owner.KeyMatch{Key: []byte("dev-1")}})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		synctest.Wait()
+		l.HoldAppends()
+		for _, kv := range [][2]string{{"dev-2", "a"}, {"dev-1", "b"}} {
+			if _, _, err := o.OrderProduce(ctx, ownertest.KeyedBatch(t, kv[0], kv[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		select {
+		case res := <-done:
+			t.Fatalf("the poll answered before its command was visible: %v", keyedRecords(t, res))
+		default:
+		}
+		l.ShowAppends()
+		res := <-done
+		if got := fmt.Sprint(keyedRecords(t, res)); got != "[1:dev-1=b]" || res.Next != 2 {
+			t.Fatalf("after the sync: %s next %d", got, res.Next)
+		}
+		if st := o.KeyPolls(); st.Woken != 1 {
+			t.Fatalf("%d wake-ups for one command, want 1", st.Woken)
+		}
+	})
+}

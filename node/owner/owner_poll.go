@@ -141,6 +141,10 @@ type pendingPoll struct {
 	// watermark instead.
 	waiter *keyWaiter
 	until  uint64
+	// matched: the key index woke this key poll for a record of its key;
+	// a wait for the high watermark to reach that record is the same
+	// wake-up, not another.
+	matched bool
 	// kept is a key poll's read, filtered.
 	kept *ReadResult
 }
@@ -191,9 +195,13 @@ func (o *Owner) woke(req PollRequest, pend *pendingPoll) {
 		// that record, whatever number of others came before it.
 		pend.cursor = max(pend.cursor, w.at)
 		pend.until = max(pend.until, w.until)
-		pend.waiter = nil
+		pend.waiter, pend.matched = nil, true
+		o.keys.woken.Add(1)
+		return
 	}
-	o.keys.woken.Add(1)
+	if !pend.matched {
+		o.keys.woken.Add(1)
+	}
 }
 
 // stopWaiting ends a parked poll's wait: it leaves the key index, if it
@@ -334,7 +342,7 @@ func (o *Owner) plan(req PollRequest, prev *pendingPoll) (pendingPoll, error) {
 		if err := fence.CheckCurrent(p, h, prev.tok); err != nil {
 			return pendingPoll{}, err
 		}
-		pend = pendingPoll{tok: prev.tok, cursor: prev.cursor, until: prev.until}
+		pend = pendingPoll{tok: prev.tok, cursor: prev.cursor, until: prev.until, matched: prev.matched}
 	} else {
 		if err := o.checkRequester(req.Consumer, h); err != nil {
 			return pendingPoll{}, err

@@ -138,6 +138,30 @@ type Log struct {
 	// EnforceRetention raises the start towards it, by whole batches,
 	// keeping every batch that reaches the floor.
 	retentionWant uint64
+	// held: appends stay above the high watermark, up to end, until
+	// ShowAppends (a durability policy that shows only synced records).
+	held bool
+	end  uint64
+}
+
+// HoldAppends keeps later appends from readers: the high watermark stays
+// where it is until ShowAppends, as under a durability policy that shows
+// readers only what is synced.
+func (l *Log) HoldAppends() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held, l.end = true, max(l.end, l.state.HighWatermark)
+}
+
+// ShowAppends raises the high watermark past every append held back.
+func (l *Log) ShowAppends() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = false
+	if l.end > l.state.HighWatermark {
+		l.state.HighWatermark = l.end
+		l.notify()
+	}
 }
 
 type storedBatch struct {
@@ -191,7 +215,7 @@ func (l *Log) Append(batch []byte) (uint64, uint64, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	base := l.state.HighWatermark
+	base := max(l.state.HighWatermark, l.end)
 	record.StampBaseOffset(batch, base)
 	last := base + uint64(h.LastOffsetDelta)
 	l.batches = append(l.batches, storedBatch{base, last, batch})
@@ -202,8 +226,11 @@ func (l *Log) Append(batch []byte) (uint64, uint64, error) {
 		}
 		l.producers[id].Record(fence.ProduceRequest{Producer: fence.ProducerID(h.ProducerID), Epoch: fence.ProducerEpoch(h.ProducerEpoch), BaseSequence: h.BaseSequence, Count: int32(h.RecordCount)}, base, last)
 	}
-	l.state.HighWatermark = last + 1
-	l.notify()
+	l.end = last + 1
+	if !l.held {
+		l.state.HighWatermark = last + 1
+		l.notify()
+	}
 	return base, last, nil
 }
 
@@ -243,6 +270,9 @@ func (l *Log) PlanRead(from uint64, maxBytes int) (owner.ReadPlan, error) {
 	for _, b := range l.batches {
 		if b.last < from || b.last < l.state.LogStart {
 			continue
+		}
+		if b.base >= l.state.HighWatermark {
+			break
 		}
 		if len(p.batches) > 0 && size+len(b.b) > maxBytes {
 			break
@@ -284,7 +314,7 @@ func (l *Log) Lose(keptEnd, start uint64) {
 		s.Forget(keptEnd)
 	}
 	l.state.History++
-	l.state.HighWatermark = start
+	l.state.HighWatermark, l.end = start, start
 	l.lineage = append(l.lineage, fence.HistoryTransition{Epoch: l.state.History, Start: start, Kind: fence.TransitionLossyRecovery, KeptEnd: keptEnd})
 	l.notify()
 }
