@@ -57,7 +57,7 @@ func newStateDescs() stateDescs {
 		partSyncFailures:     partitionDesc("ledge_partition_fsync_failures_total", "Failed fsyncs of the partition's segments; the partition fails until restart."),
 		noSpace:              partitionDesc("ledge_partition_no_space_refusals_total", "Record batches refused because the disk was full."),
 		keyPollsParked:       partitionDesc("ledge_partition_key_polls_parked", "Long polls that name a key (commands to one device), parked in the partition's key index."),
-		keyPollWakeups:       partitionDesc("ledge_partition_key_poll_wakeups_total", "Wake-ups of parked key polls: by a record of their key, a purge, or the high watermark reaching a record they knew of. Per appended command, about 1."),
+		keyPollWakeups:       partitionDesc("ledge_partition_key_poll_wakeups_total", "Wake-ups of parked key polls: by a record of their key (once, also when the poll then waits for it to be visible), a purge, or the high watermark passing an append the poll may have missed while it parked. Per appended command, about 1."),
 		committed:            consumerDesc("ledge_consumer_committed_offset", "Committed offset (the next offset to read) of a named consumer or group, in the current history: one committed before a purge counts at the new log start."),
 		lag:                  consumerDesc("ledge_consumer_lag_records", "Records between where the consumer resumes and the high watermark."),
 		topics:               nodeDesc("ledge_topics", "Topics served."),
