@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
@@ -128,9 +129,24 @@ type PartitionState struct {
 	// History is the partition's history epoch: purge and lossy recovery
 	// raise it.
 	History uint64
+	// Skipped is how many offsets in [StartOffset, HighWatermark) hold no
+	// record because a recovery after a crash skipped them (durability
+	// interval or none). Only DescribeTopic fills it in, and a node too old
+	// to say leaves it zero.
+	Skipped uint64
 	// Err is why the node could not describe or change the partition
 	// (ErrUnknownPartition, ErrPartitionFailed, ...), or nil.
 	Err error
+}
+
+// Records is how many offsets of the partition hold records, as far as
+// the node said: HighWatermark − StartOffset − Skipped (retention that
+// has not yet reached a segment may keep a few more readable).
+func (p PartitionState) Records() uint64 {
+	if p.HighWatermark <= p.StartOffset {
+		return 0
+	}
+	return p.HighWatermark - p.StartOffset - min(p.Skipped, p.HighWatermark-p.StartOffset)
 }
 
 func partitionStatesFromWire(op, topic string, ps []wire.PartitionState) []PartitionState {
@@ -141,6 +157,7 @@ func partitionStatesFromWire(op, topic string, ps []wire.PartitionState) []Parti
 			StartOffset:   p.StartOffset,
 			HighWatermark: p.HighWatermark,
 			History:       p.History,
+			Skipped:       p.Skipped,
 			Err:           statusError(op, topic, p.Partition, p.Status, p.Message),
 		}
 	}
@@ -183,10 +200,12 @@ func (c *Client) ListTopics(ctx context.Context) ([]TopicInfo, error) {
 	return out, nil
 }
 
-// DescribeTopic returns a topic's configuration and partition states.
+// DescribeTopic returns a topic's configuration and partition states,
+// with the offsets recoveries skipped in each (PartitionState.Skipped).
 func (c *Client) DescribeTopic(ctx context.Context, name string) (TopicDescription, error) {
 	var reply wire.DescribeTopicReply
-	if err := c.call(ctx, &wire.DescribeTopicRequest{Name: name}, &reply); err != nil {
+	req := &wire.DescribeTopicRequest{Name: name, WithSkipped: true}
+	if err := c.callOptional(ctx, req, &wire.DescribeTopicRequest{Name: name}, &reply); err != nil {
 		return TopicDescription{}, withTopic(err, name)
 	}
 	return TopicDescription{
@@ -384,6 +403,17 @@ func partitionIndexes(ps []int32) []uint32 {
 func withTopic(err error, topic string) error {
 	if e, ok := err.(*Error); ok && e.Topic == "" {
 		e.Topic = topic
+	}
+	return err
+}
+
+// callOptional sends req, which ends with an optional last field; a node
+// older than the field refuses it as malformed (docs/PROTOCOL.md §15), and
+// is then sent plain, the same request without it.
+func (c *Client) callOptional(ctx context.Context, req, plain, reply wire.Message) error {
+	err := c.call(ctx, req, reply)
+	if errors.Is(err, wire.StatusMalformedRequest) {
+		return c.call(ctx, plain, reply)
 	}
 	return err
 }

@@ -66,9 +66,12 @@ type GroupOffset struct {
 	History   uint64
 	// Resume is where the group resumes now (the committed offset in the
 	// partition's current history, or its start without one); Lag is the
-	// records from there to the end.
-	Resume uint64
-	Lag    uint64
+	// records from there to the end: the offsets, less the Skipped ones
+	// that a recovery after a crash skipped and that hold no record (a
+	// node too old to say reports none skipped).
+	Resume  uint64
+	Lag     uint64
+	Skipped uint64
 	// Member holds the partition ("" when nobody does).
 	Member string
 	// Err is why the node could not describe the partition, or nil.
@@ -106,7 +109,8 @@ func (c *Client) ListGroups(ctx context.Context) ([]GroupSummary, error) {
 // empty.
 func (c *Client) DescribeGroup(ctx context.Context, group string) (GroupDescription, error) {
 	var reply wire.DescribeGroupReply
-	if err := c.call(ctx, &wire.DescribeGroupRequest{Group: group}, &reply); err != nil {
+	req := &wire.DescribeGroupRequest{Group: group, WithSkipped: true}
+	if err := c.callOptional(ctx, req, &wire.DescribeGroupRequest{Group: group}, &reply); err != nil {
 		return GroupDescription{}, err
 	}
 	return describedGroup(&reply), nil
@@ -160,7 +164,8 @@ func describedGroup(r *wire.DescribeGroupReply) GroupDescription {
 			Err: statusError("describe-group", o.Topic, o.Partition, o.Status, o.Message),
 		}
 		if o.HighWatermark > o.Resolved {
-			g.Lag = o.HighWatermark - o.Resolved
+			g.Skipped = min(o.Skipped, o.HighWatermark-o.Resolved)
+			g.Lag = o.HighWatermark - o.Resolved - g.Skipped
 		}
 		d.Offsets = append(d.Offsets, g)
 	}
