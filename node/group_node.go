@@ -46,8 +46,9 @@ func (t nodeGroupTopics) GroupTopicNames() []string {
 func (t nodeGroupTopics) GroupOffset(topic string, partition uint32, group string) wire.GroupOffset {
 	out := wire.GroupOffset{Topic: topic, Partition: partition}
 	tp, err := t.n.lookup(topic, [16]byte{})
+	var ow *owner.Owner
 	if err == nil {
-		_, err = tp.owner(partition)
+		ow, err = tp.owner(partition)
 	}
 	if err != nil {
 		out.Status, out.Message = StatusOf(err)
@@ -55,6 +56,9 @@ func (t nodeGroupTopics) GroupOffset(topic string, partition uint32, group strin
 	}
 	o := groupOffsetOf(tp.id, partition, tp.logs[partition], group)
 	o.Topic = topic
+	if o.HighWatermark > o.Resolved {
+		o.Skipped = ow.Skipped(o.Resolved, o.HighWatermark)
+	}
 	return o
 }
 
@@ -119,6 +123,12 @@ func serveDescribe(gs *group.Groups, _ context.Context, allow authorize, m *wire
 		return nil, err
 	}
 	d := gs.Describe(m.Group)
+	if !m.WithSkipped {
+		// A client that did not ask may not know the field.
+		for i := range d.Offsets {
+			d.Offsets[i].Skipped = 0
+		}
+	}
 	return &d, nil
 }
 

@@ -55,8 +55,12 @@ func (r *call) describeTopic(_ context.Context, m *wire.DescribeTopicRequest) (*
 		return nil, err
 	}
 	rep := &wire.DescribeTopicReply{Topic: t.info(), Partitions: make([]wire.PartitionState, len(t.owners))}
-	for i := range t.owners {
-		rep.Partitions[i] = t.state(uint32(i))
+	for i, o := range t.owners {
+		ps := t.state(uint32(i))
+		if m.WithSkipped && ps.Status == wire.StatusOK && ps.HighWatermark > ps.StartOffset {
+			ps.Skipped = o.Skipped(ps.StartOffset, ps.HighWatermark)
+		}
+		rep.Partitions[i] = ps
 	}
 	return rep, nil
 }
