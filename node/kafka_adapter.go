@@ -27,7 +27,7 @@ func (n *Node) listenKafka() error {
 	// listener's admission (kafka_admission.go): the two listeners'
 	// connections together stay under its caps.
 	kcfg := kafka.Config{Listen: n.cfg.KafkaListen, TLS: tcfg, Backend: kafkaBackend{n}, Logger: n.log,
-		Admission: n.sharedAdmission()}
+		Admission: n.sharedAdmission(), MaxRequestElements: n.cfg.KafkaMaxRequestElements}
 	if pm, ok := n.cfg.Metrics.(*ops.PromMetrics); ok {
 		m, err := kafka.RegisterMetrics(pm.Registry())
 		if err != nil {

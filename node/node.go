@@ -100,6 +100,10 @@ type Config struct {
 	// TLS with the node's certificate. Default: no Kafka listener.
 	KafkaListen string
 	KafkaTLS    bool
+	// KafkaMaxRequestElements bounds the topics, partitions and groups
+	// of one Kafka request (kafka.Config.MaxRequestElements). Default
+	// kafka.DefaultMaxRequestElements.
+	KafkaMaxRequestElements int
 
 	// Plugins configures the WebAssembly plugin host (limits, budget).
 	// Its zero value takes the host's defaults; CacheDir defaults to

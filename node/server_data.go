@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
@@ -352,6 +353,7 @@ func (n *Node) unpark() { <-n.parked }
 // commit policies to what was delivered, and keeps the delivered batches
 // for the reply's writer. found says some partition delivered records.
 func (r *call) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filtered bool, plan pollPlan, results []owner.PartitionResult, rep *wire.PollReply) (found bool) {
+	r.polled = slices.Grow(r.polled, len(results))
 	for j, res := range results {
 		i := plan.where[j]
 		p, out, t := &m.Partitions[i], &rep.Partitions[i], plan.topics[i]

@@ -17,9 +17,10 @@ import (
 // and answering them will allocate against a budget proportional to the
 // request's size (costBudget): allocation follows the bytes received.
 //
-// Produce and Fetch, the requests whose size grows with the records or
-// partitions they carry, are walked; every other request is small (at
-// most MaxControlRequestBytes), so kmsg's own check bounds it.
+// Produce, Fetch and OffsetCommit, the requests whose size grows with
+// the records or partitions they carry, are walked; every other request
+// is small (at most MaxControlRequestBytes), so kmsg's own check bounds
+// it.
 //
 // Once decoded, a request's elements (its topics, partitions, groups,
 // at every depth) are counted: answering one costs the node up to
@@ -154,7 +155,19 @@ var (
 	fetchTopicCost       = sizeOf[kmsg.FetchRequestTopic]() + sizeOf[kmsg.FetchResponseTopic]()
 	fetchPartitionCost   = sizeOf[kmsg.FetchRequestTopicPartition]() + sizeOf[kmsg.FetchResponseTopicPartition]()
 	forgottenTopicCost   = sizeOf[kmsg.FetchRequestForgottenTopic]()
+	commitTopicCost      = sizeOf[kmsg.OffsetCommitRequestTopic]() + sizeOf[kmsg.OffsetCommitResponseTopic]()
+	commitPartitionCost  = sizeOf[kmsg.OffsetCommitRequestTopicPartition]() + sizeOf[kmsg.OffsetCommitResponseTopicPartition]()
 )
+
+// walked reports whether requests of API key are walked (checkClaims),
+// and so may be as large as MaxRequestBytes.
+func walked(key int16) bool {
+	switch key {
+	case kmsg.Produce.Int16(), kmsg.Fetch.Int16(), kmsg.OffsetCommit.Int16():
+		return true
+	}
+	return false
+}
 
 // checkClaims walks the body of a request of API key at version (after
 // its header) when it is one of the walked requests, and says whether
@@ -166,6 +179,8 @@ func checkClaims(key, version int16, flex bool, body []byte, n int) error {
 		w.produce(version)
 	case kmsg.Fetch.Int16():
 		w.fetch(version)
+	case kmsg.OffsetCommit.Int16():
+		w.offsetCommit(version)
 	default:
 		return nil
 	}
@@ -222,6 +237,35 @@ func (w *walker) fetch(v int16) {
 	if v >= 11 {
 		w.str() // rack
 	}
+	w.tags()
+}
+
+// offsetCommit walks an OffsetCommit request, versions 2 to 8: a
+// consumer of many partitions commits them all at once (50 bytes a
+// partition from franz-go), past what a control request may carry.
+func (w *walker) offsetCommit(v int16) {
+	w.str()   // group
+	w.skip(4) // generation
+	w.str()   // member id
+	if v >= 7 {
+		w.str() // group instance id
+	}
+	if v <= 4 {
+		w.skip(8) // retention
+	}
+	partition := 4 + 8 // partition, offset
+	if v >= 6 {
+		partition += 4 // leader epoch
+	}
+	w.array(commitTopicCost, func() {
+		w.str()
+		w.array(commitPartitionCost, func() {
+			w.skip(partition)
+			w.str() // metadata
+			w.tags()
+		})
+		w.tags()
+	})
 	w.tags()
 }
 

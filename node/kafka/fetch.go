@@ -27,17 +27,58 @@ func (cc *conn) fetch(ctx context.Context, m *kmsg.FetchRequest) kmsg.Response {
 	if m.MaxBytes > 0 {
 		poll.MaxBytes = uint32(m.MaxBytes)
 	}
-	type slot struct{ t, p int }
-	var where []slot
-	r.Topics = make([]kmsg.FetchResponseTopic, len(m.Topics))
+	// slot says where a polled partition is in the request (t, p) and in
+	// the response (rt, rp).
+	type slot struct{ t, p, rt, rp int }
+	n := 0
 	for i := range m.Topics {
-		t, rt := &m.Topics[i], &r.Topics[i]
-		*rt = kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
-		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		n += len(m.Topics[i].Partitions)
+	}
+	// A fetch is answered for at most MaxRequestElements partitions (less
+	// its topics), each costing the node about 1.4 KB to answer. The
+	// others are left out of the response, as a broker leaves out of an
+	// incremental fetch's response the partitions it has nothing for:
+	// the client fetches them again (franz-go rotates where its requests
+	// begin), and they cost no more than their decoding.
+	answer := min(n, max(cc.s.cfg.MaxRequestElements-len(m.Topics), 1))
+	type tp struct {
+		t string
+		p int32
+	}
+	var seen map[tp]struct{}
+	if n > 1 {
+		seen = make(map[tp]struct{}, answer)
+	}
+	where := make([]slot, 0, answer)
+	poll.Partitions = make([]wire.PollPartition, 0, answer)
+	r.Topics = make([]kmsg.FetchResponseTopic, 0, len(m.Topics))
+	answered, left := 0, 0
+	for i := range m.Topics {
+		t := &m.Topics[i]
+		var rt *kmsg.FetchResponseTopic
 		for j := range t.Partitions {
-			p, rp := &t.Partitions[j], &rt.Partitions[j]
-			*rp = kmsg.NewFetchResponseTopicPartition()
+			p := &t.Partitions[j]
+			if answered == answer {
+				left++
+				continue
+			}
+			// A partition named twice is answered once.
+			if seen != nil {
+				k := tp{t.Topic, p.Partition}
+				if _, dup := seen[k]; dup {
+					continue
+				}
+				seen[k] = struct{}{}
+			}
+			if rt == nil {
+				r.Topics = append(r.Topics, kmsg.NewFetchResponseTopic())
+				rt = &r.Topics[len(r.Topics)-1]
+				rt.Topic = t.Topic
+				rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, min(len(t.Partitions), answer-answered))
+			}
+			answered++
+			rt.Partitions = append(rt.Partitions, kmsg.NewFetchResponseTopicPartition())
+			rp := &rt.Partitions[len(rt.Partitions)-1]
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 			rp.RecordBatches = []byte{} // not null: librdkafka refuses a null record set
@@ -56,8 +97,11 @@ func (cc *conn) fetch(ctx context.Context, m *kmsg.FetchRequest) kmsg.Response {
 				pp.MaxBytes = uint32(p.PartitionMaxBytes)
 			}
 			poll.Partitions = append(poll.Partitions, pp)
-			where = append(where, slot{i, j})
+			where = append(where, slot{i, j, len(r.Topics) - 1, len(rt.Partitions) - 1})
 		}
+	}
+	if left > 0 {
+		cc.refusedOnce("fetch", n, answer)
 	}
 	if len(poll.Partitions) == 0 {
 		return r
@@ -66,14 +110,14 @@ func (cc *conn) fetch(ctx context.Context, m *kmsg.FetchRequest) kmsg.Response {
 	if err != nil {
 		code := codeOf(err)
 		for _, w := range where {
-			r.Topics[w.t].Partitions[w.p].ErrorCode = code
+			r.Topics[w.rt].Partitions[w.rp].ErrorCode = code
 		}
 		return r
 	}
 	defer release()
 	for k, w := range where {
 		req := &m.Topics[w.t].Partitions[w.p]
-		rp := &r.Topics[w.t].Partitions[w.p]
+		rp := &r.Topics[w.rt].Partitions[w.rp]
 		pr := &rep.Partitions[k]
 		switch pr.Status {
 		case wire.StatusUnknownTopic, wire.StatusUnknownPartition, wire.StatusForbidden, wire.StatusTopicRecreated:

@@ -32,18 +32,22 @@ const (
 	// DefaultMaxRequestBytes bounds an authenticated connection's
 	// request, as Kafka's socket.request.max.bytes does.
 	DefaultMaxRequestBytes = 100 << 20
-	// DefaultMaxControlRequestBytes bounds every other request of an
-	// authenticated connection: a Metadata, an OffsetCommit or a group
-	// request (room for more elements than MaxRequestElements). kmsg
+	// DefaultMaxControlRequestBytes bounds an authenticated connection's
+	// requests but its Produce, Fetch and OffsetCommit ones: a Metadata,
+	// an OffsetFetch or a group request (room for more elements than
+	// MaxRequestElements). kmsg
 	// sizes their arrays from claimed counts checked against a few bytes
 	// an element, so what decoding one allocates is a bounded multiple of
 	// this, not of MaxRequestBytes.
 	DefaultMaxControlRequestBytes = 16 << 10
 	// DefaultMaxRequestElements bounds the topics, partitions and groups
-	// of one request, in all: answering each costs the node up to 2 KiB
-	// (a Fetch partition 2.1 KB, a Metadata topic 1.2 KB), so 384 keep
-	// what a request makes the node allocate within 1 MiB.
-	DefaultMaxRequestElements = 384
+	// of one request, in all: answering each costs the node up to about
+	// 1.5 KiB (a Fetch partition 1.43 KB, a DescribeGroups group 1.2 KB,
+	// a Metadata topic or a committed partition under 0.9 KB), so 512
+	// keep what a request makes the node allocate under 1 MiB, with room
+	// for a Fetch's partitions past them, which are decoded and left
+	// unanswered.
+	DefaultMaxRequestElements = 512
 	// DefaultMaxUnauthenticatedRequestBytes bounds a request before
 	// authentication (ApiVersions, SaslHandshake, SaslAuthenticate): a
 	// thirty-second of Kafka's 512 KiB (sasl.server.max.receive.size),
@@ -88,14 +92,16 @@ type Config struct {
 	// allocates as its bytes arrive (readChunk at a time), not up front.
 	MaxRequestBytes int
 	// MaxControlRequestBytes bounds an authenticated connection's
-	// request other than a Produce or a Fetch (whose claims are checked
+	// request other than a Produce, a Fetch or an OffsetCommit (whose claims are checked
 	// against their bytes before they are decoded); a larger one closes
 	// the connection. Default DefaultMaxControlRequestBytes.
 	MaxControlRequestBytes int
 	// MaxRequestElements bounds the elements of a request: its topics,
 	// partitions, groups and other array entries, at every depth. A
-	// request with more closes the connection. Default
-	// DefaultMaxRequestElements.
+	// Fetch with more is answered for that many partitions, the others
+	// left out of the response (the client fetches them again); any
+	// other request with more closes the connection. Either is logged,
+	// once a connection. Default DefaultMaxRequestElements.
 	MaxRequestElements int
 	// MaxUnauthenticatedRequestBytes bounds a request before
 	// authentication; a larger one closes the connection. Default
@@ -361,6 +367,20 @@ type conn struct {
 	clientID string
 	// conv converts the connection's produced batches.
 	conv converter
+	// partial: a request was answered in part (more elements than
+	// MaxRequestElements) and logged; the next are not.
+	partial bool
+}
+
+// refusedOnce logs, once per connection, that a request of api named n
+// elements and was answered for limit of them.
+func (cc *conn) refusedOnce(api string, n, limit int) {
+	if cc.partial {
+		return
+	}
+	cc.partial = true
+	cc.s.log.Info("kafka: request of more elements than kafka.max_request_elements; answered in part, the client asks again for the rest (logged once a connection)",
+		"remote", cc.remote(), "api", api, "elements", n, "answered", limit, "limit", cc.s.cfg.MaxRequestElements)
 }
 
 // closeLocked closes the connection for reason (the first reason given
@@ -494,7 +514,7 @@ func (s *Server) serve(cc *conn) {
 					cc.readFailed(err, true)
 					return
 				}
-				if k := int16(binary.BigEndian.Uint16(key)); k == kmsg.Produce.Int16() || k == kmsg.Fetch.Int16() {
+				if walked(int16(binary.BigEndian.Uint16(key))) {
 					limit = s.cfg.MaxRequestBytes
 				}
 			}
@@ -709,7 +729,9 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 		cc.closing(reasonMalformed)
 		return rp, false
 	}
-	if n := countElements(reflect.ValueOf(req)); n > cc.s.cfg.MaxRequestElements {
+	// A Fetch past the bound is answered in part (fetch); its decoding
+	// is within the walk's budget.
+	if n := countElements(reflect.ValueOf(req)); n > cc.s.cfg.MaxRequestElements && key != kmsg.Fetch.Int16() {
 		cc.s.log.Info("kafka: request of too many elements; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "elements", n, "limit", cc.s.cfg.MaxRequestElements)
 		cc.closing(reasonTooLarge)
 		return rp, false
