@@ -28,6 +28,7 @@ type fleetFlags struct {
 	warmup        time.Duration
 	dialers       int
 	perSocket     int
+	nodeHTTP      string
 }
 
 func newBenchFleetCommand(cf *clientFlags, f *benchFlags) *cobra.Command {
@@ -42,8 +43,8 @@ partition i mod --partitions of topic fleet, and holding a long poll for
 its own key on partition i mod --cmd-partitions of topic fleet-cmd. A
 controller writes --cmd-rate commands a second there, each keyed to one
 device: the node wakes that device's poll alone, however many share the
-partition. With the node in this process, the report says how many
-parked polls each command woke.
+partition. With the node in this process, or its HTTP listener given
+(--node-http), the report says how many parked polls each command woke.
 
 Produce latency runs from each record's scheduled send time, so a stall
 cannot hide; command latency from the write to the device's poll
@@ -64,6 +65,7 @@ or off (every device dials from this machine's one address). Without
 	fs.Float64Var(&ff.cmdRate, "cmd-rate", 10, "commands a second across the fleet")
 	fs.DurationVar(&ff.warmup, "warmup", 2*time.Second, "producing before the measured phase")
 	fs.IntVar(&ff.dialers, "dialers", 32, "connections set up at once")
+	fs.StringVar(&ff.nodeHTTP, "node-http", "", "with --server, the node's HTTP listener host:port: the report reads the parked polls each command woke from its /metrics")
 	fs.IntVar(&ff.perSocket, "devices-per-socket", fleetload.DefaultDevicesPerSocket, "devices whose connections share one UDP socket of this process (0: a socket per device)")
 	return cmd
 }
@@ -86,7 +88,8 @@ type fleetReport struct {
 	CommandP50us  int64   `json:"command_p50_us"`
 	CommandP99us  int64   `json:"command_p99_us"`
 	// WakeupsPerCommand is how many parked key polls the node woke per
-	// command (1: the device's alone), when the node is in this process.
+	// command (1: the device's alone), when the node is in this process
+	// or --node-http names its HTTP listener.
 	WakeupsPerCommand float64 `json:"wakeups_per_command,omitempty"`
 	Errors            int64   `json:"errors"`
 	FirstError        string  `json:"first_error,omitempty"`
@@ -113,6 +116,9 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 		return err
 	}
 	defer cleanup()
+	if ff.nodeHTTP != "" && sys.Wakeups == nil {
+		sys.Wakeups = fleetload.MetricsWakeups(ff.nodeHTTP)
+	}
 	sys.DevicesPerSocket = ff.perSocket
 	if ff.perSocket <= 0 {
 		sys.DevicesPerSocket = -1
