@@ -205,7 +205,7 @@ func Keys() []Key {
 		optionalAddressKey("kafka.listen", "TCP address of the Kafka protocol listener, SASL/PLAIN with a Ledge token as the password (empty: none; docs/KAFKA.md)",
 			func(c *Config) *string { return &c.Kafka.Listen }),
 		boolKey("kafka.tls", false, "the Kafka listener speaks TLS with the node's certificate (SASL_SSL)", func(c *Config) *bool { return &c.Kafka.TLS }),
-		intKey("kafka.max_request_elements", kafka.DefaultMaxRequestElements, 16, 1000000, "topics, partitions and groups of one Kafka request, in all: a Fetch is answered for this many partitions and the client asks again for the rest, any other request past it closes the connection; each costs the node about 1.5 KiB to answer, so past the default a request may take more memory than twice its size and 1 MiB (docs/KAFKA.md, Bounds)", func(c *Config) *int { return &c.Kafka.MaxRequestElements }),
+		intKey("kafka.max_request_elements", kafka.DefaultMaxRequestElements, 16, 1000000, "topics, partitions and groups of one Kafka request, in all: a Fetch or an OffsetCommit is answered for this many partitions and the client asks again for the rest, any other request past it closes the connection; each costs the node about 1.5 KiB to answer, so past the default a request may take more memory than twice its size and 1 MiB (docs/KAFKA.md, Bounds)", func(c *Config) *int { return &c.Kafka.MaxRequestElements }),
 
 		choiceKey("log.format", string(logging.FormatAuto), logging.Formats(), "log format: text on a terminal and JSON otherwise (auto), or always one of them", func(c *Config) *string { return &c.Log.Format }),
 		choiceKey("log.level", "info", logging.Levels(), "least severe level logged", func(c *Config) *string { return &c.Log.Level }),

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"reflect"
 	"slices"
 
 	"github.com/ledgemq/ledge/fence"
@@ -48,17 +49,33 @@ func (cc *conn) offsetCommit(ctx context.Context, m *kmsg.OffsetCommitRequest) k
 	req := &wire.ResetPositionRequest{Consumer: consumer}
 	type slot struct{ t, p int }
 	var where []slot
+	// At most MaxRequestElements partitions (less the topics) are
+	// committed; the others are answered REQUEST_TIMED_OUT, which a
+	// client retries: franz-go commits from a map, so its next commit
+	// names them in another order.
+	commit := max(cc.s.cfg.MaxRequestElements-len(m.Topics), 1)
+	past := 0
 	r.Topics = make([]kmsg.OffsetCommitResponseTopic, len(m.Topics))
 	for i, t := range m.Topics {
 		rt := &r.Topics[i]
 		*rt = kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(t.Partitions))
-		d, derr := cc.sess.DescribeTopic(ctx, &wire.DescribeTopicRequest{Name: t.Topic})
+		var d *wire.DescribeTopicReply
+		var derr error
+		if commit > 0 {
+			d, derr = cc.sess.DescribeTopic(ctx, &wire.DescribeTopicRequest{Name: t.Topic})
+		}
 		for j, p := range t.Partitions {
 			rp := &rt.Partitions[j]
 			*rp = kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
+			if commit == 0 {
+				rp.ErrorCode = kerr.RequestTimedOut.Code
+				past++
+				continue
+			}
+			commit--
 			switch {
 			case derr != nil:
 				rp.ErrorCode = codeOf(derr)
@@ -87,6 +104,9 @@ func (cc *conn) offsetCommit(ctx context.Context, m *kmsg.OffsetCommitRequest) k
 			})
 			where = append(where, slot{i, j})
 		}
+	}
+	if past > 0 {
+		cc.refusedOnce("offset_commit", countElements(reflect.ValueOf(m)), cc.s.cfg.MaxRequestElements-len(m.Topics))
 	}
 	if len(req.Partitions) == 0 {
 		return r

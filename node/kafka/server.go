@@ -99,8 +99,10 @@ type Config struct {
 	// MaxRequestElements bounds the elements of a request: its topics,
 	// partitions, groups and other array entries, at every depth. A
 	// Fetch with more is answered for that many partitions, the others
-	// left out of the response (the client fetches them again); any
-	// other request with more closes the connection. Either is logged,
+	// left out of the response (the client fetches them again); an
+	// OffsetCommit with more commits that many, the others answered
+	// REQUEST_TIMED_OUT (the client commits them again); any other
+	// request with more closes the connection. Either is logged,
 	// once a connection. Default DefaultMaxRequestElements.
 	MaxRequestElements int
 	// MaxUnauthenticatedRequestBytes bounds a request before
@@ -729,9 +731,9 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 		cc.closing(reasonMalformed)
 		return rp, false
 	}
-	// A Fetch past the bound is answered in part (fetch); its decoding
-	// is within the walk's budget.
-	if n := countElements(reflect.ValueOf(req)); n > cc.s.cfg.MaxRequestElements && key != kmsg.Fetch.Int16() {
+	// A Fetch or an OffsetCommit past the bound is answered in part
+	// (fetch, offsetCommit); its decoding is within the walk's budget.
+	if n := countElements(reflect.ValueOf(req)); n > cc.s.cfg.MaxRequestElements && key != kmsg.Fetch.Int16() && key != kmsg.OffsetCommit.Int16() {
 		cc.s.log.Info("kafka: request of too many elements; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "elements", n, "limit", cc.s.cfg.MaxRequestElements)
 		cc.closing(reasonTooLarge)
 		return rp, false
