@@ -116,6 +116,7 @@ type groupOffsetJSON struct {
 	History   uint64  `json:"history,omitempty"`
 	Resume    uint64  `json:"resume"`
 	Lag       uint64  `json:"lag"`
+	Skipped   uint64  `json:"skipped,omitempty"`
 	Member    string  `json:"member,omitempty"`
 	Error     string  `json:"error,omitempty"`
 }
@@ -130,7 +131,8 @@ it holds, each with the epoch at which the member received it (its
 assignment epoch); partitions being revoked or still to be received; and,
 per partition of the group's topics, the committed offset with the history
 epoch it was committed in, where the group resumes and how far behind the
-end of the partition that is.`,
+end of the partition that is, in records: offsets a recovery skipped after
+a crash hold none and are left out of LAG (a SKIPPED column shows them).`,
 		Example: "  ledge group describe billing\n  ledge group describe billing --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -182,7 +184,7 @@ func groupDescriptionJSON(d sdk.GroupDescription) any {
 		out.MemberList = append(out.MemberList, mj)
 	}
 	for _, o := range d.Offsets {
-		oj := groupOffsetJSON{Topic: o.Topic, Partition: o.Partition, Resume: o.Resume, Lag: o.Lag, Member: o.Member}
+		oj := groupOffsetJSON{Topic: o.Topic, Partition: o.Partition, Resume: o.Resume, Lag: o.Lag, Skipped: o.Skipped, Member: o.Member}
 		if o.Committed {
 			off := o.Offset
 			oj.Committed, oj.History = &off, o.History
@@ -218,8 +220,13 @@ func printGroup(w io.Writer, d sdk.GroupDescription) {
 		return
 	}
 	fmt.Fprintln(w)
+	skipped := slices.ContainsFunc(d.Offsets, func(o sdk.GroupOffset) bool { return o.Skipped != 0 })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tRESUME\tLAG\tMEMBER")
+	if skipped {
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tRESUME\tLAG\tSKIPPED\tMEMBER")
+	} else {
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tRESUME\tLAG\tMEMBER")
+	}
 	for _, o := range d.Offsets {
 		committed := "-"
 		if o.Committed {
@@ -234,9 +241,16 @@ func printGroup(w io.Writer, d sdk.GroupDescription) {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t\t\t\n", o.Topic, o.Partition, o.Err)
 			continue
 		}
+		if skipped {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\n", o.Topic, o.Partition, committed, o.Resume, o.Lag, o.Skipped, member)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", o.Topic, o.Partition, committed, o.Resume, o.Lag, member)
 	}
 	_ = tw.Flush()
+	if skipped {
+		fmt.Fprintln(w, "\nSKIPPED: offsets a recovery after a crash numbered past; they hold no record and LAG leaves them out.")
+	}
 }
 
 // paramsString prints plugin parameters as " (k=v, ...)", keys sorted.

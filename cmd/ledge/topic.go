@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -243,18 +244,32 @@ func newTopicDescribeCommand(cf *clientFlags) *cobra.Command {
 	return cmd
 }
 
+// printPartitions prints partition states. RECORDS leaves out the
+// offsets a recovery skipped after a crash; a SKIPPED column shows them
+// when a partition has any.
 func printPartitions(w io.Writer, ps []sdk.PartitionState) {
+	skipped := slices.ContainsFunc(ps, func(p sdk.PartitionState) bool { return p.Skipped != 0 })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tSTART\tHIGH WATERMARK\tRECORDS\tHISTORY\tSTATUS")
+	if skipped {
+		fmt.Fprintln(tw, "PARTITION\tSTART\tHIGH WATERMARK\tRECORDS\tSKIPPED\tHISTORY\tSTATUS")
+	} else {
+		fmt.Fprintln(tw, "PARTITION\tSTART\tHIGH WATERMARK\tRECORDS\tHISTORY\tSTATUS")
+	}
 	for _, p := range ps {
 		status := "ok"
 		if p.Err != nil {
 			status = p.Err.Error()
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.StartOffset, p.HighWatermark,
-			p.HighWatermark-min(p.StartOffset, p.HighWatermark), p.History, status)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t", p.Partition, p.StartOffset, p.HighWatermark, p.Records())
+		if skipped {
+			fmt.Fprintf(tw, "%d\t", p.Skipped)
+		}
+		fmt.Fprintf(tw, "%d\t%s\n", p.History, status)
 	}
 	_ = tw.Flush()
+	if skipped {
+		fmt.Fprintln(w, "\nSKIPPED: offsets a recovery after a crash numbered past; they hold no record.")
+	}
 }
 
 func newTopicDeleteCommand(cf *clientFlags) *cobra.Command {
@@ -369,13 +384,18 @@ type partitionJSON struct {
 	StartOffset   uint64 `json:"start_offset"`
 	HighWatermark uint64 `json:"high_watermark"`
 	History       uint64 `json:"history"`
-	Error         string `json:"error,omitempty"`
+	// Skipped are the offsets between start and high watermark that a
+	// recovery skipped (describe only): records are high_watermark -
+	// start_offset - skipped.
+	Skipped uint64 `json:"skipped,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 func partitionsToJSON(ps []sdk.PartitionState) []partitionJSON {
 	out := make([]partitionJSON, len(ps))
 	for i, p := range ps {
-		out[i] = partitionJSON{Partition: p.Partition, StartOffset: p.StartOffset, HighWatermark: p.HighWatermark, History: p.History}
+		out[i] = partitionJSON{Partition: p.Partition, StartOffset: p.StartOffset, HighWatermark: p.HighWatermark, History: p.History,
+			Skipped: p.Skipped}
 		if p.Err != nil {
 			out[i].Error = p.Err.Error()
 		}
