@@ -52,6 +52,18 @@ func (n *Node) KafkaAddr() string {
 	return n.kafka.Addr()
 }
 
+// kafkaForget tells the Kafka listener that a topic (or a group) was
+// deleted, so that it drops what it keeps about it.
+func (n *Node) kafkaForget(topic, group string) {
+	switch {
+	case n.kafka == nil:
+	case topic != "":
+		n.kafka.TopicDeleted(topic)
+	case group != "":
+		n.kafka.GroupDeleted(group)
+	}
+}
+
 // closeKafkaToken closes the Kafka connections authenticated with the
 // token (revoked), and returns how many.
 func (n *Node) closeKafkaToken(rec *tokens.Token) int {

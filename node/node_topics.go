@@ -167,6 +167,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string, id [16]byte) error 
 	for _, o := range t.owners {
 		_ = o.CloseDeleted(ctx)
 	}
+	n.kafkaForget(name, "")
 	if err := n.storage.DeleteTopic(name, t.id); err != nil {
 		return err
 	}

@@ -435,7 +435,11 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 		})
 	case wire.KindDeleteGroup:
 		return serve(ctx, r, &wire.DeleteGroupRequest{}, func(ctx context.Context, m *wire.DeleteGroupRequest) (*wire.DeleteGroupReply, error) {
-			return serveDelete(r.n.groups, ctx, r.allow, m)
+			rep, err := serveDelete(r.n.groups, ctx, r.allow, m)
+			if err == nil {
+				r.n.kafkaForget("", m.Group)
+			}
+			return rep, err
 		})
 	case wire.KindGetState, wire.KindCommitWithState:
 		return r.serveState(ctx)

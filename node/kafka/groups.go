@@ -37,9 +37,11 @@ type classicGroups struct {
 	// offset: Kafka stores it, and OffsetFetch returns it, so that the
 	// client resets per its policy (kafkajs commits -1 or -2 when its
 	// position fell out of the log, then asks where it is). The group's
-	// stored position is left as it was: after a restart, a client at
+	// stored position is left as it was, and this record is held in
+	// memory only (docs/KAFKA.md says why): after a restart, a client at
 	// an offset the log no longer holds meets OFFSET_OUT_OF_RANGE and
-	// commits its reset again.
+	// commits its reset again. Deleting the topic or the group drops
+	// its records (Server.TopicDeleted, Server.GroupDeleted).
 	unset map[unsetKey]struct{}
 }
 
@@ -73,6 +75,17 @@ func (g *classicGroups) setUnset(k unsetKey, unset bool) {
 		g.unset[k] = struct{}{}
 	} else {
 		delete(g.unset, k)
+	}
+}
+
+// forgetUnset drops the "no position" records that match.
+func (g *classicGroups) forgetUnset(match func(unsetKey) bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range g.unset {
+		if match(k) {
+			delete(g.unset, k)
+		}
 	}
 }
 

@@ -95,3 +95,50 @@ func TestNegativeCommitIsNoPosition(t *testing.T) {
 		t.Fatalf("after a commit of 7, OffsetFetch says %d, want 7", got)
 	}
 }
+
+// TestNoPositionForgottenWithTopicAndGroup: the "no position" a group
+// committed is dropped when its topic or its group is deleted: what the
+// node stores for the name afterwards (a topic created again, a group
+// that commits through the QUIC protocol) is what OffsetFetch answers.
+func TestNoPositionForgottenWithTopicAndGroup(t *testing.T) {
+	for _, deleted := range []string{"topic", "group"} {
+		t.Run(deleted, func(t *testing.T) {
+			s := &Server{groups: newClassicGroups()}
+			cc := &conn{s: s, sess: offsetsSession{}}
+			for _, g := range []string{"g", "other"} {
+				cc.s.groups.update(g, "m", func(cm *classicMember) {
+					cm.epoch, cm.synced = 5, []wire.TopicPartition{{Topic: "t", Partition: 0}}
+				})
+			}
+			fetched := func(group string) int64 {
+				req := kmsg.NewPtrOffsetFetchRequest()
+				req.Version, req.Group = 7, group
+				req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+				return cc.offsetFetch(context.Background(), req).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0].Offset
+			}
+			for _, g := range []string{"g", "other"} {
+				req := kmsg.NewPtrOffsetCommitRequest()
+				req.Version, req.Group, req.MemberID, req.Generation = 7, g, "m", 5
+				req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Offset: -1, LeaderEpoch: -1}}}}
+				if code := cc.offsetCommit(context.Background(), req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+					t.Fatalf("group %s committing -1: %v", g, kerr.ErrorForCode(code))
+				}
+				if got := fetched(g); got != -1 {
+					t.Fatalf("group %s after committing -1 reads %d", g, got)
+				}
+			}
+			want := map[string]int64{"g": 7, "other": 7}
+			if deleted == "topic" {
+				s.TopicDeleted("t")
+			} else {
+				s.GroupDeleted("g")
+				want["other"] = -1
+			}
+			for g, w := range want {
+				if got := fetched(g); got != w {
+					t.Errorf("after the %s was deleted, group %s reads %d, want %d (what the node stores)", deleted, g, got, w)
+				}
+			}
+		})
+	}
+}

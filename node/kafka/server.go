@@ -327,6 +327,20 @@ func (s *Server) release(cc *conn) {
 	s.cfg.Metrics.ConnectionClosed(reason)
 }
 
+// TopicDeleted forgets what the listener keeps about the topic: the
+// "no position" its groups committed on its partitions. The node calls it
+// whichever protocol deleted the topic, so that a topic created again
+// under the name starts without them.
+func (s *Server) TopicDeleted(topic string) {
+	s.groups.forgetUnset(func(k unsetKey) bool { return k.topic == topic })
+}
+
+// GroupDeleted forgets the "no position" the group committed, as
+// TopicDeleted does for a topic.
+func (s *Server) GroupDeleted(group string) {
+	s.groups.forgetUnset(func(k unsetKey) bool { return k.group == group })
+}
+
 // CloseSessions closes every connection whose session match accepts
 // (the node closes those of a revoked token), parked fetches included,
 // and returns how many it closed.
