@@ -11,8 +11,8 @@ import (
 // kafkaAdmission lends the QUIC listener's admission to the Kafka
 // listener, so that the connections of both count against one cap of
 // unauthenticated connections (quic.max_unauthenticated) and one of
-// authenticated ones (quic.max_conns, sized from memory), per token and
-// per source address alike. It lives apart from kafka_adapter.go, which
+// authenticated ones (quic.max_conns, sized from memory), and one per
+// token. It lives apart from kafka_adapter.go, which
 // touches no QUIC type.
 type kafkaAdmission struct{ a *quic.Admission }
 
@@ -44,8 +44,6 @@ func kafkaAdmissionError(err error) error {
 		return kafka.ErrConnLimit
 	case errors.Is(err, quic.ErrTokenLimit):
 		return kafka.ErrTokenLimit
-	case errors.Is(err, quic.ErrSourceRate):
-		return kafka.ErrSourceRate
 	case errors.Is(err, quic.ErrEvicted):
 		return kafka.ErrEvicted
 	}

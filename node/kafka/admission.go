@@ -39,7 +39,6 @@ type Place interface {
 var (
 	ErrConnLimit  = errors.New("kafka: connection limit reached")
 	ErrTokenLimit = errors.New("kafka: connection limit of the token reached")
-	ErrSourceRate = errors.New("kafka: too many handshakes from this address")
 	ErrEvicted    = errors.New("kafka: evicted: too many connections waiting to authenticate")
 	ErrShutdown   = errors.New("kafka: the node is shutting down")
 )
@@ -51,8 +50,6 @@ func admissionReason(err error) string {
 		return reasonConnLimit
 	case errors.Is(err, ErrTokenLimit):
 		return reasonTokenLimit
-	case errors.Is(err, ErrSourceRate):
-		return reasonSourceRate
 	case errors.Is(err, ErrEvicted):
 		return reasonEvicted
 	}

@@ -21,7 +21,7 @@ type Metrics interface {
 	// a fetch's long poll included).
 	RequestDone(api int16, errorCode int16, d time.Duration)
 	// ConnectionRefused reports a connection closed as soon as it was
-	// accepted, and why (conn_limit, source_rate, shutdown).
+	// accepted, and why (conn_limit, shutdown).
 	ConnectionRefused(reason string)
 	// ConnectionClosed reports a connection served and closed, and why
 	// (client_closed, auth_timeout, idle, evicted, too_large, ...;
@@ -67,7 +67,7 @@ func RegisterMetrics(reg prometheus.Registerer) (*PromMetrics, error) {
 		}, []string{"api"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ledge_kafka_connections_refused_total",
-			Help: "Kafka connections closed as soon as they were accepted, by reason (conn_limit, source_rate, shutdown).",
+			Help: "Kafka connections closed as soon as they were accepted, by reason (conn_limit, shutdown).",
 		}, []string{"reason"}),
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ledge_kafka_connections_closed_total",

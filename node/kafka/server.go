@@ -251,7 +251,6 @@ func (s *Server) accept() {
 const (
 	reasonConnLimit      = "conn_limit"      // MaxConns authenticated connections
 	reasonTokenLimit     = "token_limit"     // the token's bound of connections (a shared Admission's)
-	reasonSourceRate     = "source_rate"     // the source address's handshakes (a shared Admission's)
 	reasonEvicted        = "evicted"         // pushed out by a newer unauthenticated one
 	reasonAuthTimeout    = "auth_timeout"    // AuthTimeout passed before authentication
 	reasonAuthFailed     = "auth_failed"     // SASL refused

@@ -142,7 +142,10 @@ func (a *admission) admit(addr net.Addr) (*ticket, error) {
 }
 
 // admitAs is admit; shared says the connection is another listener's,
-// which counts its refusals itself.
+// which counts its refusals itself, and whose source address was proven
+// by its own handshake (TCP's), so it takes no token of a source's
+// bucket: a flood from one address must not lock out an honest client
+// behind it.
 func (a *admission) admitAs(addr net.Addr, shared bool) (*ticket, error) {
 	now := a.now()
 	a.mu.Lock()
@@ -160,7 +163,7 @@ func (a *admission) admitAs(addr net.Addr, shared bool) (*ticket, error) {
 		return nil, errConnLimit
 	}
 	t := &ticket{shared: shared}
-	if a.lim.sourceRate > 0 {
+	if a.lim.sourceRate > 0 && !shared {
 		b := a.sources.get(sourceKey(addr), now, a.lim.sourceBurst)
 		if !b.take(now, a.lim.sourceRate, a.lim.sourceBurst) {
 			stats.refusedSourceRate++

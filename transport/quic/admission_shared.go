@@ -8,7 +8,7 @@ import (
 // A node's other listener (its Kafka one) takes its connections' places
 // from the QUIC listener's admission, so that both listeners' connections
 // together stay under one MaxUnauthenticated and one MaxConns (and
-// MaxConnsPerToken, and a source's handshake bucket): a flood of
+// MaxConnsPerToken; the source buckets are QUIC's own): a flood of
 // unauthenticated connections on one listener evicts the oldest
 // unauthenticated connections of either, as it would on one listener.
 // The listener's Stats count its own connections only; the other listener
@@ -20,8 +20,6 @@ var (
 	ErrConnLimit = errConnLimit
 	// ErrTokenLimit: the token has MaxConnsPerToken connections.
 	ErrTokenLimit = errTokenLimit
-	// ErrSourceRate: the source address has used its handshakes.
-	ErrSourceRate = errSourceRate
 	// ErrEvicted: the place was taken by a newer unauthenticated
 	// connection before this one authenticated.
 	ErrEvicted = errEvicted
@@ -35,7 +33,7 @@ type Admission struct{ a *admission }
 func (l *Listener) Admission() *Admission { return &Admission{a: l.adm} }
 
 // Admit takes an unauthenticated place for a connection from addr, or
-// says why not (ErrConnLimit, ErrSourceRate, or ErrServerClosed once the
+// says why not (ErrConnLimit, or ErrServerClosed once the
 // listener shuts down). It may evict the oldest unauthenticated
 // connection, of either listener. The place must be released.
 func (s *Admission) Admit(addr net.Addr) (*Place, error) {

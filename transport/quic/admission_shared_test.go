@@ -73,3 +73,21 @@ func TestSharedAdmissionOneCap(t *testing.T) {
 		t.Fatalf("OnEvicted reported places %v, want 0 and 1", got)
 	}
 }
+
+// TestSharedAdmissionLeavesSourceBuckets: another listener's connections
+// take no handshake of their address's bucket (TCP proved the address),
+// so a flood of them from one address neither is refused by it nor
+// drains it for a QUIC client from the same address.
+func TestSharedAdmissionLeavesSourceBuckets(t *testing.T) {
+	a, _ := testAdmission(admissionLimits{maxAuthenticated: 100, maxUnauthenticated: 100, sourceRate: 1, sourceBurst: 1})
+	shared := &Admission{a: a}
+	for i := range 10 {
+		if _, err := shared.Admit(tcpFrom("10.0.0.1")); err != nil {
+			t.Fatalf("shared connection %d from one address: %v", i, err)
+		}
+	}
+	mustAdmit(t, a, "10.0.0.1")
+	if _, err := a.admit(from("10.0.0.1")); !errors.Is(err, errSourceRate) {
+		t.Fatalf("a second QUIC handshake past a burst of 1: %v, want errSourceRate", err)
+	}
+}
