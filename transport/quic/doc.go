@@ -76,7 +76,10 @@
 //     arrives; a handshake token bucket per source address (50/s, burst
 //     100) that a connection's token returns to once it authenticates;
 //     QUIC Retry under load. See admission.go for why each, and
-//     docs/OPERATIONS.md for what a connection costs.
+//     docs/OPERATIONS.md for what a connection costs. A node's Kafka
+//     listener takes its connections' places from the same caps
+//     (Listener.Admission, admission_shared.go), the source buckets
+//     aside.
 //   - MaxFrameSize 8 MiB for requests, checked from the frame header
 //     before allocation; a larger frame stops that stream only.
 //   - InflightBudget 64 MiB: bytes of requests read and not yet answered.
