@@ -19,8 +19,10 @@
 //
 // It is bounded as the QUIC listener is (docs/KAFKA.md, "Bounds"): only
 // ApiVersions and SASL before authentication, small and within a
-// deadline; caps on unauthenticated and authenticated connections; idle
-// and read deadlines. A request's bytes are allocated as they arrive,
+// deadline; caps on unauthenticated and authenticated connections, which
+// a node shares with its QUIC listener (Admission); idle and read
+// deadlines; at most MaxRequestElements topics and partitions answered a
+// request, a Fetch or an OffsetCommit past it answered in part. A request's bytes are allocated as they arrive,
 // its claims (array lengths, tagged fields, record counts) are checked
 // against the bytes that carry them before anything is sized from them
 // (bound.go), and a Produce is authorized before its batches are
