@@ -1,13 +1,14 @@
 // Package node wires a Ledge node together and serves it: Open reads a
 // Config, opens the storage engine, and starts the partition owners, the
 // group coordinator, the plugin host, the uplinks and the QUIC and Kafka
-// listeners; the request handlers (server*.go) turn each request of
-// docs/PROTOCOL.md into calls on them. A handler is a method of a call:
-// one request of a token's session, taking and returning the protocol's
-// messages, with its scope check inside and no transport in sight. The
-// QUIC frame loop (a request is a call read from a frame) and the Kafka
-// adapter (kafka_adapter.go, which imports no QUIC package) both build
-// calls.
+// listeners. The requests of docs/PROTOCOL.md are served by node/session:
+// one session per authenticated token, a method per request kind, the
+// scope checks inside, and no transport in sight. This package adapts
+// both listeners onto it: the QUIC frame loop (server.go: a request is a
+// session's call read from a frame, its reply written in request order
+// once its effects are durable) and the Kafka adapter (kafka_adapter.go,
+// which hands the listener a session and imports no QUIC package). The
+// node reaches its sessions as a session.Node (sessionNode).
 //
 // # Where a change goes
 //
@@ -21,26 +22,31 @@
 //     node's uplinks.
 //   - node/ops: the HTTP endpoints for operators: metrics, health,
 //     readiness, the status API and page.
-//   - node/kafka: the Kafka protocol listener, an adapter onto this
-//     package.
+//   - node/session: the request handlers of the protocol (topics,
+//     produce and poll, commits and state, tokens, groups, uplinks,
+//     plugins), as methods of a session's call, with their scope checks;
+//     and a session's requests as the Kafka listener asks them.
+//   - node/kafka: the Kafka protocol listener, an adapter onto a
+//     session.
 //   - node/pluginreg: the plugin registry (modules, records, commit
 //     policies, the loader after a start) and the plugin steps of a
 //     poll (filters, commit policies).
 //   - node/tokens: the registry of bearer tokens (create, authenticate,
 //     revoke), kept in the node's metadata.
 //   - node/statuspage: the status page's HTML.
-//   - node (this package): Open and Config, topics, the request handlers
-//     of the protocol (groups, uplinks and plugins included) as methods
-//     of a call, the QUIC frame loop and the Kafka adapter that build
-//     calls, and the snapshots of its state that node/ops reads.
+//   - node (this package): Open and Config, topics, the QUIC frame loop
+//     and the Kafka adapter onto sessions, and the snapshots of its
+//     state that node/ops reads.
 //
 // # Import rules
 //
 // Imports flow one way:
 //
 //	cmd/ledge → {node, node/ops}
-//	node → {node/owner, node/group, node/uplink, node/ops, node/kafka,
-//	        node/pluginreg, node/tokens}
+//	node → {node/session, node/owner, node/group, node/uplink, node/ops,
+//	        node/kafka, node/pluginreg, node/tokens}
+//	node/session → {node/owner, node/group, node/uplink, node/pluginreg,
+//	                node/tokens, transport/wire}
 //	node/ops → {node/uplink, node/statuspage}
 //	node/pluginreg → {node/group, plugins}
 //	node/group, node/uplink, node/ops, node/pluginreg, node/tokens → node/owner
@@ -59,12 +65,18 @@
 //     uplink.Source is an *owner.Owner): it never opens a log or a
 //     metadata key of a partition itself.
 //   - node/group and node/uplink do not import each other, and neither
-//     serves a request: the handlers that do are this package's.
+//     serves a request: the handlers that do are node/session's.
+//   - node/session imports neither node, node/kafka, node/ops nor any
+//     transport (transport/quic, quic-go): it reaches the node only
+//     through its Node interface (topics, registries, coordinator,
+//     uplinks, poll limits), which node implements, as node/ops reaches
+//     it through Source.
 //   - node/ops reads a node only through its Source interface, which
 //     *Node implements; it never imports node, and changes nothing.
-//   - node/kafka imports neither node nor the owner: node adapts itself to
-//     the listener's interfaces (kafka_adapter.go, which imports no QUIC
-//     package either).
+//   - node/kafka imports neither node, node/session nor the owner: it
+//     owns its Backend and Session interfaces, and node hands it a
+//     *session.Session for each connection (kafka_adapter.go, which
+//     imports no QUIC package either).
 //   - node/pluginreg and node/tokens are registries: they serve no
 //     request and import no listener.
 //   - Packages named ...test (node/owner/ownertest,

@@ -276,7 +276,7 @@ func (n *Node) open(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		n.topics[t.name] = t
+		n.topics[t.Name] = t
 	}
 	if n.tokens, err = tokens.Open(n.meta, cfg.Now); err != nil {
 		return err
@@ -346,7 +346,7 @@ func (n *Node) abandon() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, t := range n.topics {
-		for _, o := range t.owners {
+		for _, o := range t.Owners {
 			_ = o.Close(ctx)
 		}
 	}
@@ -406,7 +406,7 @@ func (n *Node) close(ctx context.Context) error {
 	// Every request is answered: the owners take their last step, so
 	// nothing more reaches the storage through them.
 	for _, t := range n.topicList() {
-		for _, o := range t.owners {
+		for _, o := range t.Owners {
 			if err := o.Close(ctx); err != nil && ctx.Err() == nil {
 				errs = append(errs, err)
 			}
@@ -455,20 +455,20 @@ func (n *Node) retentionLoop() {
 func (n *Node) EnforceRetention() {
 	now := n.cfg.Now()
 	for _, t := range n.topicList() {
-		for _, o := range t.owners {
+		for _, o := range t.Owners {
 			was := o.RetentionHold().Held
 			res, err := o.EnforceRetention(now)
 			switch {
 			case err != nil:
-				if !t.deleted() {
-					n.log.Warn("retention failed", "topic", t.name, "partition", o.Index(), "err", err)
+				if !t.Deleted() {
+					n.log.Warn("retention failed", "topic", t.Name, "partition", o.Index(), "err", err)
 				}
 			case res.HeldBack() && !was:
 				n.log.Warn("retention held back: records the uplink has not forwarded are kept (overflow block)",
-					"topic", t.name, "partition", o.Index(), "floor", res.Floor, "start", res.LogStart,
+					"topic", t.Name, "partition", o.Index(), "floor", res.Floor, "start", res.LogStart,
 					"retention_start", res.Wanted, "held_bytes", res.HeldBytes)
 			case !res.HeldBack() && was:
-				n.log.Info("retention no longer held back by the uplink", "topic", t.name, "partition", o.Index(), "start", res.LogStart)
+				n.log.Info("retention no longer held back by the uplink", "topic", t.Name, "partition", o.Index(), "start", res.LogStart)
 			}
 		}
 	}

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
+	"github.com/ledgemq/ledge/node/session"
+	"github.com/ledgemq/ledge/transport/wire"
 )
 
 // TestNodeRetentionHoldIsLogged: the node says once when a floor starts
@@ -29,12 +32,13 @@ func TestNodeRetentionHoldIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	gone, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	tp := session.NewTopic(context.Background(), "t", fence.TopicID{}, wire.TopicConfig{})
+	defer tp.Delete()
+	tp.AddPartition(l, o)
 	n := &Node{
 		cfg:    Config{Now: func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }},
 		log:    slog.New(slog.NewTextHandler(&out, nil)),
-		topics: map[string]*topic{"t": {name: "t", owners: []*owner.Owner{o}, logs: []owner.PartitionLog{l}, gone: gone, delete: cancel}},
+		topics: map[string]*topic{"t": tp},
 	}
 	n.EnforceRetention()
 	n.EnforceRetention()

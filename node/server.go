@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/kafka"
+	"github.com/ledgemq/ledge/node/session"
 	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -102,6 +103,7 @@ func (n *Node) serveConn(c *quic.Conn) {
 	defer cancel()
 	stop := context.AfterFunc(n.base, cancel)
 	defer stop()
+	sess := session.New((*sessionNode)(n), rec, hostOf(c.RemoteAddr()))
 	var streams sync.WaitGroup
 	defer streams.Wait()
 	for {
@@ -109,7 +111,7 @@ func (n *Node) serveConn(c *quic.Conn) {
 		if err != nil {
 			return
 		}
-		streams.Go(func() { n.serveStream(ctx, rec, s) })
+		streams.Go(func() { n.serveStream(ctx, sess, s) })
 	}
 }
 
@@ -127,16 +129,15 @@ type served struct {
 // stream keeps its partition order while many appends share one fsync.
 // Replies leave in request order: from writeReplies, or from this
 // goroutine when nothing is owed (replyNow).
-func (n *Node) serveStream(ctx context.Context, tok *tokens.Token, s *quic.Stream) {
+func (n *Node) serveStream(ctx context.Context, sess *session.Session, s *quic.Stream) {
 	w := &replyWriter{depth: n.cfg.MaxStreamRequests}
-	host := hostOf(s.Conn().RemoteAddr())
 	for {
 		req, err := s.ReadFrame()
 		if err != nil {
 			n.streamEnded(s, err)
 			break
 		}
-		r := n.handle(ctx, tok, host, req.Frame)
+		r := n.handle(ctx, sess, req.Frame)
 		r.read = req
 		if !n.replyNow(ctx, s, w, r) {
 			w.queue <- r
@@ -190,7 +191,7 @@ func (n *Node) oweLocked(ctx context.Context, s *quic.Stream, w *replyWriter) {
 // (written in parts, possibly large) still go through the writer, so the
 // stream's next request is read meanwhile.
 func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, r *request) bool {
-	if r.out.parts != nil || (r.deferred && !r.durableNow()) {
+	if r.out.parts != nil || (r.Deferred() && !r.DurableNow()) {
 		w.mu.Lock()
 		n.oweLocked(ctx, s, w)
 		w.mu.Unlock()
@@ -202,7 +203,7 @@ func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, r *
 		n.oweLocked(ctx, s, w)
 		return false
 	}
-	if r.deferred {
+	if r.Deferred() {
 		r.out = n.finish(ctx, r)
 	}
 	if !w.broken {
@@ -233,7 +234,7 @@ func (r *request) done() {
 	if r.shared != nil {
 		r.shared.Drop()
 	}
-	r.releasePolled()
+	r.ReleasePolled()
 }
 
 // streamEnded logs why a stream stopped being read. The requests read
@@ -285,8 +286,8 @@ func (n *Node) writeReplies(ctx context.Context, s *quic.Stream, w *replyWriter)
 	}
 	write := func(r *request) {
 		written++
-		if r.deferred {
-			if !r.durableNow() {
+		if r.Deferred() {
+			if !r.DurableNow() {
 				flush() // do not hold earlier replies while this one waits
 			}
 			r.out = n.finish(ctx, r)
@@ -334,17 +335,19 @@ func (n *Node) finish(ctx context.Context, r *request) (out served) {
 			out = served{frame: wire.AppendErrorReply(nil, r.frame.FrameHeader, wire.StatusInternal, "the node failed to handle the request")}
 		}
 	}()
-	return encodeReply(r, r.start, r.msg, r.rep, r.waitDurable(ctx))
+	return encodeReply(r, r.start, r.msg, r.rep, r.WaitDurable(ctx))
 }
 
 // handle serves one request frame. It returns the request with its reply
 // in out, or deferred (finish encodes it). It never panics: a panic in a
 // handler is logged and answered with StatusInternal.
-func (n *Node) handle(ctx context.Context, tok *tokens.Token, host string, frame []byte) (r *request) {
-	r = &request{call: call{n: n, tok: tok, host: host, deferring: true}, raw: frame}
-	r.share = r
+func (n *Node) handle(ctx context.Context, sess *session.Session, frame []byte) (r *request) {
+	r = &request{n: n, raw: frame}
 	f, err := parseFrame(frame)
-	r.frame, r.kind = f, f.Kind
+	r.Init(sess, f.Kind)
+	r.Defer()
+	r.SetShare(r)
+	r.frame = f
 	if err != nil {
 		r.out.frame = errorReply(f.FrameHeader, err)
 		return r
@@ -353,20 +356,20 @@ func (n *Node) handle(ctx context.Context, tok *tokens.Token, host string, frame
 		if p := recover(); p != nil {
 			n.log.Error("request handler panicked", "kind", f.Kind, "panic", p, "stack", string(debug.Stack()))
 			r.out = served{frame: wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusInternal, "the node failed to handle the request")}
-			r.deferred = false
+			r.Undefer()
 		}
 	}()
 	if err := wire.CheckRequest(f.FrameHeader); err != nil {
 		r.out.frame = errorReply(f.FrameHeader, err)
 		return r
 	}
-	if err := tok.Valid(n.cfg.Now()); err != nil {
+	if err := sess.Token().Valid(n.cfg.Now()); err != nil {
 		r.out.frame = errorReply(f.FrameHeader, err)
 		return r
 	}
 	b := n.dispatch(ctx, r)
-	if !r.deferred && r.out.parts == nil {
-		r.releasePolled() // the reply, if any, holds copies
+	if !r.Deferred() && r.out.parts == nil {
+		r.ReleasePolled() // the reply, if any, holds copies
 		r.out.frame = b
 	}
 	return r
@@ -380,123 +383,87 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 	case wire.KindAuthenticate:
 		return errorReply(f.FrameHeader, invalidArgument("the connection is already authenticated"))
 	case wire.KindCreateTopic:
-		return serve(ctx, r, &wire.CreateTopicRequest{}, r.createTopic)
+		return serve(ctx, r, &wire.CreateTopicRequest{}, r.CreateTopic)
 	case wire.KindDeleteTopic:
-		return serve(ctx, r, &wire.DeleteTopicRequest{}, r.deleteTopic)
+		return serve(ctx, r, &wire.DeleteTopicRequest{}, r.DeleteTopic)
 	case wire.KindListTopics:
-		return serve(ctx, r, &wire.ListTopicsRequest{}, r.listTopics)
+		return serve(ctx, r, &wire.ListTopicsRequest{}, r.ListTopics)
 	case wire.KindDescribeTopic:
-		return serve(ctx, r, &wire.DescribeTopicRequest{}, r.describeTopic)
+		return serve(ctx, r, &wire.DescribeTopicRequest{}, r.DescribeTopic)
 	case wire.KindPurge:
-		return serve(ctx, r, &wire.PurgeRequest{}, r.purge)
+		return serve(ctx, r, &wire.PurgeRequest{}, r.Purge)
 	case wire.KindGetPartitionState:
-		return serve(ctx, r, &wire.GetPartitionStateRequest{}, r.partitionState)
+		return serve(ctx, r, &wire.GetPartitionStateRequest{}, r.PartitionState)
 	case wire.KindInitProducer:
-		return serve(ctx, r, &wire.InitProducerRequest{}, r.initProducer)
+		return serve(ctx, r, &wire.InitProducerRequest{}, r.InitProducer)
 	case wire.KindProduce:
-		return serve(ctx, r, &wire.ProduceRequest{}, r.produce)
+		return serve(ctx, r, &wire.ProduceRequest{}, r.Produce)
 	case wire.KindAttachConsumer:
-		return serve(ctx, r, &wire.AttachConsumerRequest{}, r.attachConsumer)
+		return serve(ctx, r, &wire.AttachConsumerRequest{}, r.AttachConsumer)
 	case wire.KindPoll:
-		return serve(ctx, r, &wire.PollRequest{}, r.poll)
+		return serve(ctx, r, &wire.PollRequest{}, r.Poll)
 	case wire.KindCommit:
-		return serve(ctx, r, &wire.CommitRequest{}, r.commit)
+		return serve(ctx, r, &wire.CommitRequest{}, r.Commit)
 	case wire.KindResetPosition:
-		return serve(ctx, r, &wire.ResetPositionRequest{}, r.resetPosition)
+		return serve(ctx, r, &wire.ResetPositionRequest{}, r.ResetPosition)
 	case wire.KindGetCommitted:
-		return serve(ctx, r, &wire.GetCommittedRequest{}, r.getCommitted)
+		return serve(ctx, r, &wire.GetCommittedRequest{}, r.GetCommitted)
 	case wire.KindCreateToken:
-		return serve(ctx, r, &wire.CreateTokenRequest{}, r.createToken)
+		return serve(ctx, r, &wire.CreateTokenRequest{}, r.CreateToken)
 	case wire.KindListTokens:
-		return serve(ctx, r, &wire.ListTokensRequest{}, r.listTokens)
+		return serve(ctx, r, &wire.ListTokensRequest{}, r.ListTokens)
 	case wire.KindRevokeToken:
-		return serve(ctx, r, &wire.RevokeTokenRequest{}, r.revokeToken)
-	case wire.KindAddPlugin, wire.KindListPlugins, wire.KindRemovePlugin, wire.KindSetPolicy, wire.KindResetPlugin:
-		return r.servePlugins(ctx)
+		return serve(ctx, r, &wire.RevokeTokenRequest{}, r.RevokeToken)
+	case wire.KindAddPlugin:
+		return serve(ctx, r, &wire.AddPluginRequest{}, r.AddPlugin)
+	case wire.KindListPlugins:
+		return serve(ctx, r, &wire.ListPluginsRequest{}, r.ListPlugins)
+	case wire.KindRemovePlugin:
+		return serve(ctx, r, &wire.RemovePluginRequest{}, r.RemovePlugin)
+	case wire.KindSetPolicy:
+		return serve(ctx, r, &wire.SetPolicyRequest{}, r.SetPolicy)
+	case wire.KindResetPlugin:
+		return serve(ctx, r, &wire.ResetPluginRequest{}, r.ResetPlugin)
 	case wire.KindJoinGroup:
-		return serve(ctx, r, &wire.JoinGroupRequest{}, func(ctx context.Context, m *wire.JoinGroupRequest) (*wire.JoinGroupReply, error) {
-			return serveJoin(r.n.groups, ctx, r.allow, r.host, m)
-		})
+		return serve(ctx, r, &wire.JoinGroupRequest{}, r.JoinGroup)
 	case wire.KindHeartbeat:
-		return serve(ctx, r, &wire.HeartbeatRequest{}, func(ctx context.Context, m *wire.HeartbeatRequest) (*wire.HeartbeatReply, error) {
-			return serveHeartbeat(r.n.groups, ctx, r.allow, m)
-		})
+		return serve(ctx, r, &wire.HeartbeatRequest{}, r.Heartbeat)
 	case wire.KindLeaveGroup:
-		return serve(ctx, r, &wire.LeaveGroupRequest{}, func(ctx context.Context, m *wire.LeaveGroupRequest) (*wire.LeaveGroupReply, error) {
-			return serveLeave(r.n.groups, ctx, r.allow, m)
-		})
+		return serve(ctx, r, &wire.LeaveGroupRequest{}, r.LeaveGroup)
 	case wire.KindDescribeGroup:
-		return serve(ctx, r, &wire.DescribeGroupRequest{}, func(ctx context.Context, m *wire.DescribeGroupRequest) (*wire.DescribeGroupReply, error) {
-			return serveDescribe(r.n.groups, ctx, r.allow, m)
-		})
+		return serve(ctx, r, &wire.DescribeGroupRequest{}, r.DescribeGroup)
 	case wire.KindListGroups:
-		return serve(ctx, r, &wire.ListGroupsRequest{}, func(ctx context.Context, m *wire.ListGroupsRequest) (*wire.ListGroupsReply, error) {
-			return serveList(r.n.groups, ctx, r.allow, m)
-		})
+		return serve(ctx, r, &wire.ListGroupsRequest{}, r.ListGroups)
 	case wire.KindDeleteGroup:
-		return serve(ctx, r, &wire.DeleteGroupRequest{}, func(ctx context.Context, m *wire.DeleteGroupRequest) (*wire.DeleteGroupReply, error) {
-			rep, err := serveDelete(r.n.groups, ctx, r.allow, m)
-			if err == nil {
-				r.n.kafkaForget("", m.Group)
-			}
-			return rep, err
-		})
-	case wire.KindGetState, wire.KindCommitWithState:
-		return r.serveState(ctx)
+		return serve(ctx, r, &wire.DeleteGroupRequest{}, r.DeleteGroup)
+	case wire.KindGetState:
+		return serve(ctx, r, &wire.GetStateRequest{}, r.GetState)
+	case wire.KindCommitWithState:
+		return serve(ctx, r, &wire.CommitWithStateRequest{}, r.CommitWithState)
 	case wire.KindAddUplink:
-		return serve(ctx, r, &wire.AddUplinkRequest{}, r.addUplink(r.n.uplinks))
+		return serve(ctx, r, &wire.AddUplinkRequest{}, r.AddUplink)
 	case wire.KindListUplinks:
-		return serve(ctx, r, &wire.ListUplinksRequest{}, r.listUplinks(r.n.uplinks))
+		return serve(ctx, r, &wire.ListUplinksRequest{}, r.ListUplinks)
 	case wire.KindUplinkStatus:
-		return serve(ctx, r, &wire.UplinkStatusRequest{}, r.uplinkStatus(r.n.uplinks))
+		return serve(ctx, r, &wire.UplinkStatusRequest{}, r.UplinkStatus)
 	case wire.KindRemoveUplink:
-		return serve(ctx, r, &wire.RemoveUplinkRequest{}, r.removeUplink(r.n.uplinks))
+		return serve(ctx, r, &wire.RemoveUplinkRequest{}, r.RemoveUplink)
 	}
 	// CheckRequest accepts only defined kinds; a kind defined in wire but
 	// not served here is a node bug, not a client's.
 	return wire.AppendErrorReply(nil, f.FrameHeader, wire.StatusUnknownKind, fmt.Sprintf("%s is not served by this node", f.Kind))
 }
 
-// call is one request of a session being served, whatever transport
-// brought it (a QUIC frame, a Kafka request): the node, the token it is
-// authorized against, and the state its reply waits on. The handlers of
-// the protocol's requests are its methods, taking and returning the
-// protocol's messages; none of them sees a transport.
-type call struct {
-	n    *Node
-	tok  *tokens.Token
-	host string    // the IP address of the client's connection ("" when unknown)
-	kind wire.Kind // the request's kind, for the logs (0 when not a frame)
-	// share, when set, shares the bytes the request was read into with the
-	// storage engine (shareFrame): the QUIC request itself, so that
-	// setting it allocates nothing.
-	share interface{ shareFrame() func() }
-	// deferring lets a handler leave the wait for its durability to the
-	// stream's writer (durable, durableIn); deferred says it did.
-	deferring, deferred bool
-	// polled are the poll results the reply refers to, released once it
-	// is written (releasePolled).
-	polled []owner.PollResult
-
-	// The effects a deferred reply waits for: every offset up to logEnd
-	// in log, of topic logTopic (whose errors they are); or those a
-	// goroutine waits for (durable), which sets waitErr and closes waited.
-	logTopic *topic
-	log      owner.PartitionLog
-	logEnd   uint64
-	waited   chan struct{}
-	waitErr  error
-}
-
 // request is a call that came as a QUIC frame, from its frame to its
 // reply.
 type request struct {
-	call
+	session.Call
+	n     *Node
 	frame wire.Frame
 	raw   []byte        // the whole frame, as read
 	read  *quic.Request // raw's budget on the stream, released by done
 	// shared is raw when the handler shared it with the engine
-	// (shareFrame): the stream drops its share once the reply is written.
+	// (ShareFrame): the stream drops its share once the reply is written.
 	shared *quic.SharedFrame
 	// out is the reply, unless deferred.
 	out served
@@ -508,92 +475,6 @@ type request struct {
 	msg, rep wire.Message
 }
 
-// releasePolled gives the memory of the poll results the request's reply
-// referred to back to the engine.
-func (r *call) releasePolled() {
-	for i := range r.polled {
-		r.polled[i].Release()
-	}
-	r.polled = nil
-}
-
-// durable has the request's ordered effects made durable. A handler calls
-// it once its owners returned from ordering, with wait, which waits for
-// durability and may complete the reply in place. On a stream, wait
-// starts at once in its own goroutine, so that the waits of consecutive
-// requests (metadata syncs, which no probe may start) overlap, and the
-// handler returns: the stream's next request starts (and its effects land
-// after this one's) while this one waits; the reply is encoded once wait
-// returned, or wait's error is answered. Elsewhere durable waits and
-// returns wait's error.
-func (r *call) durable(ctx context.Context, wait func(context.Context) error) error {
-	if !r.deferring {
-		return wait(ctx)
-	}
-	done := make(chan struct{})
-	kind := r.kind
-	r.n.work.Go(func() {
-		defer close(done)
-		defer func() {
-			if p := recover(); p != nil {
-				r.n.log.Error("request handler panicked", "kind", kind, "panic", p, "stack", string(debug.Stack()))
-				r.waitErr = fmt.Errorf("node: the request handler panicked: %v", p)
-			}
-		}()
-		r.waitErr = wait(ctx)
-	})
-	r.deferred, r.waited = true, done
-	return nil
-}
-
-// durableIn is durable for d, an effect in the log of t, whose errors
-// are t's (topicError). When d is the log's alone, its durability can be
-// asked without waiting (durableNow), so nothing is started: on a stream
-// the writer waits for it, or the reading goroutine replies at once when
-// it is durable already. Every produce comes this way, and allocates
-// nothing for it.
-func (r *call) durableIn(ctx context.Context, t *topic, d owner.Durable) error {
-	log, end, ok := d.LogOnly()
-	if !r.deferring || !ok {
-		return r.durable(ctx, func(ctx context.Context) error { return r.n.waitIn(ctx, t, d) })
-	}
-	r.deferred, r.logTopic, r.log, r.logEnd = true, t, log, end
-	return nil
-}
-
-// waitIn waits for d, an effect in the log of t, to be durable.
-func (n *Node) waitIn(ctx context.Context, t *topic, d owner.Durable) error {
-	if err := d.Wait(ctx); err != nil {
-		return n.topicError(t, err)
-	}
-	return nil
-}
-
-// waitDurable waits for the effects of r's deferred reply to be durable.
-func (r *call) waitDurable(ctx context.Context) error {
-	if r.waited != nil {
-		<-r.waited
-		return r.waitErr
-	}
-	return r.n.waitIn(ctx, r.logTopic, r.logDurable())
-}
-
-// durableNow reports whether waitDurable would return at once.
-func (r *call) durableNow() bool {
-	if r.waited != nil {
-		select {
-		case <-r.waited:
-			return true
-		default:
-			return false
-		}
-	}
-	return r.logDurable().Now()
-}
-
-// logDurable is the log's effect a deferred reply waits for.
-func (r *call) logDurable() owner.Durable { return owner.LogDurable(r.log, r.logEnd) }
-
 // serve decodes the request into req, runs fn, and encodes its reply or
 // error. A poll reply is left in r.out as parts that refer to the stored
 // batches; a reply whose durability fn deferred is left to finish.
@@ -603,12 +484,12 @@ func serve[Req, Rep wire.Message](ctx context.Context, r *request, req Req, fn f
 		return errorReply(r.frame.FrameHeader, err)
 	}
 	rep, err := fn(ctx, req)
-	if r.deferred {
+	if r.Deferred() {
 		if err == nil {
 			r.start, r.msg, r.rep = start, req, rep
 			return nil
 		}
-		r.deferred = false
+		r.Undefer()
 	}
 	out := encodeReply(r, start, req, rep, err)
 	if out.parts != nil {
@@ -628,7 +509,7 @@ func encodeReply(r *request, start time.Time, req, rep wire.Message, err error) 
 		}
 		return served{frame: errorReply(r.frame.FrameHeader, err)}
 	}
-	if pr, ok := rep.(*wire.PollReply); ok && r.deferring {
+	if pr, ok := rep.(*wire.PollReply); ok {
 		// The stored batches are immutable: the stream writes them as
 		// they are, after the fields before them.
 		buf, parts, err := pr.AppendFrameParts(nil, r.frame.ID)
@@ -666,17 +547,6 @@ func errorReply(h wire.FrameHeader, err error) []byte {
 	return wire.AppendErrorReply(nil, h, s, msg)
 }
 
-// allow returns ErrForbidden unless the token grants want on topic.
-func (r *call) allow(topic string, want wire.Scope) error {
-	if r.tok.Allows(topic, want) {
-		return nil
-	}
-	if topic == "" {
-		return fmt.Errorf("%w: token %s lacks the %s scope", ErrForbidden, r.tok.Info.ID, want)
-	}
-	return fmt.Errorf("%w: token %s lacks the %s scope on topic %q", ErrForbidden, r.tok.Info.ID, want, topic)
-}
-
 // hostOf is the IP address of a connection's remote address, without the
 // port ("" when there is none).
 func hostOf(a net.Addr) string {
@@ -693,3 +563,60 @@ func hostOf(a net.Addr) string {
 	}
 	return ""
 }
+
+// ShareFrame shares the request's frame, which holds the batch, with the
+// storage engine: the frame is read into again once both the engine and
+// the stream, after writing the reply, let go of it. It returns the
+// engine's release.
+func (r *request) ShareFrame() func() {
+	if r.raw == nil || r.shared != nil {
+		return nil
+	}
+	r.shared = quic.ShareFrame(r.raw, 2)
+	return r.shared.Drop
+}
+
+// kafkaAdmission lends the QUIC listener's admission to the Kafka
+// listener, so that the connections of both count against one cap of
+// unauthenticated connections (quic.max_unauthenticated) and one of
+// authenticated ones (quic.max_conns, sized from memory), and one per
+// token. It lives with the QUIC listener's code, apart from
+// kafka_adapter.go, which touches no QUIC type.
+type kafkaAdmission struct{ a *quic.Admission }
+
+func (k kafkaAdmission) Admit(remote net.Addr) (kafka.Place, error) {
+	p, err := k.a.Admit(remote)
+	if err != nil {
+		return nil, kafkaAdmissionError(err)
+	}
+	return kafkaPlace{p}, nil
+}
+
+type kafkaPlace struct{ p *quic.Place }
+
+func (k kafkaPlace) Authenticated(tokenID string) error {
+	return kafkaAdmissionError(k.p.Authenticated(tokenID))
+}
+
+func (k kafkaPlace) OnEvicted(f func()) func() bool { return k.p.OnEvicted(f) }
+
+func (k kafkaPlace) Release() { k.p.Release() }
+
+// kafkaAdmissionError is the Kafka listener's error for the QUIC
+// admission's.
+func kafkaAdmissionError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, quic.ErrConnLimit):
+		return kafka.ErrConnLimit
+	case errors.Is(err, quic.ErrTokenLimit):
+		return kafka.ErrTokenLimit
+	case errors.Is(err, quic.ErrEvicted):
+		return kafka.ErrEvicted
+	}
+	return kafka.ErrShutdown
+}
+
+// sharedAdmission is the admission the node's Kafka listener shares.
+func (n *Node) sharedAdmission() kafka.Admission { return kafkaAdmission{n.ln.Admission()} }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ledgemq/ledge/internal/allocs"
+	"github.com/ledgemq/ledge/node/session"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -28,6 +29,7 @@ func TestServeProduceAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sess := session.New((*sessionNode)(tn.Node), tok, "")
 	// Past minProdCompact, the engine's producer records awaiting an fsync
 	// are compacted in place.
 	const warm, runs = 1100, 200
@@ -40,9 +42,9 @@ func TestServeProduceAllocations(t *testing.T) {
 	next := 0
 	var last []byte
 	serveOne := func() {
-		r := tn.handle(ctx, tok, "", frames[next])
+		r := tn.handle(ctx, sess, frames[next])
 		next++
-		if r.deferred {
+		if r.Deferred() {
 			r.out = tn.finish(ctx, r)
 		}
 		last = r.out.frame

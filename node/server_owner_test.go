@@ -321,7 +321,7 @@ func TestE2ECloseClosesOwnersBeforeStorage(t *testing.T) {
 	}
 	var atClose []error
 	store.onClose = func() {
-		for _, o := range tp.owners {
+		for _, o := range tp.Owners {
 			_, err := o.Produce(context.Background(), batch(t, 0, 0, 0, "late"))
 			atClose = append(atClose, err)
 		}

@@ -113,7 +113,7 @@ func TestE2EPipelinedProduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := tp.logs[0]
+	log := tp.Logs[0]
 
 	release := tn.store.holdDurability()
 	s := c.stream()
@@ -319,8 +319,8 @@ func TestE2ECloseFinishesInFlightProduce(t *testing.T) {
 	release := tn.store.holdDurability()
 	ch := c.send(c.stream(), &wire.ProduceRequest{Topic: "t", Batch: batch(t, 0, 0, 0, "in flight")})
 	for {
-		changed := tp.logs[0].Changed()
-		if tp.logs[0].State().HighWatermark == 1 {
+		changed := tp.Logs[0].Changed()
+		if tp.Logs[0].State().HighWatermark == 1 {
 			break
 		}
 		<-changed

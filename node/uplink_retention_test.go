@@ -89,7 +89,7 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow uplink.Overflow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.owner = top.owners[0]
+	u.owner = top.Owners[0]
 	partitions := func(name string) (fence.TopicID, []uplink.Source, error) {
 		id, srcs, err := n.uplinkPartitions(name)
 		for i, s := range srcs {

@@ -13,5 +13,6 @@
 // the metadata store; node/owner never imports it.
 //
 // It serves no request and runs no goroutine of its own but Run: the
-// node's handlers call Join, Heartbeat, Leave, Describe and Delete.
+// request handlers of node/session call Join, Heartbeat, Leave, Describe
+// and Delete.
 package group

@@ -10,6 +10,6 @@
 // Manager runs the forwarders of every configured uplink and keeps their
 // specifications (Spec) in the node's metadata.
 //
-// This package does not serve requests: the node's request handlers, its
+// This package does not serve requests: node/session's handlers, the node's
 // status and its metrics read what Manager.List and Manager.Status report.
 package uplink

@@ -1,4 +1,4 @@
-package node
+package session
 
 import (
 	"context"
@@ -53,38 +53,41 @@ func (m *lateMembers) Member(g, member string) (bool, fence.MemberEpoch) {
 
 func TestGroupHandlers(t *testing.T) {
 	ctx := context.Background()
+	n := newTestNode(t)
 	gs := newTestGroups(t, "t", 2)
-	allowAll := func(string, wire.Scope) error { return nil }
-	deny := func(topic string, _ wire.Scope) error {
-		return &wire.Error{Status: wire.StatusForbidden, Message: topic}
-	}
-	if _, err := serveJoin(gs, ctx, deny, "", &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}}); !errors.Is(err, wire.StatusForbidden) {
+	n.groups = gs
+	allowAll := n.session(wire.AllTopics, wire.ScopeConsume).Call(0)
+	deny := n.session("other", wire.ScopeConsume).Call(0)
+	if _, err := deny.JoinGroup(ctx, &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}}); !errors.Is(err, ErrForbidden) {
 		t.Fatalf("join without the scope: %v", err)
 	}
-	j, err := serveJoin(gs, ctx, allowAll, "192.0.2.7", &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}, ClientID: "sensor-7"})
+	j, err := allowAll.JoinGroup(ctx, &wire.JoinGroupRequest{Group: "g", Topics: []string{"t"}, ClientID: "sensor-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if j.MemberID == "" || len(j.Assignment) != 2 || j.HeartbeatInterval <= 0 || j.SessionTimeout <= 0 {
 		t.Fatalf("join reply %+v", j)
 	}
-	hb, err := serveHeartbeat(gs, ctx, allowAll, &wire.HeartbeatRequest{Group: "g", MemberID: j.MemberID, MemberEpoch: j.MemberEpoch,
+	hb, err := allowAll.Heartbeat(ctx, &wire.HeartbeatRequest{Group: "g", MemberID: j.MemberID, MemberEpoch: j.MemberEpoch,
 		Owned: []wire.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}})
 	if err != nil || hb.MemberEpoch != j.MemberEpoch {
 		t.Fatalf("heartbeat: %+v, %v", hb, err)
 	}
-	d, err := serveDescribe(gs, ctx, allowAll, &wire.DescribeGroupRequest{Group: "g"})
+	d, err := allowAll.DescribeGroup(ctx, &wire.DescribeGroupRequest{Group: "g"})
 	if err != nil || d.State != wire.GroupStable || len(d.Members) != 1 || len(d.Offsets) != 2 || d.Offsets[0].MemberID != j.MemberID {
 		t.Fatalf("describe: %+v, %v", d, err)
 	}
 	if m := d.Members[0]; m.ClientID != "sensor-7" || m.Host != "192.0.2.7" {
-		t.Fatalf("described member has client id %q and host %q, want the join's sensor-7 from 192.0.2.7", m.ClientID, m.Host)
+		t.Fatalf("described member has client id %q and host %q, want the join's sensor-7 from the session's 192.0.2.7", m.ClientID, m.Host)
 	}
-	l, err := serveList(gs, ctx, allowAll, &wire.ListGroupsRequest{})
+	l, err := allowAll.ListGroups(ctx, &wire.ListGroupsRequest{})
 	if err != nil || len(l.Groups) != 1 || l.Groups[0].Members != 1 || l.Groups[0].Topics[0] != "t" {
 		t.Fatalf("list: %+v, %v", l, err)
 	}
-	if _, err := serveLeave(gs, ctx, allowAll, &wire.LeaveGroupRequest{Group: "g", MemberID: j.MemberID}); err != nil {
+	if _, err := allowAll.DeleteGroup(ctx, &wire.DeleteGroupRequest{Group: "g"}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("delete a group without the admin scope: %v", err)
+	}
+	if _, err := allowAll.LeaveGroup(ctx, &wire.LeaveGroupRequest{Group: "g", MemberID: j.MemberID}); err != nil {
 		t.Fatal(err)
 	}
 	if d := gs.Describe("g"); d.State != wire.GroupEmpty || len(d.Members) != 0 {

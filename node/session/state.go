@@ -1,4 +1,4 @@
-package node
+package session
 
 import (
 	"context"
@@ -21,19 +21,11 @@ const (
 	maxStateReplyBytes     = 4 << 20
 )
 
-// serveState dispatches the state kinds.
-func (r *request) serveState(ctx context.Context) []byte {
-	if r.frame.Kind == wire.KindGetState {
-		return serve(ctx, r, &wire.GetStateRequest{}, r.getState)
-	}
-	return serve(ctx, r, &wire.CommitWithStateRequest{}, r.commitWithState)
-}
-
-// getState reads a consumer's state with its committed offset: a group
+// GetState reads a consumer's state with its committed offset: a group
 // member that holds the partition, a named consumer in its current
 // session (consume scope on the topic), or an administrator inspecting a
 // group (admin scope).
-func (r *call) getState(ctx context.Context, m *wire.GetStateRequest) (*wire.GetStateReply, error) {
+func (r *Call) GetState(ctx context.Context, m *wire.GetStateRequest) (*wire.GetStateReply, error) {
 	c, err := consumerOf(m.Consumer)
 	if err != nil {
 		return nil, err
@@ -66,7 +58,7 @@ func (r *call) getState(ctx context.Context, m *wire.GetStateRequest) (*wire.Get
 		snap, err = o.LoadStateQuery(ctx, c, q)
 	}
 	if err != nil {
-		return nil, r.n.topicError(t, err)
+		return nil, topicError(t, err)
 	}
 	rep := &wire.GetStateReply{
 		State: wire.PartitionState{
@@ -87,10 +79,10 @@ func (r *call) getState(ctx context.Context, m *wire.GetStateRequest) (*wire.Get
 	return rep, nil
 }
 
-// commitWithState orders the commit of an offset with state changes
+// CommitWithState orders the commit of an offset with state changes
 // through the partition's owner, lets the stream's next request start,
 // then waits for it to be durable.
-func (r *call) commitWithState(ctx context.Context, m *wire.CommitWithStateRequest) (*wire.CommitWithStateReply, error) {
+func (r *Call) CommitWithState(ctx context.Context, m *wire.CommitWithStateRequest) (*wire.CommitWithStateReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "state commits")
 	if err != nil {
 		return nil, err
@@ -119,7 +111,7 @@ func (r *call) commitWithState(ctx context.Context, m *wire.CommitWithStateReque
 	}
 	d, err := o.OrderCommitState(ctx, owner.CommitRequest{Consumer: c, Token: tok, Offset: m.Offset}, changes)
 	if err != nil {
-		return nil, r.n.topicError(t, err)
+		return nil, topicError(t, err)
 	}
 	err = r.durableIn(ctx, t, d)
 	return &wire.CommitWithStateReply{Offset: m.Offset}, err

@@ -1,14 +1,12 @@
-package node
+package session
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/ledgemq/ledge/node/group"
-	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/plugins"
@@ -18,39 +16,22 @@ import (
 // Requests of the plugin kinds (0x0060–0x0064) and the plugin steps of a
 // poll.
 
-// servePlugins answers a request of a plugin kind.
-func (r *request) servePlugins(ctx context.Context) []byte {
-	switch r.frame.Kind {
-	case wire.KindAddPlugin:
-		return serve(ctx, r, &wire.AddPluginRequest{}, r.addPlugin)
-	case wire.KindListPlugins:
-		return serve(ctx, r, &wire.ListPluginsRequest{}, r.listPlugins)
-	case wire.KindRemovePlugin:
-		return serve(ctx, r, &wire.RemovePluginRequest{}, r.removePlugin)
-	case wire.KindSetPolicy:
-		return serve(ctx, r, &wire.SetPolicyRequest{}, r.setPolicy)
-	case wire.KindResetPlugin:
-		return serve(ctx, r, &wire.ResetPluginRequest{}, r.resetPlugin)
-	}
-	return wire.AppendErrorReply(nil, r.frame.FrameHeader, wire.StatusUnknownKind, fmt.Sprintf("%s is not served by this node", r.frame.Kind))
-}
-
-func (r *call) addPlugin(ctx context.Context, m *wire.AddPluginRequest) (*wire.AddPluginReply, error) {
+func (r *Call) AddPlugin(ctx context.Context, m *wire.AddPluginRequest) (*wire.AddPluginReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	info, err := r.n.plugins.Add(ctx, m.Name, plugins.Kind(m.PluginKind), m.Module)
+	info, err := r.s.n.Plugins().Add(ctx, m.Name, plugins.Kind(m.PluginKind), m.Module)
 	if err != nil {
 		return nil, err
 	}
 	return &wire.AddPluginReply{Plugin: pluginreg.InfoToWire(info)}, nil
 }
 
-func (r *call) listPlugins(_ context.Context, _ *wire.ListPluginsRequest) (*wire.ListPluginsReply, error) {
+func (r *Call) ListPlugins(_ context.Context, _ *wire.ListPluginsRequest) (*wire.ListPluginsReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	infos := r.n.plugins.List()
+	infos := r.s.n.Plugins().List()
 	rep := &wire.ListPluginsReply{Plugins: make([]wire.PluginInfo, 0, len(infos))}
 	for _, i := range infos {
 		rep.Plugins = append(rep.Plugins, i.PluginInfo)
@@ -58,25 +39,25 @@ func (r *call) listPlugins(_ context.Context, _ *wire.ListPluginsRequest) (*wire
 	return rep, nil
 }
 
-func (r *call) resetPlugin(ctx context.Context, m *wire.ResetPluginRequest) (*wire.ResetPluginReply, error) {
+func (r *Call) ResetPlugin(ctx context.Context, m *wire.ResetPluginRequest) (*wire.ResetPluginReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	info, err := r.n.plugins.Reset(ctx, m.Name)
+	info, err := r.s.n.Plugins().Reset(ctx, m.Name)
 	if err != nil {
 		return nil, err
 	}
 	return &wire.ResetPluginReply{Plugin: info}, nil
 }
 
-func (r *call) removePlugin(ctx context.Context, m *wire.RemovePluginRequest) (*wire.RemovePluginReply, error) {
+func (r *Call) RemovePlugin(ctx context.Context, m *wire.RemovePluginRequest) (*wire.RemovePluginReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
-	return &wire.RemovePluginReply{}, r.n.plugins.Remove(ctx, m.Name)
+	return &wire.RemovePluginReply{}, r.s.n.Plugins().Remove(ctx, m.Name)
 }
 
-func (r *call) setPolicy(ctx context.Context, m *wire.SetPolicyRequest) (*wire.SetPolicyReply, error) {
+func (r *Call) SetPolicy(ctx context.Context, m *wire.SetPolicyRequest) (*wire.SetPolicyReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
 		return nil, err
 	}
@@ -86,13 +67,13 @@ func (r *call) setPolicy(ctx context.Context, m *wire.SetPolicyRequest) (*wire.S
 	case m.Name == "":
 		return nil, invalidArgument("set-policy needs a consumer name")
 	case m.Target == wire.PolicyGroup:
-		pol, err := r.n.plugins.CheckPolicy(m.Policy)
+		pol, err := r.s.n.Plugins().CheckPolicy(m.Policy)
 		if err != nil {
 			return nil, err
 		}
-		return &wire.SetPolicyReply{}, r.n.groups.SetPolicy(ctx, m.Name, pol)
+		return &wire.SetPolicyReply{}, r.s.n.Groups().SetPolicy(ctx, m.Name, pol)
 	}
-	return &wire.SetPolicyReply{}, r.n.plugins.SetPolicy(ctx, m.Name, m.Policy)
+	return &wire.SetPolicyReply{}, r.s.n.Plugins().SetPolicy(ctx, m.Name, m.Policy)
 }
 
 // pollKept is PollMany for a poll whose partitions run a filter
@@ -162,50 +143,19 @@ func hasTransform(polls []owner.PartitionPoll) bool {
 // what the poll delivered: for a group member the policy of its group,
 // for a named consumer the one attached to its name (the two are
 // separate even under one name).
-func (n *Node) applyPolicy(ctx context.Context, o *owner.Owner, c owner.Consumer, topic string, partition uint32, res owner.PollResult) {
-	if n.plugins == nil || c.Name == "" || res.Token.Next <= res.Token.From {
+func (r *Call) applyPolicy(ctx context.Context, o *owner.Owner, c owner.Consumer, topic string, partition uint32, res owner.PollResult) {
+	reg := r.s.n.Plugins()
+	if reg == nil || c.Name == "" || res.Token.Next <= res.Token.From {
 		return
 	}
 	var pol group.PolicyRecord
 	var ok bool
 	if c.Member != "" {
-		pol, ok = n.groups.Policy(c.Name)
+		pol, ok = r.s.n.Groups().Policy(c.Name)
 	} else {
-		pol, ok = n.plugins.PolicyOf(c.Name)
+		pol, ok = reg.PolicyOf(c.Name)
 	}
 	if ok {
-		n.plugins.RunPolicy(ctx, o, c, pol, topic, partition, res)
+		reg.RunPolicy(ctx, o, c, pol, topic, partition, res)
 	}
-}
-
-// PluginsDir is the directory of the data directory holding plugin
-// modules, and PluginsCacheDir the compilation cache (node/pluginreg).
-const (
-	PluginsDir      = pluginreg.Dir
-	PluginsCacheDir = pluginreg.CacheDir
-)
-
-// WaitPluginsLoaded waits until the plugins registered when the node
-// started are loaded (or failed to load, which is logged). The node
-// serves meanwhile; a poll naming a plugin not loaded yet waits for it
-// within its max wait.
-func (n *Node) WaitPluginsLoaded(ctx context.Context) error { return n.plugins.WaitLoaded(ctx) }
-
-// Plugins returns what the status page and /metrics read of the node's
-// plugins (HTTPServer.AttachPlugins).
-func (n *Node) Plugins() ops.PluginLister { return pluginStatuses{n.plugins} }
-
-// pluginStatuses is ops.PluginLister over the registry's list.
-type pluginStatuses struct{ reg *pluginreg.Registry }
-
-func (p pluginStatuses) PluginStatuses() []ops.PluginStatus {
-	infos := p.reg.List()
-	out := make([]ops.PluginStatus, 0, len(infos))
-	for _, i := range infos {
-		out = append(out, ops.PluginStatus{
-			Name: i.Name, Kind: i.Kind.String(), Calls: i.Calls, Failures: i.Failures,
-			Timeouts: i.Timeouts, Traps: i.Traps, Strikes: i.Strikes, State: i.State.String(),
-		})
-	}
-	return out
 }

@@ -1,17 +1,15 @@
-package node
+package session
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/record"
-	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -19,19 +17,19 @@ import (
 // owner: nothing here changes a log or a consumer's progress around it.
 
 // partitionOf returns the topic and owner a request names.
-func (r *call) partitionOf(name string, id [16]byte, p uint32) (*topic, *owner.Owner, error) {
-	t, err := r.n.lookup(name, id)
+func (r *Call) partitionOf(name string, id [16]byte, p uint32) (*Topic, *owner.Owner, error) {
+	t, err := r.s.n.Lookup(name, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := t.owner(p)
+	o, err := t.Owner(p)
 	if err != nil {
 		return nil, nil, err
 	}
 	return t, o, nil
 }
 
-func (r *call) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error) {
+func (r *Call) Produce(ctx context.Context, m *wire.ProduceRequest) (*wire.ProduceReply, error) {
 	if err := r.allow(m.Topic, wire.ScopeProduce); err != nil {
 		return nil, err
 	}
@@ -39,14 +37,14 @@ func (r *call) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Produ
 	if err != nil {
 		return nil, err
 	}
-	if limit := int(t.cfg.MaxBatchBytes); limit > 0 && len(m.Batch) > limit {
-		return nil, fmt.Errorf("%w: %d bytes, topic %s takes at most %d", record.ErrBatchTooLarge, len(m.Batch), t.name, limit)
+	if limit := int(t.Config.MaxBatchBytes); limit > 0 && len(m.Batch) > limit {
+		return nil, fmt.Errorf("%w: %d bytes, topic %s takes at most %d", record.ErrBatchTooLarge, len(m.Batch), t.Name, limit)
 	}
 	// The batch is appended in the stream's order; the stream's next
 	// request starts while this one waits for durability.
 	res, d, err := o.OrderProduceOwned(ctx, m.Batch, r.shareFrame())
 	if err != nil {
-		return nil, r.n.topicError(t, err)
+		return nil, topicError(t, err)
 	}
 	if err := r.durableIn(ctx, t, d); err != nil {
 		return nil, err
@@ -59,38 +57,26 @@ func (r *call) produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Produ
 // shareFrame shares the bytes the request was read into, which hold the
 // batch, with the storage engine, when its transport can (nil: the engine
 // copies the batch).
-func (r *call) shareFrame() func() {
+func (r *Call) shareFrame() func() {
 	if r.share == nil {
 		return nil
 	}
-	return r.share.shareFrame()
+	return r.share.ShareFrame()
 }
 
-// shareFrame shares the request's frame, which holds the batch, with the
-// storage engine: the frame is read into again once both the engine and
-// the stream, after writing the reply, let go of it. It returns the
-// engine's release.
-func (r *request) shareFrame() func() {
-	if r.raw == nil || r.shared != nil {
-		return nil
-	}
-	r.shared = quic.ShareFrame(r.raw, 2)
-	return r.shared.Drop
-}
-
-// initProducer registers a producer incarnation: the next epoch of a
+// InitProducer registers a producer incarnation: the next epoch of a
 // named producer; for an unnamed one, a fresh id (producer id 0) or the
 // next epoch of the id it states (Producers.Reinit).
-func (r *call) initProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error) {
+func (r *Call) InitProducer(ctx context.Context, m *wire.InitProducerRequest) (*wire.InitProducerReply, error) {
 	if err := r.allow("", wire.ScopeProduce); err != nil {
 		return nil, err
 	}
 	var id owner.ProducerIdentity
 	var err error
 	if m.Name == "" && m.ProducerID != 0 {
-		id, err = r.n.producers.Reinit(ctx, fence.ProducerID(m.ProducerID), fence.ProducerEpoch(m.ProducerEpoch))
+		id, err = r.s.n.Producers().Reinit(ctx, fence.ProducerID(m.ProducerID), fence.ProducerEpoch(m.ProducerEpoch))
 	} else {
-		id, err = r.n.producers.Init(ctx, m.Name)
+		id, err = r.s.n.Producers().Init(ctx, m.Name)
 	}
 	if err != nil {
 		return nil, err
@@ -98,10 +84,10 @@ func (r *call) initProducer(ctx context.Context, m *wire.InitProducerRequest) (*
 	return &wire.InitProducerReply{ProducerID: uint64(id.ID), ProducerEpoch: uint32(id.Epoch)}, nil
 }
 
-// attachConsumer starts a session under a consumer name. Sessions are
+// AttachConsumer starts a session under a consumer name. Sessions are
 // node-wide (Sessions): the topic, when the request names one, is checked
 // for the consume scope and its id is returned.
-func (r *call) attachConsumer(ctx context.Context, m *wire.AttachConsumerRequest) (*wire.AttachConsumerReply, error) {
+func (r *Call) AttachConsumer(ctx context.Context, m *wire.AttachConsumerRequest) (*wire.AttachConsumerReply, error) {
 	if err := r.allow(m.Topic, wire.ScopeConsume); err != nil {
 		return nil, err
 	}
@@ -110,13 +96,13 @@ func (r *call) attachConsumer(ctx context.Context, m *wire.AttachConsumerRequest
 	}
 	rep := &wire.AttachConsumerReply{}
 	if m.Topic != "" {
-		t, err := r.n.lookup(m.Topic, [16]byte{})
+		t, err := r.s.n.Lookup(m.Topic, [16]byte{})
 		if err != nil {
 			return nil, err
 		}
-		rep.TopicID = t.id
+		rep.TopicID = t.ID
 	}
-	e, err := r.n.sessions.Attach(ctx, m.Name)
+	e, err := r.s.n.Consumers().Attach(ctx, m.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -202,12 +188,12 @@ func autoCommitOf(a wire.AutoCommit) owner.AutoCommit {
 	return owner.AutoCommitOff
 }
 
-// poll reads one or several partitions through their owners (PollMany).
+// Poll reads one or several partitions through their owners (PollMany).
 // A long poll holds a parked-poll slot; past MaxParkedPolls it is answered
 // at once, with StatusBusy if it found nothing. Partitions answer on their
 // own: one partition's error does not fail the others.
-func (r *call) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, error) {
-	filter, err := r.n.plugins.FilterOf(ctx, m.Filter, min(m.MaxWait, r.n.cfg.MaxPollWait))
+func (r *Call) Poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, error) {
+	filter, err := r.s.n.Plugins().FilterOf(ctx, m.Filter, min(m.MaxWait, r.s.n.Limits().MaxPollWait))
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +207,11 @@ func (r *call) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, 
 		return rep, nil
 	}
 
-	n := r.n
-	wait := min(m.MaxWait, n.cfg.MaxPollWait)
-	parked := n.park(wait)
+	n := r.s.n
+	wait := min(m.MaxWait, n.Limits().MaxPollWait)
+	parked := n.Park(wait)
 	if parked {
-		defer n.unpark()
+		defer n.Unpark()
 	}
 	overLimit := wait > 0 && !parked
 	if !parked {
@@ -234,7 +220,7 @@ func (r *call) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, 
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, stop := range []func() bool{
-		context.AfterFunc(n.drain, cancel),
+		context.AfterFunc(n.Draining(), cancel),
 		watchTopics(plan.topics, cancel),
 	} {
 		defer stop()
@@ -242,14 +228,14 @@ func (r *call) poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, 
 
 	found := r.replyPoll(ctx, m, c, filter != nil || m.Key.Mode != wire.KeyAny, plan, pollKept(pctx, plan.polls, wait), rep)
 	if overLimit && !found {
-		return nil, fmt.Errorf("%w: %d long polls are parked already; poll again later", ErrBusy, n.cfg.MaxParkedPolls)
+		return nil, fmt.Errorf("%w: %d long polls are parked already; poll again later", ErrBusy, n.Limits().MaxParkedPolls)
 	}
 	return rep, nil
 }
 
 // pollConsumer checks what a poll asks before anything is read: at least
 // one partition, a valid consumer, and the consume scope on every topic.
-func (r *call) pollConsumer(m *wire.PollRequest) (owner.Consumer, error) {
+func (r *Call) pollConsumer(m *wire.PollRequest) (owner.Consumer, error) {
 	if len(m.Partitions) == 0 {
 		return owner.Consumer{}, invalidArgument("a poll needs at least one partition")
 	}
@@ -271,26 +257,26 @@ func (r *call) pollConsumer(m *wire.PollRequest) (owner.Consumer, error) {
 type pollPlan struct {
 	polls  []owner.PartitionPoll
 	where  []int
-	topics []*topic
+	topics []*Topic
 }
 
 // planPoll resolves each partition of a poll into its owner's request,
 // sharing the poll's byte and record budget out evenly. A partition that
 // cannot be polled (unknown, refused position) gets its status in rep at
 // once, and no request.
-func (r *call) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filter *pluginreg.Filter, rep *wire.PollReply) pollPlan {
-	share, messages := r.n.pollShares(m)
+func (r *Call) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filter *pluginreg.Filter, rep *wire.PollReply) pollPlan {
+	share, messages := r.pollShares(m)
 	plan := pollPlan{
 		polls:  make([]owner.PartitionPoll, 0, len(m.Partitions)),
 		where:  make([]int, 0, len(m.Partitions)),
-		topics: make([]*topic, len(m.Partitions)),
+		topics: make([]*Topic, len(m.Partitions)),
 	}
 	for i := range m.Partitions {
 		p, out := &m.Partitions[i], &rep.Partitions[i]
 		t, o, err := r.partitionOf(p.Topic, p.TopicID, p.Partition)
 		if err == nil {
 			var req owner.PollRequest
-			if req, err = pollRequest(ctx, c, p.Position, t.logs[p.Partition]); err == nil {
+			if req, err = pollRequest(ctx, c, p.Position, t.Logs[p.Partition]); err == nil {
 				req.AutoCommit = autoCommitOf(m.AutoCommit)
 				req.Key = owner.KeyMatch{Key: m.Key.Key, Prefix: m.Key.Mode == wire.KeyPrefix}
 				req.MaxBytes, req.MaxMessages = share, messages
@@ -298,7 +284,7 @@ func (r *call) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consum
 					req.MaxBytes = min(share, int(p.MaxBytes))
 				}
 				if filter != nil {
-					req.Transform = filter.Transform(t.name, p.Partition, int(t.cfg.MaxBatchBytes))
+					req.Transform = filter.Transform(t.Name, p.Partition, int(t.Config.MaxBatchBytes))
 				}
 				plan.polls = append(plan.polls, owner.PartitionPoll{Owner: o, Request: req})
 				plan.where = append(plan.where, i)
@@ -315,12 +301,12 @@ func (r *call) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consum
 
 // pollShares divides a poll's byte budget (bounded by the node's) and its
 // record budget evenly among its partitions; 0 records bounds nothing.
-func (n *Node) pollShares(m *wire.PollRequest) (share, messages int) {
+func (r *Call) pollShares(m *wire.PollRequest) (share, messages int) {
 	total := int(m.MaxBytes)
 	if total == 0 {
-		total = DefaultPollBytes
+		total = r.s.n.Limits().PollBytes
 	}
-	total = min(total, n.cfg.MaxPollBytes)
+	total = min(total, r.s.n.Limits().MaxPollBytes)
 	share = max(total/len(m.Partitions), 1)
 	if m.MaxMessages > 0 {
 		messages = max(int(m.MaxMessages)/len(m.Partitions), 1)
@@ -328,31 +314,10 @@ func (n *Node) pollShares(m *wire.PollRequest) (share, messages int) {
 	return share, messages
 }
 
-// park takes one of the node's places for a poll that may wait; false
-// when the poll would not wait or every place is taken. A place taken is
-// given back with unpark.
-func (n *Node) park(wait time.Duration) bool {
-	if wait <= 0 {
-		return false
-	}
-	select {
-	case n.parked <- struct{}{}:
-		if n.onPark != nil {
-			n.onPark()
-		}
-		return true
-	default:
-		return false
-	}
-}
-
-// unpark gives a parking place back.
-func (n *Node) unpark() { <-n.parked }
-
 // replyPoll fills rep with the results of the planned polls, applies the
-// commit policies to what was delivered, and keeps the delivered batches
+// Commit policies to what was delivered, and keeps the delivered batches
 // for the reply's writer. found says some partition delivered records.
-func (r *call) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filtered bool, plan pollPlan, results []owner.PartitionResult, rep *wire.PollReply) (found bool) {
+func (r *Call) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filtered bool, plan pollPlan, results []owner.PartitionResult, rep *wire.PollReply) (found bool) {
 	r.polled = slices.Grow(r.polled, len(results))
 	for j, res := range results {
 		i := plan.where[j]
@@ -364,11 +329,11 @@ func (r *call) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consu
 		}
 		found = found || len(res.Result.Batches) > 0
 		r.polled = append(r.polled, res.Result)
-		r.n.applyPolicy(ctx, plan.polls[j].Owner, c, t.name, p.Partition, res.Result)
+		r.applyPolicy(ctx, plan.polls[j].Owner, c, t.Name, p.Partition, res.Result)
 		tok, _ := res.Result.Token.MarshalBinary()
 		st := res.Result.State
 		*out = wire.PollPartitionReply{
-			TopicID: t.id, History: uint64(st.History), StartOffset: st.LogStart, HighWatermark: st.HighWatermark,
+			TopicID: t.ID, History: uint64(st.History), StartOffset: st.LogStart, HighWatermark: st.HighWatermark,
 			Next: res.Result.Next, Token: tok, Payload: wire.PayloadStored, BatchParts: res.Result.Batches,
 		}
 		if filtered {
@@ -381,13 +346,13 @@ func (r *call) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consu
 // pollError says why a partition of a poll failed. A poll interrupted by
 // the node (a shutdown, or the deletion of a topic it covers) says so
 // rather than "canceled".
-func (r *call) pollError(ctx context.Context, t *topic, err error) error {
+func (r *Call) pollError(ctx context.Context, t *Topic, err error) error {
 	switch {
-	case t.deleted():
-		return fmt.Errorf("%w: %q", ErrTopicDeleted, t.name)
+	case t.Deleted():
+		return fmt.Errorf("%w: %q", ErrTopicDeleted, t.Name)
 	case !errors.Is(err, context.Canceled) || ctx.Err() != nil:
 		return err
-	case r.n.drain.Err() != nil:
+	case r.s.n.Draining().Err() != nil:
 		return ErrShuttingDown
 	}
 	return fmt.Errorf("%w: the poll was interrupted by the deletion of another topic it covers; poll again", context.DeadlineExceeded)
@@ -395,9 +360,9 @@ func (r *call) pollError(ctx context.Context, t *topic, err error) error {
 
 // watchTopics calls cancel when any of the topics is deleted; the returned
 // function stops watching.
-func watchTopics(topics []*topic, cancel context.CancelFunc) func() bool {
+func watchTopics(topics []*Topic, cancel context.CancelFunc) func() bool {
 	var stops []func() bool
-	seen := map[*topic]bool{}
+	seen := map[*Topic]bool{}
 	for _, t := range topics {
 		if t != nil && !seen[t] {
 			seen[t] = true
@@ -413,21 +378,21 @@ func watchTopics(topics []*topic, cancel context.CancelFunc) func() bool {
 }
 
 // fillState puts what is known of the partition into a failed poll entry.
-func fillState(out *wire.PollPartitionReply, t *topic, p uint32) {
+func fillState(out *wire.PollPartitionReply, t *Topic, p uint32) {
 	if t == nil {
 		return
 	}
-	out.TopicID = t.id
-	if p < uint32(len(t.logs)) {
-		st := t.logs[p].State()
+	out.TopicID = t.ID
+	if p < uint32(len(t.Logs)) {
+		st := t.Logs[p].State()
 		out.History, out.StartOffset, out.HighWatermark = uint64(st.History), st.LogStart, st.HighWatermark
 	}
 }
 
-// commit orders each partition's commit through its owner, lets the
+// Commit orders each partition's commit through its owner, lets the
 // stream's next request start, then waits for the commits to be durable
 // (they share their metadata syncs).
-func (r *call) commit(ctx context.Context, m *wire.CommitRequest) (*wire.CommitReply, error) {
+func (r *Call) Commit(ctx context.Context, m *wire.CommitRequest) (*wire.CommitReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "commits")
 	if err != nil {
 		return nil, err
@@ -462,7 +427,7 @@ func (r *call) commit(ctx context.Context, m *wire.CommitRequest) (*wire.CommitR
 // offsetStep is one partition of a commit or reset: its owner, what it
 // ordered and the offset it commits.
 type offsetStep struct {
-	t      *topic
+	t      *Topic
 	o      *owner.Owner
 	d      owner.Durable
 	offset uint64
@@ -472,7 +437,7 @@ type offsetStep struct {
 // finishOffset waits for an ordered commit or reset to be durable and
 // fills its result: the committed offset, or the error and the offset
 // committed before.
-func (r *call) finishOffset(ctx context.Context, c owner.Consumer, st *offsetStep, out *wire.OffsetResult) {
+func (r *Call) finishOffset(ctx context.Context, c owner.Consumer, st *offsetStep, out *wire.OffsetResult) {
 	err := st.err
 	if err == nil {
 		err = st.d.Wait(ctx)
@@ -482,7 +447,7 @@ func (r *call) finishOffset(ctx context.Context, c owner.Consumer, st *offsetSte
 		return
 	}
 	if st.t != nil {
-		err = r.n.topicError(st.t, err)
+		err = topicError(st.t, err)
 	}
 	out.Status, out.Message = StatusOf(err)
 	if st.o != nil {
@@ -492,7 +457,7 @@ func (r *call) finishOffset(ctx context.Context, c owner.Consumer, st *offsetSte
 
 // progressConsumer maps the consumer of a request that needs progress
 // kept: a named consumer.
-func (r *call) progressConsumer(wc wire.Consumer, what string) (owner.Consumer, error) {
+func (r *Call) progressConsumer(wc wire.Consumer, what string) (owner.Consumer, error) {
 	c, err := consumerOf(wc)
 	if err == nil && c.Name == "" {
 		err = invalidArgument(what + " need a named consumer")
@@ -510,10 +475,10 @@ func committedOffset(ctx context.Context, o *owner.Owner, c owner.Consumer) uint
 	return p.Committed.Offset
 }
 
-// resetPosition orders each partition's reset through its owner, lets
+// ResetPosition orders each partition's reset through its owner, lets
 // the stream's next request start, then waits for the resets to be
 // durable.
-func (r *call) resetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {
+func (r *Call) ResetPosition(ctx context.Context, m *wire.ResetPositionRequest) (*wire.ResetPositionReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "resets")
 	if err != nil {
 		return nil, err
@@ -529,7 +494,7 @@ func (r *call) resetPosition(ctx context.Context, m *wire.ResetPositionRequest) 
 		p, st := &m.Partitions[i], &steps[i]
 		st.t, st.o, st.err = r.partitionOf(p.Topic, [16]byte{}, p.Partition)
 		if st.err == nil {
-			if st.offset, st.err = resolvePosition(ctx, p.Position, st.t.logs[p.Partition]); st.err == nil {
+			if st.offset, st.err = resolvePosition(ctx, p.Position, st.t.Logs[p.Partition]); st.err == nil {
 				var tok fence.Token
 				if tok, st.err = fence.UnmarshalToken(p.Token); st.err == nil {
 					st.d, st.err = st.o.OrderReset(ctx, owner.CommitRequest{Consumer: c, Token: tok, Offset: st.offset})
@@ -568,7 +533,7 @@ func resolvePosition(ctx context.Context, pos wire.Position, log owner.Partition
 	return 0, invalidArgument(fmt.Sprintf("a reset cannot use position %s", pos.Mode))
 }
 
-func (r *call) getCommitted(ctx context.Context, m *wire.GetCommittedRequest) (*wire.GetCommittedReply, error) {
+func (r *Call) GetCommitted(ctx context.Context, m *wire.GetCommittedRequest) (*wire.GetCommittedReply, error) {
 	c, err := r.progressConsumer(m.Consumer, "committed offsets")
 	if err != nil {
 		return nil, err
@@ -595,7 +560,7 @@ func (r *call) getCommitted(ctx context.Context, m *wire.GetCommittedRequest) (*
 		}
 		if err != nil {
 			if t != nil {
-				err = r.n.topicError(t, err)
+				err = topicError(t, err)
 			}
 			out.Status, out.Message = StatusOf(err)
 			continue
