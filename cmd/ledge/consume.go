@@ -260,8 +260,12 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
 	defer out.Flush()
 	printed := 0
+	failedInARow := 0
 	for {
 		recs, pollErr := cons.Poll(ctx)
+		if pollErr == nil {
+			failedInARow = 0
+		}
 		if pollErr != nil && ctx.Err() != nil {
 			return nil // interrupted
 		}
@@ -287,11 +291,17 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 		switch {
 		case pollErr != nil && f.follow && sdk.IsRetryable(pollErr):
 			// The node restarted or the network moved: keep following.
+			// The first retry goes at once (a restarted node that reset
+			// the connection is usually back already); further ones a
+			// second apart, so a node that is down is not hammered.
+			failedInARow++
 			fmt.Fprintf(cmd.ErrOrStderr(), "ledge: %s; retrying\n", explain(pollErr))
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-				return nil
+			if failedInARow > 1 {
+				select {
+				case <-time.After(time.Second):
+				case <-ctx.Done():
+					return nil
+				}
 			}
 		case pollErr != nil:
 			return pollErr
