@@ -149,6 +149,7 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 		return nil, fmt.Errorf("quic: listen on %s: %w", addr, err)
 	}
 	l.ln = ln
+	sock.logBuffers(cfg.Logger) // quic-go has sized them by now
 	go l.acceptLoop()
 	return l, nil
 }

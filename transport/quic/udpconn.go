@@ -1,6 +1,8 @@
 package quic
 
 import (
+	"context"
+	"log/slog"
 	"net"
 	"runtime"
 	"sync/atomic"
@@ -177,4 +179,30 @@ func (g *groReader) segmentSize(i int) int {
 		g.coalesced.Add(1)
 	}
 	return seg
+}
+
+// quicGoBufferSize is what quic-go asks of a socket's receive and send
+// buffers when a Transport takes it (SO_RCVBUF, then SO_RCVBUFFORCE with
+// CAP_NET_ADMIN; the same for sending), measured as the kernel reports it
+// back. Past net.core.rmem_max (wmem_max) without the capability, it gets
+// the maximum and says so once on the standard logger.
+const quicGoBufferSize = 7 << 20
+
+// logBuffers says once, at a listener's start, what the socket's buffers
+// hold against what quic-go asked: a receive buffer below it drops the
+// datagrams that arrive while the node is paused (a collection), and the
+// peers' retransmissions then add to the load. docs/OPERATIONS.md (UDP
+// buffers) says what to raise.
+func (c *yieldingConn) logBuffers(log *slog.Logger) {
+	rcv, snd, ok := socketBuffers(c.UDPConn)
+	if !ok {
+		return
+	}
+	level := slog.LevelInfo
+	if rcv < quicGoBufferSize || snd < quicGoBufferSize {
+		level = slog.LevelWarn
+	}
+	log.Log(context.Background(), level, "udp socket buffers",
+		"receive", rcv, "send", snd, "wanted", quicGoBufferSize,
+		"raise", "net.core.rmem_max and net.core.wmem_max (docs/OPERATIONS.md)")
 }

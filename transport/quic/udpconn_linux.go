@@ -39,3 +39,21 @@ func groSegmentSize(oob []byte) int {
 	}
 	return 0
 }
+
+// socketBuffers reads the socket's receive and send buffer sizes as the
+// kernel reports them (twice what was set, the kernel's bookkeeping
+// included: the figure quic-go compares with what it wants).
+func socketBuffers(c *net.UDPConn) (rcv, snd int, ok bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, 0, false
+	}
+	var rerr, serr error
+	if err := raw.Control(func(fd uintptr) {
+		rcv, rerr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		snd, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
+	}); err != nil {
+		return 0, 0, false
+	}
+	return rcv, snd, rerr == nil && serr == nil
+}

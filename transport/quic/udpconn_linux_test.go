@@ -3,7 +3,10 @@ package quic
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -177,5 +180,30 @@ func TestQUICBurstsReadCoalesced(t *testing.T) {
 	}
 	if c.sock.gro.coalesced.Load() == 0 {
 		t.Error("the client read no coalesced burst")
+	}
+}
+
+// A socket whose receive buffer is below what quic-go wants is reported
+// at start as a warning, with the size the kernel granted.
+func TestUdpBuffersLoggedBelowWanted(t *testing.T) {
+	sock, err := listenUDP(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	if err := sock.SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	rcv, _, ok := socketBuffers(sock.UDPConn)
+	if !ok || rcv < 64<<10 {
+		t.Fatalf("socketBuffers = %d, %v; want at least the 64 KiB set", rcv, ok)
+	}
+	var out bytes.Buffer
+	sock.logBuffers(slog.New(slog.NewTextHandler(&out, nil)))
+	line := out.String()
+	for _, want := range []string{"level=WARN", "udp socket buffers", fmt.Sprintf("receive=%d", rcv), "net.core.rmem_max"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log %q lacks %q", line, want)
+		}
 	}
 }
