@@ -102,6 +102,14 @@ type WakeCounter interface {
 	CommandWakeups(ctx context.Context) (n uint64, ok bool, err error)
 }
 
+// GCCounter is a System that reads its node's garbage collections. Run
+// reads them at the measured phase's start and end.
+type GCCounter interface {
+	// NodeGC returns the collections so far; false when the node does
+	// not say.
+	NodeGC(ctx context.Context) (s GCStats, ok bool, err error)
+}
+
 // Controller writes commands.
 type Controller interface {
 	// Command writes payload for device i and returns once it is
@@ -137,6 +145,19 @@ type Result struct {
 	// WakeCounter or could not say.
 	CmdWakeups int64
 
+	// UDP is the machine's UDP counters over the measured phase, read
+	// from /proc/net/snmp at its start and end (UDPKnown false where
+	// they could not be): the whole machine's, so with the node and the
+	// devices on one machine over loopback each datagram counts once in
+	// OutDatagrams and once more in InDatagrams, and any other UDP
+	// traffic of the machine counts too.
+	UDP      UDPCounters
+	UDPKnown bool
+	// NodeGC is the node's collections over the measured phase, where the
+	// System is a GCCounter that could say (GCKnown).
+	NodeGC  GCRate
+	GCKnown bool
+
 	Errors   int64  // failed dials, sends and commands; records and commands never answered
 	FirstErr string // the first error, for the report
 }
@@ -148,6 +169,16 @@ func (r Result) WakeupsPerCommand() (float64, bool) {
 		return 0, false
 	}
 	return float64(r.CmdWakeups) / float64(r.CmdSent), true
+}
+
+// DatagramsPerRecord is the UDP datagrams sent over the measured phase
+// (OutDatagrams: each crossing of loopback once) per record
+// acknowledged; false when the counters are unknown or no record was.
+func (r Result) DatagramsPerRecord() (float64, bool) {
+	if !r.UDPKnown || r.Records == 0 {
+		return 0, false
+	}
+	return float64(r.UDP.OutDatagrams) / float64(r.Records), true
 }
 
 // SetupRate is connections set up per second.
@@ -303,8 +334,17 @@ func Run(ctx context.Context, sys System, p Params, h Hooks) (*Result, error) {
 	}
 	call(h.Begin)
 	wakes0, wakesKnown := commandWakeups(ctx, sys)
+	udp0, udpErr := ReadUDPCounters()
+	gc0, gcKnown := nodeGC(ctx, sys)
+	began := time.Now()
 	if !sleepUntil(ctx, r.end) {
 		return nil, context.Cause(ctx)
+	}
+	if udp1, err := ReadUDPCounters(); err == nil && udpErr == nil {
+		res.UDP, res.UDPKnown = udp1.Sub(udp0), true
+	}
+	if gc1, ok := nodeGC(ctx, sys); ok && gcKnown {
+		res.NodeGC, res.GCKnown = GCBetween(gc0, gc1, time.Since(began)), true
 	}
 	call(h.End)
 	res.Elapsed = p.Duration
@@ -355,4 +395,14 @@ func commandWakeups(ctx context.Context, sys System) (uint64, bool) {
 	}
 	n, ok, err := wc.CommandWakeups(ctx)
 	return n, ok && err == nil
+}
+
+// nodeGC reads sys's node's collections, if it says.
+func nodeGC(ctx context.Context, sys System) (GCStats, bool) {
+	gc, ok := sys.(GCCounter)
+	if !ok {
+		return GCStats{}, false
+	}
+	st, ok, err := gc.NodeGC(ctx)
+	return st, ok && err == nil
 }

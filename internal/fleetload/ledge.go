@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +48,10 @@ type Ledge struct {
 	// CmdTopic (MetricsWakeups reads it from a node's /metrics); the
 	// fleet then reports the wake-ups per command.
 	Wakeups func(ctx context.Context) (uint64, error)
+	// GC, when set, reads the node's collections (MetricsGC from a
+	// node's /metrics, ProcessGC for a node in this process); the fleet
+	// then reports them over the measured phase.
+	GC func(ctx context.Context) (GCStats, error)
 
 	p       Params
 	tokens  []string
@@ -154,24 +157,26 @@ func (l *Ledge) CommandWakeups(ctx context.Context) (uint64, bool, error) {
 	return n, err == nil, err
 }
 
+// NodeGC implements GCCounter with GC.
+func (l *Ledge) NodeGC(ctx context.Context) (GCStats, bool, error) {
+	if l.GC == nil {
+		return GCStats{}, false, nil
+	}
+	s, err := l.GC(ctx)
+	return s, err == nil, err
+}
+
 // MetricsWakeups returns a Ledge.Wakeups that reads the node's metrics
 // at http://httpAddr/metrics: the sum of
 // ledge_partition_key_poll_wakeups_total over CmdTopic's partitions.
 func MetricsWakeups(httpAddr string) func(ctx context.Context) (uint64, error) {
 	return func(ctx context.Context) (uint64, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/metrics", nil)
+		body, err := getMetrics(ctx, httpAddr)
 		if err != nil {
 			return 0, err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("metrics: %s", resp.Status)
-		}
-		return sumWakeups(resp.Body)
+		defer body.Close()
+		return sumWakeups(body)
 	}
 }
 

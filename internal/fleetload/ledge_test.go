@@ -45,7 +45,7 @@ func TestLedgeFleetOf20OnANode(t *testing.T) {
 				}
 			}
 			return woken, nil
-		}}
+		}, GC: func(context.Context) (GCStats, error) { return ProcessGC(), nil }}
 	res, err := Run(t.Context(), sys, Params{Devices: 20, CmdPartitions: 2, Interval: 200 * time.Millisecond, CmdRate: 20,
 		Settle: 300 * time.Millisecond, Duration: 2 * time.Second, Grace: 5 * time.Second}, Hooks{})
 	if err != nil {
@@ -67,6 +67,17 @@ func TestLedgeFleetOf20OnANode(t *testing.T) {
 	if w, ok := res.WakeupsPerCommand(); !ok || w > 1.5 {
 		t.Fatalf("%d wake-ups for %d commands (%.2f a command, known %v); want at most about 1", res.CmdWakeups, res.CmdSent, w, ok)
 	}
+	// Every record crosses loopback as a datagram at least, where the
+	// machine has UDP counters; the node's collections are read.
+	if _, err := ReadUDPCounters(); err == nil {
+		if d, ok := res.DatagramsPerRecord(); !ok || d < 1 {
+			t.Errorf("%.2f datagrams a record (known %v); want at least 1", d, ok)
+		}
+	}
+	if !res.GCKnown {
+		t.Error("the node's collections were not read")
+	}
+	t.Logf("%d datagrams sent, %d received, %d collections", res.UDP.OutDatagrams, res.UDP.InDatagrams, res.NodeGC.Cycles)
 	tokens, err := admin.ListTokens(t.Context())
 	if err != nil {
 		t.Fatal(err)
