@@ -44,7 +44,12 @@ its own key on partition i mod --cmd-partitions of topic fleet-cmd. A
 controller writes --cmd-rate commands a second there, each keyed to one
 device: the node wakes that device's poll alone, however many share the
 partition. With the node in this process, or its HTTP listener given
-(--node-http), the report says how many parked polls each command woke.
+(--node-http), the report says how many parked polls each command woke
+and the node's garbage collections over the measured phase (a minute,
+and their stop-the-world pauses added up). It also gives the UDP
+datagrams sent per record, from the machine's counters (/proc/net/snmp,
+Linux): the whole machine's, so on loopback the node's and the devices'
+alike.
 
 Produce latency runs from each record's scheduled send time, so a stall
 cannot hide; command latency from the write to the device's poll
@@ -70,6 +75,15 @@ or off (every device dials from this machine's one address). Without
 	return cmd
 }
 
+// fleetGC is a node's collections over the measured phase.
+type fleetGC struct {
+	Cycles    uint64  `json:"cycles"`
+	PerMinute float64 `json:"per_minute"`
+	// PauseTotalMs is their stop-the-world pauses added up; the
+	// concurrent mark between them is not counted.
+	PauseTotalMs float64 `json:"pause_total_ms"`
+}
+
 // fleetReport is what ledge bench fleet prints.
 type fleetReport struct {
 	Target        string  `json:"target"`
@@ -91,9 +105,20 @@ type fleetReport struct {
 	// command (1: the device's alone), when the node is in this process
 	// or --node-http names its HTTP listener.
 	WakeupsPerCommand float64 `json:"wakeups_per_command,omitempty"`
-	Errors            int64   `json:"errors"`
-	FirstError        string  `json:"first_error,omitempty"`
-	NodeCPUPer1000    float64 `json:"node_cpu_sec_per_1000_records,omitempty"`
+	// DatagramsPerRecord is the UDP datagrams sent over the measured
+	// phase per record, from the machine's counters (/proc/net/snmp): the
+	// whole machine's, node and devices alike on loopback.
+	DatagramsPerRecord float64 `json:"datagrams_per_record,omitempty"`
+	// DatagramsDropped is the machine's datagrams dropped for a full
+	// receive buffer over the measured phase (RcvbufErrors).
+	DatagramsDropped uint64 `json:"datagrams_dropped_rcvbuf"`
+	// NodeGC is the node's collections over the measured phase (its
+	// /metrics with --node-http; this process's in-process); nil when
+	// unknown.
+	NodeGC         *fleetGC `json:"node_gc,omitempty"`
+	Errors         int64    `json:"errors"`
+	FirstError     string   `json:"first_error,omitempty"`
+	NodeCPUPer1000 float64  `json:"node_cpu_sec_per_1000_records,omitempty"`
 	// LoadCPUPer1000 is this process's CPU (the devices alone) per 1,000
 	// records over the measured phase, against a node elsewhere.
 	LoadCPUPer1000 float64 `json:"loadgen_cpu_sec_per_1000_records,omitempty"`
@@ -118,6 +143,7 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 	defer cleanup()
 	if ff.nodeHTTP != "" && sys.Wakeups == nil {
 		sys.Wakeups = fleetload.MetricsWakeups(ff.nodeHTTP)
+		sys.GC = fleetload.MetricsGC(ff.nodeHTTP)
 	}
 	sys.DevicesPerSocket = ff.perSocket
 	if ff.perSocket <= 0 {
@@ -163,6 +189,13 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 		Errors: res.Errors, FirstError: res.FirstErr}
 	if w, ok := res.WakeupsPerCommand(); ok {
 		r.WakeupsPerCommand = w
+	}
+	if d, ok := res.DatagramsPerRecord(); ok {
+		r.DatagramsPerRecord, r.DatagramsDropped = d, res.UDP.RcvbufErrors
+	}
+	if res.GCKnown {
+		r.NodeGC = &fleetGC{Cycles: res.NodeGC.Cycles, PerMinute: res.NodeGC.PerMinute,
+			PauseTotalMs: float64(res.NodeGC.PauseTotal) / float64(time.Millisecond)}
 	}
 	if res.Records > 0 {
 		if inProcess {
@@ -227,7 +260,8 @@ func openFleet(ctx context.Context, cf *clientFlags, devices int, stderr io.Writ
 	sys := &fleetload.Ledge{Admin: admin, Addr: n.Addr(), Options: []sdk.Option{sdk.WithCAFile(filepath.Join(dir, "tls", "ca.pem"))},
 		Wakeups: func(context.Context) (uint64, error) {
 			return keyPollWakeups(n.Snapshot(ops.OffsetsOnly), fleetload.CmdTopic), nil
-		}}
+		},
+		GC: func(context.Context) (fleetload.GCStats, error) { return fleetload.ProcessGC(), nil }}
 	return sys, "in-process node on " + n.Addr() + " (its CPU shared with the devices)", cleanup, nil
 }
 
@@ -259,6 +293,14 @@ func printFleet(w io.Writer, r fleetReport, asJSON bool) {
 	fmt.Fprintf(w, "commands:  %d of %d delivered; write to poll return: p50 %s, p99 %s\n", r.CmdDelivered, r.Commands, us(r.CommandP50us), us(r.CommandP99us))
 	if r.WakeupsPerCommand > 0 {
 		fmt.Fprintf(w, "wake-ups:  %.2f parked polls woken per command (each device polls for its own key)\n", r.WakeupsPerCommand)
+	}
+	if r.DatagramsPerRecord > 0 {
+		fmt.Fprintf(w, "datagrams: %.2f UDP datagrams sent per record, %d dropped for a full receive buffer (the machine's counters: node and devices alike)\n",
+			r.DatagramsPerRecord, r.DatagramsDropped)
+	}
+	if g := r.NodeGC; g != nil {
+		fmt.Fprintf(w, "node GC:   %.1f collections a minute (%d in the measured phase), %.2f ms of stop-the-world pauses in all\n",
+			g.PerMinute, g.Cycles, g.PauseTotalMs)
 	}
 	if r.NodeCPUPer1000 > 0 {
 		fmt.Fprintf(w, "CPU:       %.3f s per 1,000 records (the whole process: node and devices)\n", r.NodeCPUPer1000)
