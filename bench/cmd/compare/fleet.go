@@ -75,15 +75,27 @@ type fleetRun struct {
 	// WakeupsPerCmd is the parked polls the node woke per command (Ledge's
 	// key polls; 0 where the node does not say).
 	WakeupsPerCmd float64 `json:"wakeups_per_command,omitempty"`
-	CPUSec        float64 `json:"server_cpu_sec"`
-	CPUPer1000    float64 `json:"server_cpu_sec_per_1000_records"`
-	LoadCPUSec    float64 `json:"loadgen_cpu_sec"`
-	BaseRSSMB     float64 `json:"server_rss_before_mb"`
-	IdleRSSMB     float64 `json:"server_rss_idle_fleet_mb"`
-	PeakRSSMB     float64 `json:"server_peak_rss_mb"`
-	RSSPerConnKB  float64 `json:"server_rss_per_conn_kb"`
-	Errors        int64   `json:"errors"`
-	Err           string  `json:"error,omitempty"`
+	// DatagramsPerRec is the UDP datagrams sent over the measured phase
+	// per record, from the machine's counters (/proc/net/snmp): the whole
+	// machine's, node and devices alike over loopback (JetStream's TCP
+	// leaves only what else the machine sends). RcvbufDrops is the
+	// datagrams dropped for a full receive buffer.
+	DatagramsPerRec float64 `json:"datagrams_per_record"`
+	RcvbufDrops     uint64  `json:"datagrams_dropped_rcvbuf"`
+	// GCPerMinute and GCPauseMs are the node's collections a minute and
+	// their stop-the-world pauses added up over the measured phase (its
+	// /metrics: Ledge's only).
+	GCPerMinute  float64 `json:"node_gc_per_minute"`
+	GCPauseMs    float64 `json:"node_gc_pause_total_ms"`
+	CPUSec       float64 `json:"server_cpu_sec"`
+	CPUPer1000   float64 `json:"server_cpu_sec_per_1000_records"`
+	LoadCPUSec   float64 `json:"loadgen_cpu_sec"`
+	BaseRSSMB    float64 `json:"server_rss_before_mb"`
+	IdleRSSMB    float64 `json:"server_rss_idle_fleet_mb"`
+	PeakRSSMB    float64 `json:"server_peak_rss_mb"`
+	RSSPerConnKB float64 `json:"server_rss_per_conn_kb"`
+	Errors       int64   `json:"errors"`
+	Err          string  `json:"error,omitempty"`
 }
 
 func fleetParams(quick bool) ([]int, fleetload.Params, error) {
@@ -226,6 +238,13 @@ func (h *harness) runFleet(ctx context.Context, sys server.Kind, p fleetload.Par
 	if w, ok := res.WakeupsPerCommand(); ok {
 		run.WakeupsPerCmd = w
 	}
+	if d, ok := res.DatagramsPerRecord(); ok {
+		run.DatagramsPerRec, run.RcvbufDrops = d, res.UDP.RcvbufErrors
+	}
+	if res.GCKnown {
+		run.GCPerMinute = res.NodeGC.PerMinute
+		run.GCPauseMs = float64(res.NodeGC.PauseTotal) / float64(time.Millisecond)
+	}
 	d := s1.Sub(s0)
 	run.CPUSec = d.CPU.Seconds()
 	if res.Records > 0 {
@@ -282,9 +301,10 @@ func fleetLine(r fleetRun) string {
 	if r.Err != "" && r.Connected == 0 {
 		return fmt.Sprintf("fleet %5d %-9s FAILED: %s", r.Devices, r.System, r.Err)
 	}
-	return fmt.Sprintf("fleet %5d %-9s connected %d held %d (%.0f/s)  produce p50/p99/p99.9 %s/%s/%s  commands %d/%d p50/p99 %s/%s  CPU %.3f s/1k  RSS %.0f MB idle (%.1f KB/conn), peak %.0f  errors %d  load %.1f",
+	return fmt.Sprintf("fleet %5d %-9s connected %d held %d (%.0f/s)  produce p50/p99/p99.9 %s/%s/%s  commands %d/%d p50/p99 %s/%s  CPU %.3f s/1k  datagrams %.2f/rec (%d dropped)  GC %.1f/min (%.1f ms)  RSS %.0f MB idle (%.1f KB/conn), peak %.0f  errors %d  load %.1f",
 		r.Devices, r.System, r.Connected, r.Held, r.SetupPerSec, us(r.P50us), us(r.P99us), us(r.P999us),
-		r.CmdDelivered, r.Commands, us(r.CmdP50us), us(r.CmdP99us), r.CPUPer1000, r.IdleRSSMB, r.RSSPerConnKB, r.PeakRSSMB, r.Errors, r.LoadAvg)
+		r.CmdDelivered, r.Commands, us(r.CmdP50us), us(r.CmdP99us), r.CPUPer1000,
+		r.DatagramsPerRec, r.RcvbufDrops, r.GCPerMinute, r.GCPauseMs, r.IdleRSSMB, r.RSSPerConnKB, r.PeakRSSMB, r.Errors, r.LoadAvg)
 }
 
 func us(v int64) string {

@@ -29,6 +29,10 @@ var fleetMetrics = []fleetMetric{
 	{"command p50 (ms)", func(r fleetRun) float64 { return float64(r.CmdP50us) / 1e3 }, ""},
 	{"command p99 (ms)", func(r fleetRun) float64 { return float64(r.CmdP99us) / 1e3 }, ""},
 	{"parked polls woken per command (Ledge's metric)", func(r fleetRun) float64 { return r.WakeupsPerCmd }, ""},
+	{"UDP datagrams sent per record (the machine's)", func(r fleetRun) float64 { return r.DatagramsPerRec }, ""},
+	{"datagrams dropped for a full receive buffer", func(r fleetRun) float64 { return float64(r.RcvbufDrops) }, ""},
+	{"node collections a minute (Ledge's /metrics)", func(r fleetRun) float64 { return r.GCPerMinute }, ""},
+	{"node GC stop-the-world pauses, total (ms)", func(r fleetRun) float64 { return r.GCPauseMs }, ""},
 	{"server CPU-s per 1,000 records", func(r fleetRun) float64 { return r.CPUPer1000 }, ""},
 	{"load generator CPU-s (measured phase)", func(r fleetRun) float64 { return r.LoadCPUSec }, ""},
 	{"load generator CPU-s per 1,000 records", func(r fleetRun) float64 {

@@ -26,8 +26,10 @@ func TestFleetIsTakenOutOfTheWorkloadList(t *testing.T) {
 
 func TestFleetReportGivesRatiosWithinPairs(t *testing.T) {
 	runs := []fleetRun{
-		{System: "ledge", Devices: 20, Pair: 0, Connected: 20, P99us: 4000, CPUPer1000: 0.5},
-		{System: "nats-tls", Devices: 20, Pair: 0, Connected: 20, P99us: 2000, CPUPer1000: 1},
+		{System: "ledge", Devices: 20, Pair: 0, Connected: 20, P99us: 4000, CPUPer1000: 0.5,
+			DatagramsPerRec: 3.5, RcvbufDrops: 120, GCPerMinute: 1.5, GCPauseMs: 2.25},
+		{System: "nats-tls", Devices: 20, Pair: 0, Connected: 20, P99us: 2000, CPUPer1000: 1,
+			DatagramsPerRec: 0.25},
 	}
 	md := fleetMarkdown(fleetload.Params{Duration: time.Second}.Defaults(), runs)
 	for _, want := range []string{
@@ -35,6 +37,10 @@ func TestFleetReportGivesRatiosWithinPairs(t *testing.T) {
 		"| connected | 20 | 20 | 1.00 |",
 		"| produce p99 (ms) | 4 | 2 | 2.00 |",
 		"| server CPU-s per 1,000 records | 0.5 | 1 | 0.50 |",
+		"| UDP datagrams sent per record (the machine's) | 3.5 | 0.25 | 14.00 |",
+		"| datagrams dropped for a full receive buffer | 120 | 0 | – |",
+		"| node collections a minute (Ledge's /metrics) | 1.5 | 0 | – |",
+		"| node GC stop-the-world pauses, total (ms) | 2.25 | 0 | – |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -15,7 +15,8 @@ import (
 // device, produce and consume only; devices dial with their token and
 // the node's CA. Topics at durability none (T0). With httpAddr, the
 // node's HTTP listener, the fleet reads its key poll wake-ups from its
-// metrics (fleetload.MetricsWakeups).
+// metrics (fleetload.MetricsWakeups), and its collections
+// (fleetload.MetricsGC).
 func Fleet(ctx context.Context, t loadgen.Target, httpAddr string) (fleetload.System, error) {
 	admin, err := dial(ctx, t)
 	if err != nil {
@@ -26,6 +27,7 @@ func Fleet(ctx context.Context, t loadgen.Target, httpAddr string) (fleetload.Sy
 		Durability: sdk.DurabilityNone}}
 	if httpAddr != "" {
 		f.Wakeups = fleetload.MetricsWakeups(httpAddr)
+		f.GC = fleetload.MetricsGC(httpAddr)
 	}
 	return f, nil
 }
