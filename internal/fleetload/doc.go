@@ -6,7 +6,9 @@
 // from each record's scheduled send time (so a stall cannot hide), and
 // command delivery latency (write to the device's poll returning), and,
 // where the node says (WakeCounter), how many parked polls each command
-// woke.
+// woke. Over the measured phase it also reads the machine's UDP counters
+// (datagrams per record) and, where the node says (GCCounter), its
+// garbage collections.
 //
 // The harness is independent of the system under test (System); Ledge's
 // devices are here (NewLedge), JetStream's in the bench module.
