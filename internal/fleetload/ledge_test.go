@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +102,25 @@ ledge_partition_key_polls_parked{partition="1",topic="fleet-cmd"} 7
 	n, err := sumWakeups(strings.NewReader(text))
 	if err != nil || n != 1500012 {
 		t.Fatalf("sum %d, %v; want 1500012", n, err)
+	}
+}
+
+// The node's collections are read from its metrics as it exports them:
+// one more after a collection.
+func TestMetricsGCReadsTheNodesExposition(t *testing.T) {
+	srv := httptest.NewServer(ops.NewPromMetrics("test").Handler())
+	defer srv.Close()
+	read := MetricsGC(strings.TrimPrefix(srv.URL, "http://"))
+	a, err := read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	b, err := read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Cycles <= a.Cycles || b.PauseTotal < a.PauseTotal {
+		t.Errorf("collections %+v then %+v across one", a, b)
 	}
 }
