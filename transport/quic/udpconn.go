@@ -1,7 +1,6 @@
 package quic
 
 import (
-	"context"
 	"log/slog"
 	"net"
 	"runtime"
@@ -198,11 +197,10 @@ func (c *yieldingConn) logBuffers(log *slog.Logger) {
 	if !ok {
 		return
 	}
-	level := slog.LevelInfo
+	attrs := []any{"receive", rcv, "send", snd, "wanted", quicGoBufferSize}
 	if rcv < quicGoBufferSize || snd < quicGoBufferSize {
-		level = slog.LevelWarn
+		log.Warn("udp socket buffers", append(attrs, "raise", "net.core.rmem_max and net.core.wmem_max (docs/OPERATIONS.md)")...)
+		return
 	}
-	log.Log(context.Background(), level, "udp socket buffers",
-		"receive", rcv, "send", snd, "wanted", quicGoBufferSize,
-		"raise", "net.core.rmem_max and net.core.wmem_max (docs/OPERATIONS.md)")
+	log.Info("udp socket buffers", attrs...)
 }
