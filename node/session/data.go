@@ -145,7 +145,8 @@ func pollRequest(ctx context.Context, c owner.Consumer, pos wire.Position, log o
 			}
 			req.Offset = off
 		}
-		if st := log.State(); req.Offset < st.LogStart || req.Offset > st.HighWatermark {
+		st := log.State()
+		if fence.CheckPosition(fence.Partition{LogStart: st.LogStart, HighWatermark: st.HighWatermark}, req.Offset) != nil {
 			switch pos.Reset {
 			case wire.PositionFirst:
 				req.From = owner.FromFirst
