@@ -190,10 +190,10 @@ func (x *keyIndex) appended(batch []byte, base, last uint64) {
 			continue
 		}
 		off := r.Offset + shift
-		x.wakeKey(x.exact[string(r.Key)], off, last+1)
+		x.wakeSome(x.exact[string(r.Key)], off, off, last+1)
 		for n := range x.prefixLens {
 			if n <= len(r.Key) {
-				x.wakeKey(x.prefix[string(r.Key[:n])], off, last+1)
+				x.wakeSome(x.prefix[string(r.Key[:n])], off, off, last+1)
 			}
 		}
 		if x.parked == 0 {
@@ -205,17 +205,10 @@ func (x *keyIndex) appended(batch []byte, base, last uint64) {
 	}
 }
 
-// wakeKey wakes the polls of ws that read from off or before, for a
-// record at off. Called with x.mu held; ws is a slice of the index, which
-// waking changes.
-func (x *keyIndex) wakeKey(ws []*keyWaiter, off, until uint64) {
-	x.wakeSome(ws, off, off, until)
-}
-
+// wakeSome wakes the polls of ws that read from off or before, for a
+// record in [at, until). Called with x.mu held; ws is a slice of the
+// index, which waking changes.
 func (x *keyIndex) wakeSome(ws []*keyWaiter, off, at, until uint64) {
-	if len(ws) == 0 {
-		return
-	}
 	for _, w := range slices.Clone(ws) {
 		if w.from <= off {
 			x.wake(w, at, until)
