@@ -571,11 +571,14 @@ func (cc *conn) handle(ctx context.Context, body []byte) (rp reply, keep bool) {
 		return rp, false
 	}
 	// A Fetch or an OffsetCommit past the bound is answered in part
-	// (fetch, offsetCommit); its decoding is within the walk's budget.
-	if n := countElements(reflect.ValueOf(req)); n > cc.s.cfg.MaxRequestElements && key != kmsg.Fetch.Int16() && key != kmsg.OffsetCommit.Int16() {
-		cc.s.log.Info("kafka: request of too many elements; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "elements", n, "limit", cc.s.cfg.MaxRequestElements)
-		cc.closing(reasonTooLarge)
-		return rp, false
+	// (fetch, offsetCommit); its decoding is within the walk's budget, and
+	// it is not counted here.
+	if key != kmsg.Fetch.Int16() && key != kmsg.OffsetCommit.Int16() {
+		if n := countElements(reflect.ValueOf(req)); n > cc.s.cfg.MaxRequestElements {
+			cc.s.log.Info("kafka: request of too many elements; closing the connection", "remote", cc.c.RemoteAddr(), "key", kmsg.NameForKey(key), "elements", n, "limit", cc.s.cfg.MaxRequestElements)
+			cc.closing(reasonTooLarge)
+			return rp, false
+		}
 	}
 	defer func() {
 		if p := recover(); p != nil {
