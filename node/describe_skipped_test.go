@@ -1,10 +1,7 @@
 package node
 
 import (
-	"math/rand/v2"
 	"testing"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/node/owner"
@@ -21,32 +18,7 @@ import (
 func TestDescribeLeavesOutOffsetsACrashSkipped(t *testing.T) {
 	ctx := safetyContext(t)
 	dir := t.TempDir()
-	fs := vfs.NewCrashableMem()
-	e, err := engine.Open(engine.Options{FS: fs, Dir: dir, ReservedBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := e.CreateTopic("t", engine.TopicConfig{Durability: engine.DurabilityNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := top.Partition(0)
-	r, err := p.Append(batch(t, 0, 0, 0, "a", "b", "c"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.WaitDurable(ctx, r.Last); err != nil {
-		t.Fatal(err)
-	}
-	seq, err := p.SetBookmark(owner.GroupBookmarkKey("g"), engine.Bookmark{Offset: 3, History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SyncMeta(ctx, seq); err != nil {
-		t.Fatal(err)
-	}
-	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
-	_ = e.Close()
+	crashed := crashAboveReservation(ctx, t, engine.Options{Dir: dir, ReservedBytes: -1}, owner.GroupBookmarkKey("g"))
 
 	tn := startNode(t, nil, func(cfg *Config) { cfg.DataDir, cfg.FS = dir, crashed })
 	c, err := sdk.Dial(ctx, tn.Addr(), sdk.WithDataDir(dir))

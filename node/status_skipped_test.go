@@ -16,40 +16,15 @@ import (
 // end has no lag after it, though the high watermark moved past its
 // position, and the partition's records are the records it holds.
 func TestLagLeavesOutOffsetsACrashSkipped(t *testing.T) {
-	ctx := context.Background()
-	fs := vfs.NewCrashableMem()
-	opts := engine.Options{FS: fs, Dir: "data", ReservedBytes: -1}
+	opts := engine.Options{Dir: "data", ReservedBytes: -1}
+	opts.FS = crashAboveReservation(context.Background(), t, opts, "c/billing")
 	e, err := engine.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := e.CreateTopic("t", engine.TopicConfig{Durability: engine.DurabilityNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := top.Partition(0)
-	r, err := p.Append(batch(t, 0, 0, 0, "a", "b", "c"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.WaitDurable(ctx, r.Last); err != nil {
-		t.Fatal(err)
-	}
-	seq, err := p.SetBookmark("c/billing", engine.Bookmark{Offset: 3, History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SyncMeta(ctx, seq); err != nil {
-		t.Fatal(err)
-	}
-	opts.FS = fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
-	_ = e.Close()
-	if e, err = engine.Open(opts); err != nil {
-		t.Fatal(err)
-	}
 	defer e.Close()
-	top, _ = e.Topic("t")
-	p, _ = top.Partition(0)
+	top, _ := e.Topic("t")
+	p, _ := top.Partition(0)
 	l := owner.NewEngineLog(p)
 	st := l.State()
 	if st.HighWatermark <= 3 {
@@ -62,4 +37,39 @@ func TestLagLeavesOutOffsetsACrashSkipped(t *testing.T) {
 	if s := p.Stats(); s.SkippedOffsets != st.HighWatermark-3 {
 		t.Fatalf("%d offsets recorded as skipped, want %d", s.SkippedOffsets, st.HighWatermark-3)
 	}
+}
+
+// crashAboveReservation opens an engine on a crashable opts.FS, appends
+// three records to partition 0 of a "none" topic t, sets bookmark key at
+// offset 3 and syncs it, and returns the file system as a crash leaves it:
+// an engine opened on it resumes t's numbering above its reservation.
+func crashAboveReservation(ctx context.Context, t *testing.T, opts engine.Options, key string) vfs.FS {
+	t.Helper()
+	fs := vfs.NewCrashableMem()
+	opts.FS = fs
+	e, err := engine.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	top, err := e.CreateTopic("t", engine.TopicConfig{Durability: engine.DurabilityNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := top.Partition(0)
+	r, err := p.Append(batch(t, 0, 0, 0, "a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitDurable(ctx, r.Last); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := p.SetBookmark(key, engine.Bookmark{Offset: 3, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SyncMeta(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	return fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
 }
