@@ -35,10 +35,6 @@ type Peer struct {
 	ConnID [serverConnIDLen]byte
 }
 
-// PeerConnIDLen is the length of [Peer.ConnID]: the length of the
-// connection IDs a listener issues.
-const PeerConnIDLen = serverConnIDLen
-
 // peerTable remembers, from the datagrams the node's socket reads, the
 // address each connection ID was last seen from. The socket's reader
 // updates it once per batch, under one lock; a snapshot takes the same

@@ -99,7 +99,7 @@ func TestResetPeersSparesOtherConnections(t *testing.T) {
 	}
 	mustEcho(t, p, "hello")
 	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), netip.MustParseAddrPort(c.LocalAddr().String()).Port())
-	if _, err := ts.ln.ResetPeers([]Peer{{Addr: addr, ConnID: [PeerConnIDLen]byte{1, 2, 3}}}); err != nil {
+	if _, err := ts.ln.ResetPeers([]Peer{{Addr: addr, ConnID: [serverConnIDLen]byte{1, 2, 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	mustEcho(t, p, "still here")
