@@ -53,16 +53,7 @@ func TestParkedConsumersAfterKill(t *testing.T) {
 	defer served.checkNoPanic()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	admin := served.dial(ctx)
-	defer admin.Close()
-	if _, err := admin.CreateTopic(ctx, "parked", sdk.TopicConfig{Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	prod, err := admin.NewProducer(ctx, "parked")
-	if err != nil {
-		t.Fatal(err)
-	}
+	prod := parkedProducer(ctx, t, served, "parked")
 
 	type delivery struct {
 		who   string
@@ -196,15 +187,7 @@ func TestParkedConsumerProbesAForgetfulNode(t *testing.T) {
 	defer served.checkNoPanic()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	admin := served.dial(ctx)
-	defer admin.Close()
-	if _, err := admin.CreateTopic(ctx, "forgotten", sdk.TopicConfig{Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	prod, err := admin.NewProducer(ctx, "forgotten")
-	if err != nil {
-		t.Fatal(err)
-	}
+	prod := parkedProducer(ctx, t, served, "forgotten")
 	const maxWait = 3 * time.Second
 	c := served.dial(ctx)
 	defer c.Close()
@@ -307,15 +290,7 @@ func TestParkedKafkaFetchAfterKill(t *testing.T) {
 	defer served.checkNoPanic()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	admin := served.dial(ctx)
-	defer admin.Close()
-	if _, err := admin.CreateTopic(ctx, "fetched", sdk.TopicConfig{Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	prod, err := admin.NewProducer(ctx, "fetched")
-	if err != nil {
-		t.Fatal(err)
-	}
+	prod := parkedProducer(ctx, t, served, "fetched")
 	token, err := os.ReadFile(filepath.Join(served.dir, "admin.token"))
 	if err != nil {
 		t.Fatal(err)
@@ -401,15 +376,7 @@ func TestParkedFleetAfterKill(t *testing.T) {
 	defer served.checkNoPanic()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	admin := served.dial(ctx)
-	defer admin.Close()
-	if _, err := admin.CreateTopic(ctx, "fleet", sdk.TopicConfig{Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	prod, err := admin.NewProducer(ctx, "fleet")
-	if err != nil {
-		t.Fatal(err)
-	}
+	prod := parkedProducer(ctx, t, served, "fleet")
 	type delivery struct {
 		value string
 		at    time.Time
@@ -521,4 +488,21 @@ func TestAHealthyNodeIsNeverProbed(t *testing.T) {
 		t.Fatalf("DescribeTopic requests during %d polls of a healthy node: %q, before %q: the consumer probed", polls, after, before)
 	}
 	t.Logf("%d empty polls of 200 ms, no probe", polls)
+}
+
+// parkedProducer creates topic, of one partition, on served and returns
+// a producer of it, on an admin client of its own that stays connected
+// until the test ends.
+func parkedProducer(ctx context.Context, t *testing.T, served *servedLedge, topic string) *sdk.Producer {
+	t.Helper()
+	admin := served.dial(ctx)
+	t.Cleanup(func() { admin.Close() })
+	if _, err := admin.CreateTopic(ctx, topic, sdk.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := admin.NewProducer(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prod
 }
