@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
@@ -121,14 +119,8 @@ func commitEverything(ctx context.Context, t *testing.T, c *sdk.Client, round in
 // document: its position, the partition's high watermark and its lag.
 func consumerLag(t *testing.T, s *servedLedge, topic string) (pos, hw, lag uint64) {
 	t.Helper()
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + s.http + "/api/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var st ops.Status
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+	if err := json.Unmarshal([]byte(get(t, s, "/api/status")), &st); err != nil {
 		t.Fatal(err)
 	}
 	for _, tp := range st.Topics {
