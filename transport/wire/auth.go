@@ -4,9 +4,14 @@ package wire
 // a connection; until it succeeds every other request is answered with
 // StatusUnauthenticated.
 //
-//	token str16 (at most MaxAuthTokenLen bytes)
+//	token str16 (at most MaxAuthTokenLen bytes) | [flags u8]
+//
+// Flags is an optional last field, absent when zero: a node older than it
+// refuses the request as malformed, and the client authenticates again
+// without it.
 type AuthenticateRequest struct {
 	Token string
+	Flags AuthFlags
 }
 
 // Kind implements Message.
@@ -16,6 +21,9 @@ func (*AuthenticateRequest) Kind() Kind { return KindAuthenticate }
 func (m *AuthenticateRequest) Encode(dst []byte) ([]byte, error) {
 	w := newFieldWriter(dst, "authenticate")
 	w.str16(m.Token, MaxAuthTokenLen, "token")
+	if m.Flags != 0 {
+		w.enum(uint8(m.Flags), uint8(knownAuthFlags), "authenticate flags")
+	}
 	return w.result()
 }
 
@@ -23,6 +31,14 @@ func (m *AuthenticateRequest) Encode(dst []byte) ([]byte, error) {
 func (m *AuthenticateRequest) Decode(b []byte) error {
 	r := newFieldReader(b, "authenticate")
 	r.str16(&m.Token, MaxAuthTokenLen, "token")
+	m.Flags = 0
+	if r.err == nil && r.left() > 0 {
+		// Bits a later client sets name fields this node does not send:
+		// kept, and ignored.
+		if m.Flags = AuthFlags(r.u8("authenticate flags")); m.Flags == 0 {
+			r.fail("flags present and zero")
+		}
+	}
 	return r.finish()
 }
 

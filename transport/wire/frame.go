@@ -297,7 +297,8 @@ func DecodeRequest(f Frame, m Message) error {
 }
 
 // ParseReply splits a reply body into its status, message and payload. A
-// payload after a non-OK status is malformed.
+// payload after a non-OK status is malformed, except a busy reply's
+// retry-after (AppendBusyReply), which is returned as the payload.
 func ParseReply(body []byte) (Status, string, []byte, error) {
 	r := newFieldReader(body, "reply")
 	status := Status(r.u16("status"))
@@ -307,7 +308,7 @@ func ParseReply(body []byte) (Status, string, []byte, error) {
 		return 0, "", nil, r.err
 	}
 	payload := body[r.off:]
-	if status != StatusOK && len(payload) != 0 {
+	if _, ok := retryAfterOf(status, payload); status != StatusOK && !ok {
 		return 0, "", nil, errorf(StatusMalformedRequest,
 			fmt.Sprintf("reply: %d payload bytes after status %s", len(payload), status))
 	}
@@ -329,7 +330,8 @@ func DecodeReply(f Frame, m Message) error {
 		return err
 	}
 	if status != StatusOK {
-		return &Error{Status: status, Message: msg}
+		after, _ := retryAfterOf(status, payload)
+		return &Error{Status: status, Message: msg, RetryAfter: after}
 	}
 	if f.Version != ProtocolVersion {
 		return errorf(StatusUnsupportedVersion, fmt.Sprintf("reply of protocol version %d", f.Version))

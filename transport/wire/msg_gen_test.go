@@ -164,7 +164,10 @@ func messageCases() []messageCase {
 func coreMessageCases() []messageCase {
 	return []messageCase{
 		{"AuthenticateRequest", custom(func(t *rapid.T) *wire.AuthenticateRequest {
-			return &wire.AuthenticateRequest{Token: rapid.StringN(0, 64, wire.MaxAuthTokenLen).Draw(t, "token")}
+			return &wire.AuthenticateRequest{
+				Token: rapid.StringN(0, 64, wire.MaxAuthTokenLen).Draw(t, "token"),
+				Flags: wire.AuthFlags(rapid.Uint8Range(0, uint8(wire.AuthReadsRetryAfter)).Draw(t, "flags")),
+			}
 		}), zeroOf[wire.AuthenticateRequest]()},
 		{"AuthenticateReply", custom(func(t *rapid.T) *wire.AuthenticateReply {
 			return &wire.AuthenticateReply{TokenID: genName(t, "id"), Topic: genName(t, "topic"), Scopes: genScope(t),

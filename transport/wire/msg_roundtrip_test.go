@@ -254,7 +254,7 @@ func TestDecodedBytesAliasBody(t *testing.T) {
 // optional last field.
 func optionalLastField(m wire.Message) bool {
 	switch m.(type) {
-	case *wire.DescribeTopicRequest, *wire.DescribeTopicReply, *wire.DescribeGroupRequest:
+	case *wire.DescribeTopicRequest, *wire.DescribeTopicReply, *wire.DescribeGroupRequest, *wire.AuthenticateRequest:
 		return true
 	}
 	return false

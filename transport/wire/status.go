@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 )
 
 // Status is the outcome of a request. Every reply carries one (a poll, a
@@ -42,7 +43,10 @@ const (
 	StatusInvalidArgument Status = 0x0005
 	// StatusInternal: the node failed in a way it did not expect.
 	StatusInternal Status = 0x0006
-	// StatusBusy: the node is past its memory budget and sheds load.
+	// StatusBusy: the node is at a bound (requests or bytes in flight,
+	// parked polls, its memory) or past its CPU, and sheds load: nothing
+	// happened. A client that announced AuthReadsRetryAfter gets the time
+	// to wait before sending again (Error.RetryAfter).
 	StatusBusy Status = 0x0007
 	// StatusTimeout: the node gave up waiting (for durability, for a reader)
 	// before the work was known to be done. A produce that timed out may
@@ -371,6 +375,9 @@ func (s Status) Error() string { return s.String() }
 type Error struct {
 	Status  Status
 	Message string
+	// RetryAfter is a busy reply's hint: wait this long before sending
+	// again (0: no hint, back off as for any retry).
+	RetryAfter time.Duration
 }
 
 // Error implements error.
