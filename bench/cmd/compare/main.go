@@ -207,15 +207,12 @@ func runErrors(ctx context.Context, rep *report.Report) error {
 	return nil
 }
 
-// runPair runs every system once in cell cs, the order rotating with the
-// pair and the cell so that no system always goes first.
+// runPair runs every system once in cell cs, in the order order gives.
 func (h *harness) runPair(ctx context.Context, ns netSpec, cs cellSpec, cell *report.Cell, pair, ci int) {
-	k := len(h.s.systems)
-	for pos := range k {
+	for pos, sys := range order(h.s.systems, pair, ci, h.s.sustained) {
 		if ctx.Err() != nil {
 			return
 		}
-		sys := h.s.systems[(pos+pair+ci)%k]
 		if !cs.runs(sys, h.s.quick) {
 			continue
 		}
@@ -451,7 +448,7 @@ func reportParams(s settings) report.Params {
 		sys = append(sys, string(k))
 	}
 	p := report.Params{
-		Quick: s.quick, Pairs: s.pairs, Systems: sys, Window: s.window,
+		Quick: s.quick, Pairs: s.pairs, Systems: sys, Window: s.window, WindowBytes: windowBytes,
 		WarmupSec: s.warmup.Seconds(), DurationSec: s.duration.Seconds(), ReplayBytes: s.replayBytes,
 		RateT0: s.rates[server.T0], RateT1: s.rates[server.T1], Seed: s.seed,
 		LedgeBatch: ledgeclient.BatchRecords, LedgeLinger: time.Duration(ledgeclient.Linger).String(), LedgeIdempotent: true,
@@ -461,6 +458,9 @@ func reportParams(s settings) report.Params {
 		Compression:    "no compression on either side",
 		FilterTags:     FilterTags,
 		FilterPlugin:   "sdk/plugin/examples/jsonfilter (match=native: one host call per poll decides the batch)",
+	}
+	if s.sustained {
+		p.SustainedBytes = s.sustainedBytes
 	}
 	if s.wan {
 		p.WANRTTms, p.WANLossPct = float64(s.wanRTT.Milliseconds()), s.wanLoss*100
@@ -521,6 +521,9 @@ func printHeader(rep *report.Report) {
 	fmt.Printf("layout: %s; GOMAXPROCS servers %d, load generator %d; data on %s; load average %.2f\n", e.Layout, e.ServerProcs, e.LoadProcs, e.FileSystem, e.LoadAvgStart)
 	fmt.Printf("params: %d pairs, window %d, warm-up %.2fs, measured %.2fs, replay %d MiB, open loop %.0f/%.0f msgs/s (T0/T1), seed %d\n",
 		p.Pairs, p.Window, p.WarmupSec, p.DurationSec, p.ReplayBytes>>20, p.RateT0, p.RateT1, p.Seed)
+	if p.SustainedBytes > 0 {
+		fmt.Printf("        sustained: %d MiB per producer per run instead of the measured time, pairs in both orders\n", p.SustainedBytes>>20)
+	}
 	fmt.Printf("        Ledge: batches ≤ %d records, linger %s, idempotent, %s; JetStream: %s\n", p.LedgeBatch, p.LedgeLinger, p.Compression, p.NATSBatch)
 	if slices.Contains(p.Systems, string(server.Kafka)) {
 		fmt.Printf("        Kafka listener: franz-go over plain TCP, batches ≤ %d records, linger 0, idempotent (5 requests in flight), no compression; producing workloads only\n", p.LedgeBatch)

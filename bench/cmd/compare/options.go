@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,7 +15,8 @@ import (
 
 // options are the command line's flags.
 type options struct {
-	quick, useWAN, pin, keep, loopback                                  bool
+	quick, useWAN, pin, keep, loopback, sustained                       bool
+	sustainedBytes                                                      int64
 	pairs                                                               int
 	out, wls, tiers, systems, workDir                                   string
 	duration, warmup                                                    time.Duration
@@ -31,6 +33,8 @@ func parseFlags() options {
 	flag.StringVar(&o.wls, "workloads", "all", "comma-separated workloads: "+strings.Join(workloadNames(), ",")+" (all of them), or "+FleetWorkload)
 	flag.StringVar(&o.tiers, "tiers", "T0,T1", "durability tiers to run: T0 (page cache), T1 (fsync)")
 	flag.StringVar(&o.systems, "systems", "ledge,kafka,nats-tls,nats", "systems to run; ledge must be one of them for ratios (kafka: franz-go through the node's Kafka listener, on the producing workloads; quick: async-1k only)")
+	flag.BoolVar(&o.sustained, "sustained", false, "sustained mode: each async run moves --sustained-bytes (gigabytes, not seconds, so writeback and new page-cache pages count), pairs come in twos running the systems in both orders; only async workloads (default "+strings.Join(sustainedWorkloads, ",")+")")
+	flag.Int64Var(&o.sustainedBytes, "sustained-bytes", 0, "with --sustained: payload bytes per producer per run (default 2.5 GiB, quick 64 MiB)")
 	flag.BoolVar(&o.useWAN, "wan", false, "also run a bounded WAN-like comparison (network namespace, 50 ms RTT, 1% loss); skipped with a message where unavailable")
 	flag.BoolVar(&o.pin, "pin", true, "pin the servers and the load generator to separate CPUs where the machine allows")
 	flag.StringVar(&o.workDir, "workdir", "", "where data directories go (default a new directory under $TMPDIR); must be on a real disk for T1 to mean anything")
@@ -73,17 +77,32 @@ func (o options) settings() (settings, []workload, bool, error) {
 	if o.replayBytes > 0 {
 		s.replayBytes = o.replayBytes
 	}
+	if o.sustainedBytes > 0 {
+		s.sustainedBytes = o.sustainedBytes
+	}
+	s.sustained = o.sustained
+	if s.sustained && o.pairs == 0 && !o.quick {
+		s.pairs = 2 // both orders, once each
+	}
 	s.wan = o.useWAN
 	s.wanTCPCC = o.wanTCPCC
 	if s.wanTCPCC == "system" {
 		s.wanTCPCC = ""
 	}
 	wlList, withFleet := splitFleet(o.wls)
+	if s.sustained && (wlList == "" || wlList == "all") {
+		wlList = strings.Join(sustainedWorkloads, ",")
+	}
 	var ws []workload
 	var err error
 	if wlList != "none" {
 		if ws, err = selectWorkloads(wlList); err != nil {
 			return s, nil, false, err
+		}
+	}
+	if s.sustained {
+		if ws = sustain(ws); len(ws) == 0 && !withFleet {
+			return s, nil, false, errors.New("--sustained runs async workloads only, and none is selected")
 		}
 	}
 	if s.tiers, err = parseTiers(o.tiers); err != nil {

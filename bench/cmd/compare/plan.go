@@ -28,8 +28,11 @@ type workload struct {
 	producers  int
 	partitions int
 	shared     bool // producers share one connection
-	latency    bool // latency is the point
-	onlyT0     bool
+	// sustained: the measured phase moves settings.sustainedBytes per
+	// producer instead of lasting settings.duration.
+	sustained bool
+	latency   bool // latency is the point
+	onlyT0    bool
 	// tags, for a replay: the messages name one of tags tags in turn, and
 	// the replay keeps one of them (a filter on the server).
 	tags int
@@ -41,11 +44,14 @@ var workloads = []workload{
 	{name: "async-1k", shape: async, size: 1 << 10, producers: 1, partitions: 1},
 	{name: "async-16k", shape: async, size: 16 << 10, producers: 1, partitions: 1},
 	{name: "async-64k", shape: async, size: 64 << 10, producers: 1, partitions: 1},
+	{name: "async-256k", shape: async, size: 256 << 10, producers: 1, partitions: 1},
+	{name: "async-1m", shape: async, size: 1 << 20, producers: 1, partitions: 1},
 	{name: "sync-1k", shape: oneByOne, size: 1 << 10, producers: 1, partitions: 1, latency: true},
 	{name: "multi4-1k", shape: async, size: 1 << 10, producers: 4, partitions: 4},
 	{name: "multi4s-1k", shape: async, size: 1 << 10, producers: 4, partitions: 4, shared: true},
 	{name: "openloop-1k", shape: openLoop, size: 1 << 10, producers: 1, partitions: 1, latency: true},
 	{name: "replay-1k", shape: replay, size: 1 << 10, producers: 1, partitions: 1, onlyT0: true},
+	{name: "replay-64k", shape: replay, size: 64 << 10, producers: 1, partitions: 1, onlyT0: true},
 	{name: "filter-1k", shape: replay, size: 1 << 10, producers: 1, partitions: 1, onlyT0: true, tags: FilterTags},
 }
 
@@ -53,6 +59,22 @@ var workloads = []workload{
 // keeps one, so the server reads every message and sends one in
 // FilterTags.
 const FilterTags = 10
+
+// windowBytes bounds a producer's window in bytes: a window of
+// settings.window messages, but never more than windowBytes of payload
+// (500 × 64 KiB), so that neither client holds half a gigabyte of 1 MiB
+// messages and both get the same bytes in flight.
+const windowBytes = 32 << 20
+
+// window is the in-flight window, in messages, of a producer of w when
+// the run's window is base.
+func (w workload) window(base int) int {
+	return max(1, min(base, windowBytes/w.size))
+}
+
+// sustainedWorkloads are what a sustained run runs unless told
+// otherwise: the producing cells the targets name.
+var sustainedWorkloads = []string{"async-1k", "async-16k", "async-64k", "async-1m"}
 
 // wanWorkloads run on the WAN-like link.
 var wanWorkloads = []string{"async-1k", "sync-1k", "multi4-1k", "multi4s-1k"}
@@ -106,6 +128,41 @@ func selectWorkloads(list string) ([]workload, error) {
 	return out, nil
 }
 
+// sustain marks the async workloads of ws sustained and drops the
+// others: a sustained run measures producers that never stop.
+func sustain(ws []workload) []workload {
+	var out []workload
+	for _, w := range ws {
+		if w.shape == async {
+			w.sustained = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// order is the order the systems run in, in pair pair of the cell at
+// index ci. Normally it rotates with the pair and the cell, so that no
+// system always goes first. With both set, pairs come in twos, the second
+// the reverse of the first: every system runs both before and after each
+// other one, the way a sustained run must, since what one leaves behind
+// (dirty pages to write back, a page cache to refill) slows the next.
+func order(systems []server.Kind, pair, ci int, both bool) []server.Kind {
+	k := len(systems)
+	out := make([]server.Kind, 0, k)
+	turn := pair + ci
+	if both {
+		turn = pair/2 + ci
+	}
+	for pos := range k {
+		out = append(out, systems[(pos+turn)%k])
+	}
+	if both && pair%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
+}
+
 // plan lays the cells out: tiers outer, workloads inner.
 func plan(ws []workload, tiers []server.Tier, net string, rates map[server.Tier]float64) []cellSpec {
 	var out []cellSpec
@@ -132,10 +189,14 @@ type settings struct {
 	warmup      time.Duration
 	duration    time.Duration
 	replayBytes int64
-	rates       map[server.Tier]float64
-	seed        uint64
-	systems     []server.Kind
-	tiers       []server.Tier
+	// sustainedBytes is the payload a sustained cell's producer moves in
+	// its measured phase.
+	sustainedBytes int64
+	sustained      bool // async cells are sustained, pairs run in both orders
+	rates          map[server.Tier]float64
+	seed           uint64
+	systems        []server.Kind
+	tiers          []server.Tier
 
 	ceilQUIC  time.Duration
 	ceilSeq   int64
@@ -159,26 +220,30 @@ func defaultSettings(quick bool) settings {
 		warmup:      time.Second,
 		duration:    5 * time.Second,
 		replayBytes: 1 << 30,
-		rates:       map[server.Tier]float64{server.T0: 20000, server.T1: 2000},
-		seed:        20240917,
-		systems:     []server.Kind{server.Ledge, server.Kafka, server.NATSTLS, server.NATS},
-		tiers:       []server.Tier{server.T0, server.T1},
-		ceilQUIC:    3 * time.Second,
-		ceilSeq:     1 << 30,
-		ceilFsync:   3 * time.Second,
-		wanRTT:      50 * time.Millisecond,
-		wanLoss:     0.01,
-		wanPairs:    3,
-		wanDuration: 8 * time.Second,
-		wanWarmup:   2 * time.Second,
-		wanBudget:   8 * time.Minute,
-		wanTCPCC:    wan.DefaultTCPCongestion,
+		// Gigabytes: long enough that writeback and fresh page-cache
+		// pages cost what they cost a producer that never stops.
+		sustainedBytes: 5 << 29,
+		rates:          map[server.Tier]float64{server.T0: 20000, server.T1: 2000},
+		seed:           20240917,
+		systems:        []server.Kind{server.Ledge, server.Kafka, server.NATSTLS, server.NATS},
+		tiers:          []server.Tier{server.T0, server.T1},
+		ceilQUIC:       3 * time.Second,
+		ceilSeq:        1 << 30,
+		ceilFsync:      3 * time.Second,
+		wanRTT:         50 * time.Millisecond,
+		wanLoss:        0.01,
+		wanPairs:       3,
+		wanDuration:    8 * time.Second,
+		wanWarmup:      2 * time.Second,
+		wanBudget:      8 * time.Minute,
+		wanTCPCC:       wan.DefaultTCPCongestion,
 	}
 	if quick {
 		s.pairs = 1
 		s.warmup = 150 * time.Millisecond
 		s.duration = 400 * time.Millisecond
 		s.replayBytes = 32 << 20
+		s.sustainedBytes = 64 << 20
 		s.ceilQUIC = 500 * time.Millisecond
 		s.ceilSeq = 64 << 20
 		s.ceilFsync = 500 * time.Millisecond

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/ledgemq/ledge/bench/internal/server"
@@ -59,5 +60,72 @@ func TestKafkaRunsProducingWorkloads(t *testing.T) {
 		if !cs.runs(server.Ledge, true) || !cs.runs(server.NATSTLS, false) {
 			t.Errorf("%s: the other systems do not all run", cs.id())
 		}
+	}
+}
+
+// TestLargeRecordCells: the big-record cells run at both tiers, the
+// 64 KiB replay at T0 only, and a producer's window holds at most 32 MiB
+// of payload whatever the message size.
+func TestLargeRecordCells(t *testing.T) {
+	ws, err := selectWorkloads("async-256k,async-1m,replay-64k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range plan(ws, []server.Tier{server.T0, server.T1}, "loopback", nil) {
+		ids = append(ids, c.id())
+	}
+	want := []string{"T0/async-256k", "T0/async-1m", "T0/replay-64k", "T1/async-256k", "T1/async-1m"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("cells %v, want %v", ids, want)
+	}
+	for name, wantWindow := range map[string]int{"async-1k": 500, "async-64k": 500, "async-256k": 128, "async-1m": 32} {
+		w, _ := selectWorkloads(name)
+		if got := w[0].window(500); got != wantWindow {
+			t.Errorf("%s: window %d, want %d", name, got, wantWindow)
+		}
+	}
+}
+
+// TestSustainedRunsAsyncCellsInBothOrders: a sustained run keeps the
+// producing cells, and each system runs once first and once last in
+// every two pairs.
+func TestSustainedRunsAsyncCellsInBothOrders(t *testing.T) {
+	o := options{sustained: true, wls: "all", tiers: "T0", systems: "ledge,nats-tls"}
+	s, ws, _, err := o.settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range ws {
+		if !w.sustained || w.shape != async {
+			t.Errorf("%s: sustained %v, shape %v", w.name, w.sustained, w.shape)
+		}
+		names = append(names, w.name)
+	}
+	if !slices.Equal(names, sustainedWorkloads) || s.pairs != 2 || s.sustainedBytes < 1<<30 {
+		t.Fatalf("workloads %v, %d pairs, %d bytes a run; want %v, 2 pairs, gigabytes", names, s.pairs, s.sustainedBytes, sustainedWorkloads)
+	}
+	for ci := range 3 {
+		first, second := order(s.systems, 0, ci, true), order(s.systems, 1, ci, true)
+		if first[0] != second[1] || first[1] != second[0] {
+			t.Errorf("cell %d: orders %v then %v, want one the reverse of the other", ci, first, second)
+		}
+	}
+	if _, _, _, err := (options{sustained: true, wls: "replay-1k", tiers: "T0", systems: "ledge"}).settings(); err == nil {
+		t.Error("a sustained run of replays alone accepted")
+	}
+}
+
+// TestOrderRotates: outside a sustained run the first system changes
+// from pair to pair.
+func TestOrderRotates(t *testing.T) {
+	sys := []server.Kind{server.Ledge, server.NATSTLS, server.NATS}
+	var firsts []server.Kind
+	for pair := range 3 {
+		firsts = append(firsts, order(sys, pair, 0, false)[0])
+	}
+	if !slices.Equal(firsts, sys) {
+		t.Fatalf("first systems %v, want %v", firsts, sys)
 	}
 }

@@ -115,7 +115,7 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 		warmup, duration = h.s.wanWarmup, h.s.wanDuration
 	}
 	timeout := warmup + duration + 2*time.Minute
-	if cs.shape == replay {
+	if cs.shape == replay || cs.sustained {
 		timeout = 20 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -174,7 +174,11 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 			stopProfile()
 		},
 	}
-	params := loadgen.Params{Size: cs.size, Window: h.s.window, Warmup: warmup, Duration: duration, Rate: cs.rate, Seed: h.s.seed, Tags: cs.tags}
+	window := cs.window(h.s.window)
+	params := loadgen.Params{Size: cs.size, Window: window, Warmup: warmup, Duration: duration, Rate: cs.rate, Seed: h.s.seed, Tags: cs.tags}
+	if cs.sustained {
+		params.Count = max(1, h.s.sustainedBytes/int64(cs.size))
+	}
 
 	var res loadgen.Result
 	var runErr error
@@ -182,11 +186,11 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 	case async:
 		var prods []loadgen.Producer
 		if cs.shared {
-			prods, err = drv.SharedProducers(ctx, cs.producers, h.s.window)
+			prods, err = drv.SharedProducers(ctx, cs.producers, window)
 		} else {
 			for i := range cs.producers {
 				var p loadgen.Producer
-				if p, err = drv.Producer(ctx, i, h.s.window); err != nil {
+				if p, err = drv.Producer(ctx, i, window); err != nil {
 					break
 				}
 				prods = append(prods, p)
@@ -200,7 +204,7 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 		}
 	case oneByOne, openLoop:
 		var p loadgen.Producer
-		if p, err = drv.Producer(ctx, 0, h.s.window); err == nil {
+		if p, err = drv.Producer(ctx, 0, window); err == nil {
 			if cs.shape == oneByOne {
 				res, runErr = loadgen.RunSync(ctx, p, params, hooks)
 			} else {
@@ -248,7 +252,7 @@ func (h *harness) runCell(ctx context.Context, ns netSpec, cs cellSpec, sys serv
 func (h *harness) replay(ctx context.Context, proc **server.Proc, drv *loadgen.Driver, spec server.Spec,
 	params loadgen.Params, hooks loadgen.Hooks, run *report.Run) (res loadgen.Result, runErr, err error) {
 	count := h.s.replayBytes / int64(params.Size)
-	p, err := (*drv).Producer(ctx, 0, h.s.window)
+	p, err := (*drv).Producer(ctx, 0, params.Window)
 	if err != nil {
 		return res, nil, err
 	}

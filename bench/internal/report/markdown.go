@@ -58,12 +58,21 @@ func (r *Report) markdown(w io.Writer, charts []string) {
 	p("| load average (1 min) | %.2f at start, %.2f at end |\n", r.Env.LoadAvgStart, r.Env.LoadAvgEnd)
 	pp := r.Params
 	p("| pairs per cell | %d, interleaved, the order rotating each pair |\n", pp.Pairs)
-	p("| in-flight window | %d messages per producer (both systems) |\n", pp.Window)
-	p("| warm-up / measured | %.1f s / %.1f s per run |\n", pp.WarmupSec, pp.DurationSec)
+	if pp.WindowBytes > 0 {
+		p("| in-flight window | %d messages per producer (both systems), and at most %s of payload (%d messages of 256 KiB, %d of 1 MiB) |\n",
+			pp.Window, bytesStr(int64(pp.WindowBytes)), min(pp.Window, pp.WindowBytes/(256<<10)), min(pp.Window, pp.WindowBytes/(1<<20)))
+	} else {
+		p("| in-flight window | %d messages per producer (both systems) |\n", pp.Window)
+	}
+	if pp.SustainedBytes > 0 {
+		p("| sustained | every run moves %s per producer after a %.1f s warm-up (no fixed measured time); pairs in twos, the second in the reverse order of the first |\n", bytesStr(pp.SustainedBytes), pp.WarmupSec)
+	} else {
+		p("| warm-up / measured | %.1f s / %.1f s per run |\n", pp.WarmupSec, pp.DurationSec)
+	}
 	p("| payloads | seeded random bytes (seed %d), no keys, %s |\n", pp.Seed, pp.Compression)
 	p("| Ledge producer | batches of up to %d records, linger %s, idempotent %v, one QUIC stream per partition |\n", pp.LedgeBatch, pp.LedgeLinger, pp.LedgeIdempotent)
 	p("| JetStream producer | %s |\n", pp.NATSBatch)
-	p("| replay | %s of 1 KiB messages, read from the start after a server restart; Ledge polls of %d MiB, JetStream ordered consumer pulling %d messages |\n",
+	p("| replay | %s of the cell's messages (1 KiB or 64 KiB), read from the start after a server restart; Ledge polls of %d MiB, JetStream ordered consumer pulling %d messages |\n",
 		bytesStr(pp.ReplayBytes), pp.LedgePollBytes>>20, pp.NATSReplayPull)
 	if pp.FilterTags > 0 {
 		p("| filtered replay | the replay's log, each message a JSON document naming one of %d sites in turn (`{\"seq\":5,\"site\":\"s5\",\"data\":\"...\"}`), read from the start keeping site s0 (1 in %d): Ledge runs the filter plugin %s on the node over every poll; JetStream has the site in the subject too (bench.0.s5) and filters its ordered consumer by subject; MB/s and CPU per GB count the payload delivered |\n",
@@ -327,7 +336,7 @@ func (r *Report) ceilingsAndTargets(w io.Writer) {
 	p("| 64 KiB write + fdatasync | %s ops/s = %.1f MB/s (p50 %d µs, p99 %d µs) | %s |\n", num(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6, c.FsyncP50us, c.FsyncP99us,
 		all(func(i int) string { return num(r.Ceilings[i].FsyncOpsPerSec) }))
 
-	p("\n## Targets (issue 9)\n\n| target | want | got | |\n|---|---|---|---|\n")
+	p("\n## Targets (issues 9 and 36)\n\n| target | want | got | |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		verdict := "**missed**"
 		switch {

@@ -216,6 +216,8 @@ type Params struct {
 	Pairs            int      `json:"pairs"`
 	Systems          []string `json:"systems"`
 	Window           int      `json:"in_flight_window"`
+	WindowBytes      int      `json:"in_flight_window_bytes,omitempty"` // the window shrinks for large messages to hold at most this
+	SustainedBytes   int64    `json:"sustained_bytes,omitempty"`        // sustained mode: payload per producer per run
 	WarmupSec        float64  `json:"warmup_sec"`
 	DurationSec      float64  `json:"duration_sec"`
 	ReplayBytes      int64    `json:"replay_bytes"`

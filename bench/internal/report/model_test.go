@@ -169,3 +169,51 @@ func TestKafkaTarget(t *testing.T) {
 	}
 	t.Fatal("no Kafka target")
 }
+
+// TestLargeRecordTargets: the 16 KiB, 64 KiB and 1 MiB cells are judged
+// against JetStream TLS, and the 64 KiB produce and replay against the
+// raw stream placed as the servers.
+func TestLargeRecordTargets(t *testing.T) {
+	cell := func(id string, ledgeMBs, natsMBs float64) *Cell {
+		return &Cell{ID: id, Net: "loopback", Tier: id[:2], Workload: id[3:], Runs: []Run{
+			{System: "ledge", Msgs: 1, MsgsPerSec: ledgeMBs, MBPerSec: ledgeMBs},
+			{System: "nats-tls", Msgs: 1, MsgsPerSec: natsMBs, MBPerSec: natsMBs}}}
+	}
+	r := &Report{
+		Params:   Params{Systems: []string{"ledge", "nats-tls"}},
+		Ceilings: []ceiling.Set{{QUICBytesPerSec: 900e6, PlacedQUICInBytesPerSec: 800e6, PlacedQUICOutBytesPerSec: 1000e6, SeqWriteBPS: 2000e6}},
+		Cells: []*Cell{
+			cell("T0/async-16k", 600, 300),  // 2×
+			cell("T0/async-64k", 640, 500),  // 1.28×, 0.80 of the placed stream
+			cell("T1/async-1m", 400, 100),   // 4×
+			cell("T0/replay-64k", 950, 500), // 0.95 of the placed stream
+		},
+	}
+	for _, c := range r.Cells {
+		c.Summarize()
+	}
+	r.MedianCeiling()
+	r.EvaluateTargets()
+	want := map[string]struct{ known, met bool }{
+		"T0 async produce 16 KiB vs JetStream TLS":                          {true, true},
+		"T0 async produce 64 KiB vs JetStream TLS":                          {true, false},
+		"T0 async produce 1 MiB vs JetStream TLS":                           {false, false},
+		"T1 async produce 1 MiB vs JetStream TLS":                           {true, true},
+		"T0 async produce 64 KiB vs raw QUIC ceiling placed as the servers": {true, false},
+		"Replay 64 KiB vs raw QUIC ceiling placed as the servers":           {true, true},
+	}
+	seen := 0
+	for _, tg := range r.Targets {
+		w, ok := want[tg.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		if tg.Known != w.known || tg.Met != w.met {
+			t.Errorf("%s: known %v met %v (got %.2f, %s), want known %v met %v", tg.Name, tg.Known, tg.Met, tg.Got, tg.Detail, w.known, w.met)
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("%d of the %d large-record targets reported", seen, len(want))
+	}
+}

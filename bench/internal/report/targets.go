@@ -20,22 +20,7 @@ const (
 // ceilings.
 func (r *Report) EvaluateTargets() {
 	r.Targets = nil
-	ledge := func(id string) (Summary, bool) {
-		c := r.Find("loopback", id)
-		if c == nil {
-			return Summary{}, false
-		}
-		s, ok := c.Summary[Reference]
-		return s, ok && s.N > 0
-	}
-	ratio := func(id string) (Ratios, bool) {
-		c := r.Find("loopback", id)
-		if c == nil {
-			return Ratios{}, false
-		}
-		x, ok := c.Ratios[vsTLS]
-		return x, ok && x.N > 0
-	}
+	ledge, ratio := r.ledgeSummary, r.ratioVsTLS
 	atLeast := func(name, want string, got, need float64, known bool, detail string) {
 		known = known && got > 0 && !math.IsNaN(got)
 		got = finite(got)
@@ -110,6 +95,7 @@ func (r *Report) EvaluateTargets() {
 		x, ok := ratio(t.id)
 		atLeast(t.name, fmt.Sprintf("≥ %g× msgs/s (median of pair ratios)", t.need), x.MsgsPerSec, t.need, ok, pairsNote(x, ok))
 	}
+	r.largeRecordTargets(atLeast)
 	// The Kafka listener against the SDK over QUIC on the same node: the
 	// ratios are the SDK's over Kafka's, so Kafka's share is their inverse.
 	for _, t := range []struct{ name, id string }{
