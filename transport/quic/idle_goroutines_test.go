@@ -1,0 +1,84 @@
+package quic
+
+import (
+	"context"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+	"time"
+)
+
+// An idle device costs the server the goroutines quic-go's API demands
+// and no more: quic-go's two (its connection loop and its send queue),
+// the application's stream acceptor, and one reader per stream with a
+// request in it (the parked poll's). The transport itself keeps none:
+// a connection's set-up goroutine ends once the connection is accepted,
+// its end is watched by context.AfterFunc, and an idle stream holds no
+// writer. The client side is counted alongside, for the record.
+func TestAnIdleDeviceCostsTheServerFourGoroutines(t *testing.T) {
+	const devices = 20
+	var ts *testServer
+	var ps *parkedServer
+	pprof.Do(context.Background(), pprof.Labels("side", "server"), func(context.Context) {
+		ts = newTestServer(t, Config{Authenticate: acceptToken, SourceHandshakeRate: -1})
+		ps = serveParked(t, ts)
+	})
+	before := goroutineCensus(t, "server")
+	for before["not started yet"] > 0 {
+		runtime.Gosched()
+		before = goroutineCensus(t, "server")
+	}
+
+	ctx := testContext(t)
+	pprof.Do(ctx, pprof.Labels("side", "client"), func(ctx context.Context) {
+		tr, err := NewTransport("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = tr.Close() })
+		for i := range devices {
+			c, err := Dial(ctx, ts.addr(), ts.clientTLS(), ClientConfig{Transport: tr})
+			if err != nil {
+				t.Fatalf("device %d: dial: %v", i, err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			if _, err := idleDevice(ctx, c, i); err != nil {
+				t.Fatalf("device %d: %v", i, err)
+			}
+		}
+	})
+
+	// Every poll parked, every control stream ended on both sides.
+	want := censusTotal(before) + 4*devices
+	var after map[string]int
+	for deadline := time.Now().Add(safety); ; {
+		after = goroutineCensus(t, "server")
+		settled := ps.parked.Load() == devices && ts.ln.Stats().StreamsOpen == devices
+		if settled && censusTotal(after) <= want || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := ps.parked.Load(); n != devices {
+		t.Fatalf("%d polls parked, want %d", n, devices)
+	}
+	if n := ts.ln.Stats().StreamsOpen; n != devices {
+		t.Fatalf("%d streams open on the server, want %d: the control streams should have ended", n, devices)
+	}
+	q0, tr0, app0 := censusByOwner(before)
+	q1, tr1, app1 := censusByOwner(after)
+	t.Logf("server goroutines per idle device: quic-go %.2f, transport %.2f, application %.2f; before the devices %v, with them %v",
+		float64(q1-q0)/devices, float64(tr1-tr0)/devices, float64(app1-app0)/devices, before, after)
+	client := goroutineCensus(t, "client")
+	t.Logf("client goroutines per idle device: %.2f (%v)", float64(censusTotal(client))/devices, client)
+
+	if d := q1 - q0; d > 2*devices {
+		t.Errorf("quic-go runs %d goroutines for %d idle connections, want at most 2 each", d, devices)
+	}
+	if d := tr1 - tr0; d > 0 {
+		t.Errorf("the transport runs %d goroutines for %d idle connections, want none", d, devices)
+	}
+	if d := app1 - app0; d > 2*devices {
+		t.Errorf("the serving loops run %d goroutines for %d idle devices, want 2 each (acceptor, parked reader)", d, devices)
+	}
+}
