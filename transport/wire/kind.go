@@ -7,7 +7,8 @@ import "strconv"
 //
 // Ranges: 0x0001–0x003F are the requests of version 1; 0x0040–0x004F are
 // reserved for consumer groups, 0x0050–0x005F for fenced state,
-// 0x0060–0x006F for plugins, 0x0070–0x007F for Kafka uplinks; 0xFF00–0xFFFF are for private experiments and
+// 0x0060–0x006F for plugins, 0x0070–0x007F for Kafka uplinks, 0x0090–0x009F for Kafka downlinks;
+// 0xFF00–0xFFFF are for private experiments and
 // never assigned. A reserved kind has no layout in version 1: a node
 // answers it with StatusUnknownKind.
 type Kind uint16
@@ -132,6 +133,14 @@ func (k Kind) String() string {
 		return "uplink-status"
 	case KindRemoveUplink:
 		return "remove-uplink"
+	case KindAddDownlink:
+		return "add-downlink"
+	case KindListDownlinks:
+		return "list-downlinks"
+	case KindDownlinkStatus:
+		return "downlink-status"
+	case KindRemoveDownlink:
+		return "remove-downlink"
 	}
 	return "kind 0x" + strconv.FormatUint(uint64(k), 16)
 }
@@ -148,7 +157,8 @@ func (k Kind) Defined() bool {
 		KindJoinGroup, KindHeartbeat, KindLeaveGroup, KindDescribeGroup, KindListGroups,
 		KindGetState, KindCommitWithState, KindDeleteGroup,
 		KindAddPlugin, KindListPlugins, KindRemovePlugin, KindSetPolicy, KindResetPlugin,
-		KindAddUplink, KindListUplinks, KindUplinkStatus, KindRemoveUplink:
+		KindAddUplink, KindListUplinks, KindUplinkStatus, KindRemoveUplink,
+		KindAddDownlink, KindListDownlinks, KindDownlinkStatus, KindRemoveDownlink:
 		return true
 	}
 	return false

@@ -157,6 +157,7 @@ func messageCases() []messageCase {
 	cases := append(coreMessageCases(), groupMessageCases()...)
 	cases = append(cases, pluginMessageCases()...)
 	cases = append(cases, stateMessageCases()...)
+	cases = append(cases, downlinkMessageCases()...)
 	return append(cases, uplinkMessageCases()...)
 }
 
