@@ -20,6 +20,9 @@
 //     reconciliation, commit policies of groups).
 //   - node/uplink: the Kafka forwarder of a topic, and the manager of a
 //     node's uplinks.
+//   - node/transform: the transforms (topic to topic through a transform
+//     plugin, exactly once), each a member of an internal group, and
+//     their manager.
 //   - node/ops: the HTTP endpoints for operators: metrics, health,
 //     readiness, the status API and page.
 //   - node/session: the request handlers of the protocol (topics,
@@ -48,6 +51,7 @@
 //	node/session → {node/owner, node/group, node/uplink, node/pluginreg,
 //	                node/tokens, transport/wire}
 //	node/ops → {node/uplink, node/statuspage}
+//	node/transform → {node/owner, node/group, plugins}
 //	node/pluginreg → {node/group, plugins}
 //	node/group, node/uplink, node/ops, node/pluginreg, node/tokens → node/owner
 //	node/owner → {engine, fence, record}
@@ -66,6 +70,9 @@
 //     metadata key of a partition itself.
 //   - node/group and node/uplink do not import each other, and neither
 //     serves a request: the handlers that do are node/session's.
+//   - node/transform reads and writes partitions only through their
+//     owners, joins its internal group through the coordinator and calls
+//     plugins through the host; it serves no request either.
 //   - node/session imports neither node, node/kafka, node/ops nor any
 //     transport (transport/quic, quic-go): it reaches the node only
 //     through its Node interface (topics, registries, coordinator,

@@ -1,0 +1,92 @@
+package transform
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ledgemq/ledge/node/owner"
+
+	"github.com/ledgemq/ledge/plugins"
+	"github.com/ledgemq/ledge/record"
+)
+
+// maxStateBytes is the largest plugin state a transform keeps: one value
+// of the group's state store.
+const maxStateBytes = owner.MaxStateValueSize
+
+// stepOutput is what a step's plugin call made of its input: the input
+// it covers ([from, next)), the output batch (nil: no outputs) and the
+// new state.
+type stepOutput struct {
+	next            uint64
+	inputs, outputs int
+	batch           []byte
+	state           []byte
+}
+
+// transform calls the plugin on the input [from, next) of v with state.
+// When the outputs do not fit one batch of the output topic, it calls it
+// again on the first half of the input, and so on: a step's outputs are
+// one batch, appended whole or not at all.
+func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][]byte, from, next uint64, state []byte) (stepOutput, error) {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callWait)
+		res, err := r.plugin.Transform(cctx, r.spec.Plugin, r.params, v, state)
+		cancel()
+		if err != nil {
+			r.stats.pluginFailed()
+			return stepOutput{}, fmt.Errorf("transform: plugin %q: %w", r.spec.Plugin, err)
+		}
+		out := stepOutput{next: next, inputs: v.Len(), outputs: len(res.Outputs), state: res.State}
+		if len(out.state) > maxStateBytes {
+			return stepOutput{}, fmt.Errorf("transform: plugin %q answered a state of %d bytes, at most %d are kept", r.spec.Plugin, len(out.state), maxStateBytes)
+		}
+		if len(res.Outputs) == 0 {
+			return out, nil
+		}
+		batch, err := r.build(v, res.Outputs)
+		if err == nil {
+			out.batch = batch
+			return out, nil
+		}
+		if err != errTooLarge {
+			return stepOutput{}, err
+		}
+		if v.Len() <= 1 {
+			return stepOutput{}, errTooLarge
+		}
+		// Half the input: a view ending before the middle record.
+		half := v.Record(v.Len() / 2).Offset()
+		nv, verr := plugins.NewView(plugins.PollResult{Topic: r.spec.From, Partition: int32(r.part), From: from,
+			Next: half, Batches: batches})
+		if verr != nil {
+			return stepOutput{}, fmt.Errorf("transform: input: %w", verr)
+		}
+		defer nv.Release()
+		v, next = nv, half
+	}
+}
+
+// build makes the output batch of a step: the producer's next sequence,
+// every output in order, each with its input's headers when it takes them.
+func (r *partRunner) build(v *plugins.View, outs []plugins.Output) ([]byte, error) {
+	b := &r.bb
+	b.Reset()
+	b.SetProducer(uint64(r.id.ID), uint32(r.id.Epoch), r.seq)
+	var hs []record.Header
+	for _, o := range outs {
+		hs = hs[:0]
+		for _, h := range v.OutputHeaders(o) {
+			hs = append(hs, record.Header{Key: string(h.Key), Value: h.Value})
+		}
+		b.Append(record.Record{Timestamp: o.Timestamp, Key: o.Key, Value: o.Value, Headers: hs})
+		if b.Size() > r.maxBatch {
+			return nil, errTooLarge
+		}
+	}
+	batch, err := b.Build(record.CompressionNone)
+	if err != nil {
+		return nil, fmt.Errorf("transform: output batch: %w", err)
+	}
+	return batch, nil
+}
