@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"text/template"
 
 	"github.com/spf13/cobra"
 )
@@ -203,22 +202,15 @@ func (p *pluginProject) write(dir string) error {
 		if err != nil {
 			return err
 		}
-		t, err := template.New(from).Option("missingkey=error").Parse(string(shared))
-		if err == nil {
-			t, err = t.Parse(string(text))
-		}
+		out, err := renderTemplate(from, string(shared), string(text), data.values())
 		if err != nil {
-			return err
-		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, data); err != nil {
 			return err
 		}
 		to = filepath.Join(dir, filepath.FromSlash(to))
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(to, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(to, []byte(out), 0o644); err != nil {
 			return err
 		}
 	}
