@@ -7,7 +7,7 @@ import "strconv"
 //
 // Ranges: 0x0001–0x003F are the requests of version 1; 0x0040–0x004F are
 // reserved for consumer groups, 0x0050–0x005F for fenced state,
-// 0x0060–0x006F for plugins, 0x0070–0x007F for Kafka uplinks, 0x0090–0x009F for Kafka downlinks;
+// 0x0060–0x006F for plugins, 0x0070–0x007F for Kafka uplinks, 0x0080–0x008F for transforms, 0x0090–0x009F for Kafka downlinks;
 // 0xFF00–0xFFFF are for private experiments and
 // never assigned. A reserved kind has no layout in version 1: a node
 // answers it with StatusUnknownKind.
@@ -133,6 +133,18 @@ func (k Kind) String() string {
 		return "uplink-status"
 	case KindRemoveUplink:
 		return "remove-uplink"
+	case KindAddTransform:
+		return "add-transform"
+	case KindListTransforms:
+		return "list-transforms"
+	case KindTransformStatus:
+		return "transform-status"
+	case KindPauseTransform:
+		return "pause-transform"
+	case KindResumeTransform:
+		return "resume-transform"
+	case KindRemoveTransform:
+		return "remove-transform"
 	case KindAddDownlink:
 		return "add-downlink"
 	case KindListDownlinks:
@@ -158,6 +170,7 @@ func (k Kind) Defined() bool {
 		KindGetState, KindCommitWithState, KindDeleteGroup,
 		KindAddPlugin, KindListPlugins, KindRemovePlugin, KindSetPolicy, KindResetPlugin,
 		KindAddUplink, KindListUplinks, KindUplinkStatus, KindRemoveUplink,
+		KindAddTransform, KindListTransforms, KindTransformStatus, KindPauseTransform, KindResumeTransform, KindRemoveTransform,
 		KindAddDownlink, KindListDownlinks, KindDownlinkStatus, KindRemoveDownlink:
 		return true
 	}

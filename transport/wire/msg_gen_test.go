@@ -158,6 +158,7 @@ func messageCases() []messageCase {
 	cases = append(cases, pluginMessageCases()...)
 	cases = append(cases, stateMessageCases()...)
 	cases = append(cases, downlinkMessageCases()...)
+	cases = append(cases, transformMessageCases()...)
 	return append(cases, uplinkMessageCases()...)
 }
 
