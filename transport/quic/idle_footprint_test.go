@@ -3,6 +3,7 @@ package quic
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ledgemq/ledge/transport/quic/certs"
 )
 
 // TestIdleFootprint measures what many idle connections cost a server:
@@ -26,15 +29,18 @@ import (
 // authenticates, ends its first stream and parks a poll on a second one
 // (idleDevice). The figures are per connection: the difference between
 // the server before the devices and with all of them parked, after a
-// collection; the heap by who allocated it (runtime.MemProfileRate 1);
-// and the resident memory as the set-up left it and once the runtime
+// collection; with LEDGE_IDLE_PROFILE=1, the heap by who allocated it
+// (runtime.MemProfileRate 1, which inflates the other figures); and the
+// resident memory as the set-up left it and once the runtime
 // has returned what it could (debug.FreeOSMemory).
 //
 // LEDGE_IDLE_GOGC sets the collector's percent for the run (the node
 // runs at 400); LEDGE_IDLE_SERVER_WINDOWS=small runs with the smallest
 // initial windows quic-go accepts, to show they cost nothing at idle;
 // LEDGE_IDLE_HEAP_PROFILE=file writes the heap profile with the devices
-// parked, for go tool pprof.
+// parked, for go tool pprof; LEDGE_IDLE_CURVES=x25519 has the server
+// choose X25519 alone, without ML-KEM; LEDGE_IDLE_BARE=1 serves the devices with
+// quic-go alone (bareServer), the floor.
 func TestIdleFootprint(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("LEDGE_IDLE_CONNS"))
 	if n <= 0 || testing.Short() {
@@ -47,7 +53,12 @@ func TestIdleFootprint(t *testing.T) {
 		}
 		defer debug.SetGCPercent(debug.SetGCPercent(pct))
 	}
-	runtime.MemProfileRate = 1
+	profile := os.Getenv("LEDGE_IDLE_PROFILE") != ""
+	if profile {
+		// Exact, but it costs memory of its own (a record per live
+		// object): the resident figures of such a run are inflated.
+		runtime.MemProfileRate = 1
+	}
 	cfg := Config{
 		Authenticate:        acceptToken,
 		SourceHandshakeRate: -1,
@@ -57,8 +68,26 @@ func TestIdleFootprint(t *testing.T) {
 	if os.Getenv("LEDGE_IDLE_SERVER_WINDOWS") == "small" {
 		cfg.InitialStreamReceiveWindow, cfg.InitialConnectionReceiveWindow = minWindow, minWindow
 	}
-	ts := newTestServer(t, cfg)
-	ps := serveParked(t, ts)
+	var curves []tls.CurveID
+	if os.Getenv("LEDGE_IDLE_CURVES") == "x25519" {
+		curves = []tls.CurveID{tls.X25519}
+	}
+	ts := newTestServerCurves(t, cfg, curves)
+	addr, kind := ts.addr(), "this package's listener"
+	settled := func() bool { return ts.ln.Stats().StreamsOpen == int64(n) && ts.ln.Stats().StreamsOpen > 0 }
+	if os.Getenv("LEDGE_IDLE_BARE") != "" {
+		_ = ts.ln.Close()
+		conf := ServerTLSConfig(nil)
+		conf.Certificates = []tls.Certificate{ts.eph.Server}
+		conf.CurvePreferences = curves
+		bs := serveBare(t, enforceTLS(conf))
+		addr, kind = bs.addr(), "quic-go alone"
+		settled = func() bool { return bs.settled(n) }
+	} else {
+		ps := serveParked(t, ts)
+		inner := settled
+		settled = func() bool { return inner() && ps.parked.Load() == int64(n) }
+	}
 	before := measureMem(t)
 	ownersBefore, sitesBefore := heapByOwner()
 
@@ -68,7 +97,7 @@ func TestIdleFootprint(t *testing.T) {
 	}
 	child := exec.Command(os.Args[0], "-test.run=^TestIdleFootprintDevices$", "-test.v")
 	child.Env = append(os.Environ(),
-		"LEDGE_IDLE_DEVICES_ADDR="+ts.addr(), "LEDGE_IDLE_DEVICES_CA="+ca, "LEDGE_IDLE_DEVICES="+strconv.Itoa(n))
+		"LEDGE_IDLE_DEVICES_ADDR="+addr, "LEDGE_IDLE_DEVICES_CA="+ca, "LEDGE_IDLE_DEVICES="+strconv.Itoa(n))
 	stdin, err := child.StdinPipe() // the devices hang up when it closes
 	if err != nil {
 		t.Fatal(err)
@@ -96,9 +125,9 @@ func TestIdleFootprint(t *testing.T) {
 	if line := <-ready; !strings.HasPrefix(line, "devices ready") {
 		t.Fatalf("the devices' process: %q", line)
 	}
-	for ps.parked.Load() < int64(n) || ts.ln.Stats().StreamsOpen > int64(n) {
+	for !settled() {
 		if time.Since(start) > 10*time.Minute {
-			t.Fatalf("%d of %d polls parked", ps.parked.Load(), n)
+			t.Fatalf("the %d devices did not settle", n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -114,7 +143,7 @@ func TestIdleFootprint(t *testing.T) {
 	rssFloor := vmRSS(t)
 
 	per := func(a, b uint64) string { return fmt.Sprintf("%.1f KB", float64(int64(a)-int64(b))/float64(n)/1000) }
-	t.Logf("%d idle connections, set up in %v (GOGC %d)", n, setUp.Round(time.Millisecond), gcPercent())
+	t.Logf("%d idle connections to %s, set up in %v (GOGC %d)", n, kind, setUp.Round(time.Millisecond), gcPercent())
 	t.Logf("resident, as the set-up left it: %s a connection (%d → %d MB)", per(rssAsLeft, before.rss), before.rss>>20, rssAsLeft>>20)
 	t.Logf("resident, after FreeOSMemory:     %s a connection (%d MB)", per(rssFloor, before.rss), rssFloor>>20)
 	t.Logf("heap in use after a collection:   %s a connection", per(after.heapInuse, before.heapInuse))
@@ -122,6 +151,9 @@ func TestIdleFootprint(t *testing.T) {
 	t.Logf("runtime's memory, all of it:      %s a connection", per(after.sys, before.sys))
 	t.Logf("goroutines:                       %.2f a connection (%d → %d): %v",
 		float64(after.goroutines-before.goroutines)/float64(n), before.goroutines, after.goroutines, census)
+	if !profile {
+		return
+	}
 	var lines []string
 	for _, o := range []string{"quic-go", "crypto/tls", "ledge", "other"} {
 		lines = append(lines, fmt.Sprintf("%s %.1f KB", o, float64(owners[o]-ownersBefore[o])/float64(n)/1000))
@@ -144,6 +176,25 @@ func writeHeapProfile(t *testing.T, path string) {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// newTestServerCurves is newTestServer with the key exchanges the server
+// prefers (nil: Go's default).
+func newTestServerCurves(t testing.TB, cfg Config, curves []tls.CurveID) *testServer {
+	t.Helper()
+	eph, err := certs.NewEphemeral("127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := ServerTLSConfig(nil)
+	conf.Certificates = []tls.Certificate{eph.Server}
+	conf.CurvePreferences = curves
+	ln, err := Listen("127.0.0.1:0", conf, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return &testServer{ln: ln, eph: eph}
 }
 
 func gcPercent() int {
