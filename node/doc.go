@@ -20,6 +20,9 @@
 //     reconciliation, commit policies of groups).
 //   - node/uplink: the Kafka forwarder of a topic, and the manager of a
 //     node's uplinks.
+//   - node/downlink: a Kafka topic appended to a local topic exactly
+//     once, through the owners as an idempotent producer, and the
+//     manager of a node's downlinks.
 //   - node/transform: the transforms (topic to topic through a transform
 //     plugin, exactly once), each a member of an internal group, and
 //     their manager.
@@ -47,9 +50,10 @@
 //
 //	cmd/ledge → {node, node/ops}
 //	node → {node/session, node/owner, node/group, node/uplink, node/ops,
-//	        node/kafka, node/pluginreg, node/tokens}
+//	        node/kafka, node/pluginreg, node/tokens, node/downlink}
 //	node/session → {node/owner, node/group, node/uplink, node/pluginreg,
-//	                node/tokens, transport/wire}
+//	                node/tokens, node/downlink, transport/wire}
+//	node/downlink → {node/owner, node/uplink (its TLS and SASL)}
 //	node/ops → {node/uplink, node/statuspage}
 //	node/transform → {node/owner, node/group, plugins}
 //	node/pluginreg → {node/group, plugins}

@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/internal/datadir"
+	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/owner"
@@ -181,6 +182,7 @@ type Node struct {
 	plugins   *pluginreg.Registry
 	groups    *group.Groups
 	uplinks   *uplink.Manager
+	downlinks *downlink.Manager
 	certs     *certs.Store
 	ln        *quic.Listener
 	kafka     *kafka.Server
@@ -296,6 +298,11 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.uplinks.Start(ctx); err != nil {
 		return err
 	}
+	n.downlinks = downlink.NewManager(downlink.ManagerConfig{Meta: n.meta, Producers: n.producers,
+		Partitions: n.downlinkPartitions, Template: downlink.Config{Logger: n.log, Now: cfg.Now}})
+	if err := n.downlinks.Start(ctx); err != nil {
+		return err
+	}
 	n.certs, err = certs.Open(certs.Options{
 		Dir: filepath.Join(cfg.DataDir, datadir.TLSDir), Names: cfg.CertNames, Now: cfg.Now, Logger: cfg.Logger,
 	})
@@ -342,6 +349,9 @@ func (n *Node) abandon() {
 	n.cancelBase()
 	if n.uplinks != nil {
 		n.uplinks.Close()
+	}
+	if n.downlinks != nil {
+		n.downlinks.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -403,6 +413,7 @@ func (n *Node) close(ctx context.Context) error {
 	n.loops.Wait()
 	n.forgetPeers()
 	n.uplinks.Close()
+	n.downlinks.Close()
 	// Every request is answered: the owners take their last step, so
 	// nothing more reaches the storage through them.
 	for _, t := range n.topicList() {

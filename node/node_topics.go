@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
@@ -127,6 +128,9 @@ func (n *Node) DeleteTopic(ctx context.Context, name string, id [16]byte) error 
 	if err := n.uplinks.Remove(ctx, name); err != nil && !errors.Is(err, uplink.ErrNoUplink) {
 		return err
 	}
+	if err := n.downlinks.Remove(ctx, name); err != nil && !errors.Is(err, downlink.ErrNoDownlink) {
+		return err
+	}
 	n.topicsMu.Lock()
 	delete(n.topics, name)
 	n.topicsMu.Unlock()
@@ -236,6 +240,19 @@ func (n *Node) uplinkPartitions(name string) (fence.TopicID, []uplink.Source, er
 	return t.ID, srcs, nil
 }
 
+// downlinkPartitions resolves a live topic for Downlinks.
+func (n *Node) downlinkPartitions(name string) (fence.TopicID, []downlink.Target, error) {
+	t, err := n.lookup(name, [16]byte{})
+	if err != nil {
+		return fence.TopicID{}, nil, err
+	}
+	targets := make([]downlink.Target, len(t.Owners))
+	for i, o := range t.Owners {
+		targets[i] = o
+	}
+	return t.ID, targets, nil
+}
+
 // PluginsDir is the directory of the data directory holding plugin
 // modules, and PluginsCacheDir the compilation cache (node/pluginreg).
 const (
@@ -295,6 +312,7 @@ func (s *sessionNode) Producers() *owner.Producers  { return s.producers }
 func (s *sessionNode) Consumers() *owner.Sessions   { return s.sessions }
 func (s *sessionNode) Groups() *group.Groups        { return s.groups }
 func (s *sessionNode) Uplinks() *uplink.Manager     { return s.uplinks }
+func (s *sessionNode) Downlinks() *downlink.Manager { return s.downlinks }
 func (s *sessionNode) Plugins() *pluginreg.Registry { return s.plugins }
 func (s *sessionNode) Park(wait time.Duration) bool { return s.node().park(wait) }
 func (s *sessionNode) Unpark()                      { s.node().unpark() }

@@ -448,6 +448,14 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 		return serve(ctx, r, &wire.UplinkStatusRequest{}, r.UplinkStatus)
 	case wire.KindRemoveUplink:
 		return serve(ctx, r, &wire.RemoveUplinkRequest{}, r.RemoveUplink)
+	case wire.KindAddDownlink:
+		return serve(ctx, r, &wire.AddDownlinkRequest{}, r.AddDownlink)
+	case wire.KindListDownlinks:
+		return serve(ctx, r, &wire.ListDownlinksRequest{}, r.ListDownlinks)
+	case wire.KindDownlinkStatus:
+		return serve(ctx, r, &wire.DownlinkStatusRequest{}, r.DownlinkStatus)
+	case wire.KindRemoveDownlink:
+		return serve(ctx, r, &wire.RemoveDownlinkRequest{}, r.RemoveDownlink)
 	}
 	// CheckRequest accepts only defined kinds; a kind defined in wire but
 	// not served here is a node bug, not a client's.

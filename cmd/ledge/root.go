@@ -38,6 +38,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newBenchCommand())
 	root.AddCommand(newGroupCommand())
 	root.AddCommand(newUplinkCommand())
+	root.AddCommand(newDownlinkCommand())
 	root.AddCommand(newStateCommand())
 	strictArgs(root)
 	return root

@@ -67,6 +67,8 @@ var rules = []rule{
 		why: "node/group drives owners only through PartitionAssigner, and serves no request (node/doc.go)"},
 	{from: "node/uplink/...", deny: []string{"node", "node/group/...", "node/ops/...", "node/kafka/...", "node/session/...", "transport/...", "plugins/..."},
 		why: "node/uplink reaches a partition only through its owner, and serves no request (node/doc.go)"},
+	{from: "node/downlink/...", deny: []string{"node", "node/group/...", "node/ops/...", "node/kafka/...", "node/session/...", "node/transform/...", "transport/...", "plugins/..."},
+		why: "node/downlink appends to a partition only through its owner, as an idempotent producer, and serves no request (node/doc.go)"},
 	{from: "node/transform/...", deny: []string{"node", "node/uplink/...", "node/ops/...", "node/kafka/...", "node/session/...", "node/pluginreg/...", "node/tokens/...", "transport/quic/..."},
 		why: "node/transform runs transforms through owners, the coordinator and the plugin host, and serves no request (node/doc.go)"},
 	{from: "node/ops/...", deny: []string{"node", "node/group/...", "node/kafka/...", "node/session/..."},

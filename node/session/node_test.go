@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/owner/ownertest"
@@ -126,6 +127,7 @@ func (n *testNode) Consumers() *owner.Sessions   { return n.consumers }
 func (n *testNode) Groups() *group.Groups        { return n.groups }
 func (n *testNode) GroupDeleted(string)          {}
 func (n *testNode) Uplinks() *uplink.Manager     { return nil }
+func (n *testNode) Downlinks() *downlink.Manager { return nil }
 func (n *testNode) Plugins() *pluginreg.Registry { return nil }
 func (n *testNode) Draining() context.Context    { return n.base }
 func (n *testNode) Go(f func())                  { n.work.Go(f) }

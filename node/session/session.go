@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/pluginreg"
@@ -42,6 +43,7 @@ type Node interface {
 	// they drop what they keep about it.
 	GroupDeleted(group string)
 	Uplinks() *uplink.Manager
+	Downlinks() *downlink.Manager
 	// Plugins is the plugin registry (nil when the node has none).
 	Plugins() *pluginreg.Registry
 
