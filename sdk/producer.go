@@ -101,8 +101,10 @@ func newProducer(ctx context.Context, b producerBackend, log *slog.Logger, info 
 	if !cfg.compression.Valid() {
 		return nil, fmt.Errorf("sdk: unknown compression %d", cfg.compression)
 	}
-	if m := info.Config.MaxBatchBytes; m > 0 && m < cfg.maxBatchBytes {
-		cfg.maxBatchBytes = m
+	cfg.maxRecordBytes = cfg.maxBatchBytes
+	if m := info.Config.MaxBatchBytes; m > 0 {
+		cfg.maxBatchBytes = min(cfg.maxBatchBytes, m)
+		cfg.maxRecordBytes = m
 	}
 	if cfg.partitioner == nil {
 		cfg.partitioner = KeyHashPartitioner(cfg.maxBatchRecords)
@@ -163,9 +165,9 @@ func (p *Producer) Produce(ctx context.Context, rec *Record, cb func(*Record, er
 		cb(rec, fmt.Errorf("sdk: record for topic %q given to the producer of %q", rec.Topic, p.topic))
 		return
 	}
-	if n := rec.size() + record.BatchHeaderSize; n > p.cfg.maxBatchBytes {
+	if n := rec.size() + record.BatchHeaderSize; n > p.cfg.maxRecordBytes {
 		cb(rec, &Error{Op: "produce", Topic: p.topic, Partition: -1, Status: wire.StatusMessageTooLarge,
-			Message: fmt.Sprintf("record of about %d bytes exceeds the batch limit of %d", n, p.cfg.maxBatchBytes)})
+			Message: fmt.Sprintf("record of about %d bytes exceeds the topic's batch limit of %d", n, p.cfg.maxRecordBytes)})
 		return
 	}
 	if rec.Timestamp.IsZero() {

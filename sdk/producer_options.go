@@ -15,6 +15,9 @@ const (
 	// DefaultMaxInFlight is how many records of one partition may be sent
 	// and not yet acknowledged.
 	DefaultMaxInFlight = 500
+	// DefaultMaxInFlightBytes is how many bytes of batches of one
+	// partition may be sent and not yet acknowledged.
+	DefaultMaxInFlightBytes = 8 << 20
 	// DefaultMaxBufferedRecords is how many records a producer holds, sent
 	// or not, before Produce waits.
 	DefaultMaxBufferedRecords = 10000
@@ -40,6 +43,8 @@ type producerConfig struct {
 	maxBatchRecords int
 	maxBatchBytes   int
 	maxInFlight     int
+	maxInFlightB    int
+	maxRecordBytes  int // the largest record batch the topic takes: a record alone may fill it
 	maxBuffered     int
 	compression     Compression
 	compressionSet  bool
@@ -54,6 +59,7 @@ func defaultProducerConfig() producerConfig {
 		maxBatchRecords: DefaultMaxBatchRecords,
 		maxBatchBytes:   DefaultMaxBatchBytes,
 		maxInFlight:     DefaultMaxInFlight,
+		maxInFlightB:    DefaultMaxInFlightBytes,
 		maxBuffered:     DefaultMaxBufferedRecords,
 		idempotent:      true,
 		deliveryTimeout: DefaultDeliveryTimeout,
@@ -95,8 +101,9 @@ func WithMaxBatchRecords(n int) ProducerOption {
 //
 // Default 1 MiB; lowered to the topic's MaxBatchBytes and to the node's
 // frame limit when those are smaller. Values below 1 KiB keep the
-// default. A single record larger than the bound fails with
-// ErrMessageTooLarge.
+// default. A single record larger than the bound goes alone in a batch of
+// its own; only one larger than the topic's MaxBatchBytes (default 4 MiB)
+// or the node's frame limit fails, with ErrMessageTooLarge.
 func WithMaxBatchBytes(n int) ProducerOption {
 	return producerOption(func(c *producerConfig) {
 		if n >= 1<<10 {
@@ -117,6 +124,26 @@ func WithMaxInFlight(records int) ProducerOption {
 	return producerOption(func(c *producerConfig) {
 		if records > 0 {
 			c.maxInFlight = records
+		}
+	})
+}
+
+// WithMaxInFlightBytes bounds the bytes of one partition's batches that
+// are sent and not yet acknowledged, headers included: a batch leaves
+// only when it fits whole beside those in flight. Records are counted
+// by WithMaxInFlight, bytes by this; whichever fills first holds the next
+// batch back, so big records are bounded by bytes and small ones by
+// count.
+//
+// Default 8 MiB: eight batches of the default 1 MiB, and no more than the
+// node's stream receive window grows to, so a window full of requests
+// never waits on QUIC flow control as well as on the node's replies.
+// Values below 64 KiB keep the default. One batch is always allowed,
+// however large.
+func WithMaxInFlightBytes(n int) ProducerOption {
+	return producerOption(func(c *producerConfig) {
+		if n >= 64<<10 {
+			c.maxInFlightB = n
 		}
 	})
 }

@@ -41,6 +41,7 @@ type prodBatch struct {
 	recs     []pendingRecord
 	frame    []byte // the whole produce request frame
 	batchOff int    // where the record batch starts in frame
+	bytes    int    // the batch's size, counted against the in-flight bytes
 	seq      int32  // base sequence
 	onWire   bool   // sent on the current stream, reply pending
 	sentAt   time.Time
@@ -117,6 +118,7 @@ type partSender struct {
 	unacked      []*prodBatch
 	inflight     int // batches on the wire
 	inflightRecs int
+	inflightB    int // bytes of the batches on the wire
 	stream       requestStream
 	broken       bool // the stream failed: open another before sending
 	maxFrame     int
@@ -407,6 +409,7 @@ func (s *partSender) handleEvents() {
 		b.onWire = false
 		s.inflight--
 		s.inflightRecs -= len(b.recs)
+		s.inflightB -= b.bytes
 		s.handleReply(b, ev.raw, ev.err)
 	}
 }
@@ -429,14 +432,14 @@ func (s *partSender) sendReady(now time.Time, reserve int) {
 		window = 1 // without sequences, a retry behind a later batch would reorder
 	}
 	for len(s.unacked) < window {
-		room := s.p.cfg.maxInFlight - s.inflightRecs
+		room, roomB := s.p.cfg.maxInFlight-s.inflightRecs, s.p.cfg.maxInFlightB-s.inflightB
 		if s.inflight == 0 {
-			room = s.p.cfg.maxBatchRecords
+			room, roomB = s.p.cfg.maxBatchRecords, -1 // one batch always goes
 		}
 		if room <= 0 {
 			return
 		}
-		recs, full := s.take(min(room, s.p.cfg.maxBatchRecords), now)
+		recs, full := s.take(min(room, s.p.cfg.maxBatchRecords), roomB, now)
 		if len(recs) == 0 {
 			return
 		}
@@ -469,9 +472,12 @@ func (s *partSender) sendReady(now time.Time, reserve int) {
 }
 
 // take removes the records of the next batch from the queue: up to n
-// records within the batch byte limit. It takes nothing while a batch that
-// is not full lingers.
-func (s *partSender) take(n int, now time.Time) ([]pendingRecord, bool) {
+// records within the batch byte limit (a record larger than the limit
+// alone). It takes nothing while a batch that is not full lingers, nor
+// when the batch would not fit whole in roomB bytes (roomB < 0: no bound):
+// a reply makes room for it, and a window of whole batches keeps them as
+// large as the limit allows.
+func (s *partSender) take(n, roomB int, now time.Time) ([]pendingRecord, bool) {
 	limit := s.batchByteLimit()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -491,6 +497,9 @@ func (s *partSender) take(n int, now time.Time) ([]pendingRecord, bool) {
 	}
 	if k == n {
 		full = true
+	}
+	if roomB >= 0 && size > roomB {
+		return nil, false
 	}
 	lingering := s.p.cfg.linger > 0 && now.Sub(s.queue[0].at) < s.p.cfg.linger
 	if !full && lingering && !s.stopping && s.p.flushers.Load() == 0 {
@@ -563,7 +572,7 @@ func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
 	if dst, err = wire.FinishFrame(dst, start); err != nil {
 		return nil, nodeError("produce", s.p.topic, int32(s.part), err)
 	}
-	b := &prodBatch{recs: recs, frame: dst, batchOff: off, seq: s.nextSeq}
+	b := &prodBatch{recs: recs, frame: dst, batchOff: off, bytes: len(dst) - off, seq: s.nextSeq}
 	if s.p.cfg.idempotent {
 		s.nextSeq = nextSequence(s.nextSeq, len(recs))
 	}
@@ -590,10 +599,12 @@ func (s *partSender) send(b *prodBatch, now time.Time) bool {
 	b.sends++
 	s.inflight++
 	s.inflightRecs += len(b.recs)
+	s.inflightB += b.bytes
 	if err := s.stream.Send(s.p.abortCtx, b.frame, s.onReply(b)); err != nil {
 		b.onWire = false
 		s.inflight--
 		s.inflightRecs -= len(b.recs)
+		s.inflightB -= b.bytes
 		b.last, b.lastErr = notSent, err
 		s.broken, s.recovering = true, true
 		// A fast path (sendNow, onReply) sends outside run: wake run to
