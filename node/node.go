@@ -22,6 +22,7 @@ import (
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/node/tokens"
+	"github.com/ledgemq/ledge/node/transform"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
@@ -183,9 +184,11 @@ type Node struct {
 	groups    *group.Groups
 	uplinks   *uplink.Manager
 	downlinks *downlink.Manager
-	certs     *certs.Store
-	ln        *quic.Listener
-	kafka     *kafka.Server
+	// transforms run as members of internal groups (node/transform).
+	transforms *transform.Manager
+	certs      *certs.Store
+	ln         *quic.Listener
+	kafka      *kafka.Server
 	// mintedAdmin says the admin token was minted by this start.
 	mintedAdmin bool
 
@@ -303,6 +306,12 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.downlinks.Start(ctx); err != nil {
 		return err
 	}
+	reg := transform.Registry(n.plugins)
+	n.transforms = transform.NewManager(transform.ManagerConfig{Meta: n.meta, Groups: n.groups, Producers: n.producers,
+		Plugin: reg, Check: reg.Check, Topics: n.transformTopic, Now: cfg.Now, Logger: n.log})
+	if err := n.transforms.Start(ctx); err != nil {
+		return err
+	}
 	n.certs, err = certs.Open(certs.Options{
 		Dir: filepath.Join(cfg.DataDir, datadir.TLSDir), Names: cfg.CertNames, Now: cfg.Now, Logger: cfg.Logger,
 	})
@@ -352,6 +361,9 @@ func (n *Node) abandon() {
 	}
 	if n.downlinks != nil {
 		n.downlinks.Close()
+	}
+	if n.transforms != nil {
+		n.transforms.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -414,6 +426,7 @@ func (n *Node) close(ctx context.Context) error {
 	n.forgetPeers()
 	n.uplinks.Close()
 	n.downlinks.Close()
+	n.transforms.Close()
 	// Every request is answered: the owners take their last step, so
 	// nothing more reaches the storage through them.
 	for _, t := range n.topicList() {

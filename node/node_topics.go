@@ -19,6 +19,7 @@ import (
 	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/node/session"
 	"github.com/ledgemq/ledge/node/tokens"
+	"github.com/ledgemq/ledge/node/transform"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -227,6 +228,19 @@ func LoadOrCreateNodeID(ctx context.Context, meta owner.Metadata) (string, error
 	return id, meta.Sync(ctx, t)
 }
 
+// transformTopic resolves a live topic for the transforms.
+func (n *Node) transformTopic(name string) (transform.Topic, error) {
+	t, err := n.lookup(name, [16]byte{})
+	if err != nil {
+		return transform.Topic{}, err
+	}
+	out := transform.Topic{ID: t.ID, MaxBatchBytes: int(t.Config.MaxBatchBytes)}
+	for _, o := range t.Owners {
+		out.Partitions = append(out.Partitions, o)
+	}
+	return out, nil
+}
+
 // uplinkPartitions resolves a live topic for Uplinks.
 func (n *Node) uplinkPartitions(name string) (fence.TopicID, []uplink.Source, error) {
 	t, err := n.lookup(name, [16]byte{})
@@ -308,18 +322,19 @@ func (s *sessionNode) GroupDeleted(group string) { s.node().kafkaForget("", grou
 func (s *sessionNode) CloseToken(tok *tokens.Token) int {
 	return s.ln.CloseToken(tok.Info.ID, "token revoked") + s.node().closeKafkaToken(tok)
 }
-func (s *sessionNode) Producers() *owner.Producers  { return s.producers }
-func (s *sessionNode) Consumers() *owner.Sessions   { return s.sessions }
-func (s *sessionNode) Groups() *group.Groups        { return s.groups }
-func (s *sessionNode) Uplinks() *uplink.Manager     { return s.uplinks }
-func (s *sessionNode) Downlinks() *downlink.Manager { return s.downlinks }
-func (s *sessionNode) Plugins() *pluginreg.Registry { return s.plugins }
-func (s *sessionNode) Park(wait time.Duration) bool { return s.node().park(wait) }
-func (s *sessionNode) Unpark()                      { s.node().unpark() }
-func (s *sessionNode) Draining() context.Context    { return s.drain }
-func (s *sessionNode) Go(f func())                  { s.work.Go(f) }
-func (s *sessionNode) Logger() *slog.Logger         { return s.log }
-func (s *sessionNode) Now() time.Time               { return s.cfg.Now() }
+func (s *sessionNode) Producers() *owner.Producers    { return s.producers }
+func (s *sessionNode) Consumers() *owner.Sessions     { return s.sessions }
+func (s *sessionNode) Groups() *group.Groups          { return s.groups }
+func (s *sessionNode) Uplinks() *uplink.Manager       { return s.uplinks }
+func (s *sessionNode) Downlinks() *downlink.Manager   { return s.downlinks }
+func (s *sessionNode) Transforms() *transform.Manager { return s.transforms }
+func (s *sessionNode) Plugins() *pluginreg.Registry   { return s.plugins }
+func (s *sessionNode) Park(wait time.Duration) bool   { return s.node().park(wait) }
+func (s *sessionNode) Unpark()                        { s.node().unpark() }
+func (s *sessionNode) Draining() context.Context      { return s.drain }
+func (s *sessionNode) Go(f func())                    { s.work.Go(f) }
+func (s *sessionNode) Logger() *slog.Logger           { return s.log }
+func (s *sessionNode) Now() time.Time                 { return s.cfg.Now() }
 func (s *sessionNode) Limits() session.Limits {
 	return session.Limits{
 		MaxPollWait: s.cfg.MaxPollWait, MaxParkedPolls: s.cfg.MaxParkedPolls,

@@ -17,6 +17,7 @@ import (
 	"github.com/ledgemq/ledge/node/owner/ownertest"
 	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/node/tokens"
+	"github.com/ledgemq/ledge/node/transform"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -120,20 +121,21 @@ func (n *testNode) DeleteTopic(_ context.Context, name string, _ [16]byte) error
 	return nil
 }
 
-func (n *testNode) Tokens() *tokens.Registry     { return n.tokens }
-func (n *testNode) CloseToken(*tokens.Token) int { return 0 }
-func (n *testNode) Producers() *owner.Producers  { return n.producers }
-func (n *testNode) Consumers() *owner.Sessions   { return n.consumers }
-func (n *testNode) Groups() *group.Groups        { return n.groups }
-func (n *testNode) GroupDeleted(string)          {}
-func (n *testNode) Uplinks() *uplink.Manager     { return nil }
-func (n *testNode) Downlinks() *downlink.Manager { return nil }
-func (n *testNode) Plugins() *pluginreg.Registry { return nil }
-func (n *testNode) Draining() context.Context    { return n.base }
-func (n *testNode) Go(f func())                  { n.work.Go(f) }
-func (n *testNode) Logger() *slog.Logger         { return slog.New(slog.DiscardHandler) }
-func (n *testNode) Now() time.Time               { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
-func (n *testNode) Unpark()                      { <-n.parked }
+func (n *testNode) Tokens() *tokens.Registry       { return n.tokens }
+func (n *testNode) CloseToken(*tokens.Token) int   { return 0 }
+func (n *testNode) Producers() *owner.Producers    { return n.producers }
+func (n *testNode) Consumers() *owner.Sessions     { return n.consumers }
+func (n *testNode) Groups() *group.Groups          { return n.groups }
+func (n *testNode) GroupDeleted(string)            {}
+func (n *testNode) Uplinks() *uplink.Manager       { return nil }
+func (n *testNode) Downlinks() *downlink.Manager   { return nil }
+func (n *testNode) Transforms() *transform.Manager { return nil }
+func (n *testNode) Plugins() *pluginreg.Registry   { return nil }
+func (n *testNode) Draining() context.Context      { return n.base }
+func (n *testNode) Go(f func())                    { n.work.Go(f) }
+func (n *testNode) Logger() *slog.Logger           { return slog.New(slog.DiscardHandler) }
+func (n *testNode) Now() time.Time                 { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+func (n *testNode) Unpark()                        { <-n.parked }
 func (n *testNode) Limits() Limits {
 	return Limits{MaxPollWait: time.Minute, MaxParkedPolls: cap(n.parked), MaxPollBytes: 8 << 20, PollBytes: 1 << 20}
 }
