@@ -176,7 +176,9 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 func (m *Manager) Pause(ctx context.Context, name string) error { return m.setPaused(ctx, name, true) }
 
 // Resume starts a paused transform again where it stopped.
-func (m *Manager) Resume(ctx context.Context, name string) error { return m.setPaused(ctx, name, false) }
+func (m *Manager) Resume(ctx context.Context, name string) error {
+	return m.setPaused(ctx, name, false)
+}
 
 func (m *Manager) setPaused(ctx context.Context, name string, paused bool) error {
 	m.adminMu.Lock()
