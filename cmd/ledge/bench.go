@@ -39,6 +39,10 @@ type benchFlags struct {
 	logSize     string
 	pollBytes   string
 	pollBytesN  int // pollBytes, parsed by checkBenchFlags
+	batchBytes  string
+	batchBytesN int // batchBytes, parsed by checkBenchFlags (0: the SDK's)
+	flightBytes string
+	flightByteN int // flightBytes, parsed by checkBenchFlags (0: the SDK's)
 	jsonOut     bool
 	ceiling     time.Duration
 	seed        uint64
@@ -67,6 +71,8 @@ process on a temporary data directory and removes it afterwards.`,
 	fs.IntVar(&f.size, "size", 1024, "message size in bytes")
 	fs.IntVar(&f.batch, "batch", sdk.DefaultMaxBatchRecords, "records per batch at most")
 	fs.IntVar(&f.inFlight, "in-flight", sdk.DefaultMaxInFlight, "records in flight per partition")
+	fs.StringVar(&f.batchBytes, "batch-bytes", "", "bytes per batch at most (default: the SDK's, 1MiB; a larger record goes alone)")
+	fs.StringVar(&f.flightBytes, "in-flight-bytes", "", "batch bytes in flight per partition (default: the SDK's, 8MiB)")
 	fs.IntVar(&f.count, "count", 0, "messages to send (produce) or to preload and read (consume); 0: --duration or --log-size decides")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long produce runs when --count is 0")
 	fs.IntVar(&f.partitions, "partitions", 1, "partitions of the benchmark topic")
@@ -454,6 +460,7 @@ func (p *progress) done() {
 func benchParams(f *benchFlags, topic string) map[string]any {
 	return map[string]any{
 		"size": f.size, "batch": f.batch, "in_flight": f.inFlight, "partitions": f.partitions,
+		"batch_bytes": f.batchBytesN, "in_flight_bytes": f.flightByteN,
 		"durability": f.durability, "compression": f.compression, "linger": f.linger.String(), "topic": topic,
 	}
 }
@@ -470,6 +477,20 @@ func checkBenchFlags(f *benchFlags) error {
 		return fmt.Errorf("--batch, --in-flight and --partitions must be at least 1")
 	case f.count < 0 || f.count > math.MaxInt32:
 		return fmt.Errorf("--count %d out of range", f.count)
+	}
+	for _, b := range []struct {
+		flag, val string
+		n         *int
+		least     int64
+	}{{"--batch-bytes", f.batchBytes, &f.batchBytesN, 1 << 10}, {"--in-flight-bytes", f.flightBytes, &f.flightByteN, 64 << 10}} {
+		if b.val == "" {
+			continue
+		}
+		n, err := parseSize(b.val)
+		if err != nil || n < b.least || n > math.MaxInt32 {
+			return fmt.Errorf("%s %q: want a size from %s to 2GiB (e.g. 8MiB)", b.flag, b.val, formatBytes(b.least))
+		}
+		*b.n = int(n)
 	}
 	if f.pollBytes != "" {
 		n, err := parseSize(f.pollBytes)

@@ -50,9 +50,17 @@ func benchProducer(ctx context.Context, env *benchEnv, f *benchFlags) (*sdk.Prod
 	if err != nil {
 		return nil, err
 	}
+	// The loop keeps twice a window buffered per partition: twice the
+	// records in flight, or twice the bytes, whichever is fewer records.
+	flightBytes := f.flightByteN
+	if flightBytes == 0 {
+		flightBytes = sdk.DefaultMaxInFlightBytes
+	}
+	perPart := min(2*f.inFlight, max(2*flightBytes/max(f.size, 1), 2))
 	return env.client.NewProducer(ctx, env.topic,
 		sdk.WithMaxBatchRecords(f.batch), sdk.WithMaxInFlight(f.inFlight), sdk.WithLinger(f.linger),
-		sdk.WithCompression(comp), sdk.WithMaxBufferedRecords(2*f.inFlight*f.partitions))
+		sdk.WithMaxBatchBytes(f.batchBytesN), sdk.WithMaxInFlightBytes(f.flightByteN),
+		sdk.WithCompression(comp), sdk.WithMaxBufferedRecords(perPart*f.partitions))
 }
 
 // benchRecord is a record of the produce benchmark with its send time and
