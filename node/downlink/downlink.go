@@ -422,7 +422,7 @@ func (d *Downlink) kafkaPartitions(ctx context.Context, cl *kgo.Client) (int32, 
 // partition, which fences every earlier one, and then reads each
 // partition's position back: the offset header of the newest batch the
 // producer appended to its local partition, or the checkpoint when that
-// batch is gone (retention, purge) or the checkpoint is ahead.
+// batch is gone (retention, purge) or there is none.
 func (d *Downlink) recover(ctx context.Context, n int32) error {
 	spec := d.cfg.Spec
 	d.parts = make(map[int32]*partition, n)
@@ -453,7 +453,10 @@ func (d *Downlink) recover(ctx context.Context, n int32) error {
 				return err
 			}
 			if found {
-				p.next = max(p.next, off+1)
+				// The log is the truth: under durability interval or none a
+				// crash may have taken records the checkpoint counts, and
+				// those are fetched again.
+				p.next = off + 1
 			} else {
 				d.cfg.Logger.Warn("downlink: the newest appended batch is gone from the local partition; resuming from the checkpoint",
 					"topic", spec.Topic, "partition", local, "kafka_partition", k, "checkpoint", cp, "have_checkpoint", haveCP)

@@ -381,3 +381,27 @@ func TestDownlinkSaysWhatKafkaDeleted(t *testing.T) {
 		t.Fatalf("the local topic holds %d records, the 11th %q; want 15, then k0-15", len(got), got[min(10, len(got)-1)].Value)
 	}
 }
+
+func TestDownlinkResumesFromTheCheckpointAfterAPurge(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	w.write(100)
+	_, stop := w.run(w.config())
+	w.waitLocal(100)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The purge deletes the batch whose header held the position.
+	if _, err := w.owners[0].Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.write(50)
+	d, _ := w.run(w.config())
+	w.waitLocal(50)
+	got := w.local(0)
+	if len(got) != 50 || string(got[0].Value) != "k0-100" {
+		t.Fatalf("after the purge the topic holds %d records, the first %q; want the 50 new ones from k0-100", len(got), got[0].Value)
+	}
+	if p := d.Status().Partitions[0]; p.Position != 150 || p.Records != 50 {
+		t.Fatalf("partition status %+v, want position 150 and 50 records", p)
+	}
+}
