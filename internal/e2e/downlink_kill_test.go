@@ -22,6 +22,8 @@ import (
 // a durability "always" topic of the ledge binary through a downlink
 // while the node is SIGKILLed twice: every record is there exactly once,
 // with its key, and each key's records in the order they were written.
+//
+// covers: G83
 func TestDownlinkSurvivesTwoKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the ledge binary")

@@ -240,6 +240,12 @@ func (w *world) checkExactlyOnce() {
 	}
 }
 
+// TestDownlinkKeepsKeysHeadersAndOrder: three Kafka partitions land on
+// two local partitions (k mod 2), each record once, in Kafka's order, with
+// its key, value, timestamp and headers, plus the two headers naming its
+// Kafka partition and offset; the status counts them with no lag.
+//
+// covers: G80
 func TestDownlinkKeepsKeysHeadersAndOrder(t *testing.T) {
 	w := newWorld(t, 3, 2) // Kafka partitions 0 and 2 share local partition 0
 	w.write(300)
@@ -258,6 +264,12 @@ func TestDownlinkKeepsKeysHeadersAndOrder(t *testing.T) {
 	}
 }
 
+// TestDownlinkResumesAtTheExactPosition: a downlink started again (a
+// restart) reads its position back from the newest batch it appended,
+// even when the checkpoint is behind (a crash between an append and its
+// checkpoint), and appends only the records written since.
+//
+// covers: G80
 func TestDownlinkResumesAtTheExactPosition(t *testing.T) {
 	w := newWorld(t, 2, 2)
 	w.write(100)
@@ -282,6 +294,12 @@ func TestDownlinkResumesAtTheExactPosition(t *testing.T) {
 	}
 }
 
+// TestDownlinkZombieAppendIsRefused: a second incarnation of a downlink
+// (replaced while the old loop still runs) fences the first one's
+// producer: the old loop's late append of records it fetched is refused,
+// it stops as fenced, and every record is in the topic once.
+//
+// covers: G81
 func TestDownlinkZombieAppendIsRefused(t *testing.T) {
 	w := newWorld(t, 1, 1)
 	w.write(50)
@@ -312,6 +330,11 @@ func TestDownlinkZombieAppendIsRefused(t *testing.T) {
 	w.checkExactlyOnce()
 }
 
+// TestDownlinkReconnectsAfterAWANCut: while the WAN is cut nothing is
+// appended; once it is back the downlink reconnects by itself and appends
+// what the cloud wrote meanwhile, exactly once.
+//
+// covers: G82
 func TestDownlinkReconnectsAfterAWANCut(t *testing.T) {
 	w := newWorld(t, 2, 1)
 	w.write(20)
@@ -346,6 +369,11 @@ func TestDownlinkReconnectsAfterAWANCut(t *testing.T) {
 	}
 }
 
+// TestDownlinkSaysWhatKafkaDeleted: records Kafka deleted (retention)
+// before the downlink read them are skipped, counted and said in the
+// status; the downlink goes on with the next record.
+//
+// covers: G82
 func TestDownlinkSaysWhatKafkaDeleted(t *testing.T) {
 	w := newWorld(t, 1, 1)
 	w.write(10)
@@ -382,6 +410,11 @@ func TestDownlinkSaysWhatKafkaDeleted(t *testing.T) {
 	}
 }
 
+// TestDownlinkResumesFromTheCheckpointAfterAPurge: when a purge deleted
+// the batch whose header held the position, the downlink resumes from
+// its checkpoint and appends only the records written since.
+//
+// covers: G80
 func TestDownlinkResumesFromTheCheckpointAfterAPurge(t *testing.T) {
 	w := newWorld(t, 1, 1)
 	w.write(100)
