@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ledgemq/ledge/node/kafka"
@@ -122,6 +124,24 @@ type served struct {
 	parts [][]byte
 }
 
+// large reports whether the reply is in parts of more than smallPollReply
+// bytes, which the stream's writer sends while its next request is read.
+func (s served) large() bool {
+	if s.parts == nil {
+		return false
+	}
+	n := 0
+	for _, p := range s.parts {
+		n += len(p)
+	}
+	return n > smallPollReply
+}
+
+// smallPollReply is the largest poll reply the reading goroutine writes
+// itself: it is copied into the stream's buffer, as a produce reply is.
+const smallPollReply = 16 << 10
+
+
 // serveStream reads the requests of a stream in order and handles each on
 // this goroutine: a request that orders effects (produce, commit, reset)
 // returns once they are ordered, leaving the wait for their durability to
@@ -187,11 +207,14 @@ func (n *Node) oweLocked(ctx context.Context, s *quic.Stream, w *replyWriter) {
 // reports whether it did; otherwise it counts r as owed by the writer, to
 // which the caller hands it. A one-at-a-time client then gets its reply
 // without a hand-off to the writer goroutine and back. A request that
-// must wait for its durability, replies behind one, and poll replies
-// (written in parts, possibly large) still go through the writer, so the
-// stream's next request is read meanwhile.
+// must wait for its durability, replies behind one, and large poll
+// replies (written in parts) still go through the writer, so the
+// stream's next request is read meanwhile. A small poll reply (a device's
+// command) is written at once, like a produce's: handing it to a writer
+// goroutine cost a goroutine start and a context switch per poll.
 func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, r *request) bool {
-	if r.out.parts != nil || (r.Deferred() && !r.DurableNow()) {
+	if r.out.large() || (r.Deferred() && !r.DurableNow()) {
+
 		w.mu.Lock()
 		n.oweLocked(ctx, s, w)
 		w.mu.Unlock()
@@ -227,13 +250,13 @@ func writeServed(s *quic.Stream, out served) error {
 
 // done lets go of a request whose reply is written (or dropped with a
 // broken stream): its bytes go back to the in-flight budget, its frame,
-// when shared with the engine, loses the stream's share, and the stored
-// batches a poll reply referred to go back to the engine.
+// when shared with the engine, loses the stream's share, the stored
+// batches a poll reply referred to go back to the engine, and the request
+// itself goes back to the pool (see request). Nothing may use r after.
 func (r *request) done() {
+	defer r.recycle()
 	r.read.Release()
-	if r.shared != nil {
-		r.shared.Drop()
-	}
+	r.dropShare()
 	r.ReleasePolled()
 }
 
@@ -342,7 +365,7 @@ func (n *Node) finish(ctx context.Context, r *request) (out served) {
 // in out, or deferred (finish encodes it). It never panics: a panic in a
 // handler is logged and answered with StatusInternal.
 func (n *Node) handle(ctx context.Context, sess *session.Session, frame []byte) (r *request) {
-	r = &request{n: n, raw: frame}
+	r = newRequest(n, frame)
 	f, err := parseFrame(frame)
 	r.Init(sess, f.Kind)
 	r.Defer()
@@ -397,11 +420,11 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 	case wire.KindInitProducer:
 		return serve(ctx, r, &wire.InitProducerRequest{}, r.InitProducer)
 	case wire.KindProduce:
-		return serve(ctx, r, &wire.ProduceRequest{}, r.Produce)
+		return serve(ctx, r, &r.produce, r.Produce)
 	case wire.KindAttachConsumer:
 		return serve(ctx, r, &wire.AttachConsumerRequest{}, r.AttachConsumer)
 	case wire.KindPoll:
-		return serve(ctx, r, &wire.PollRequest{}, r.Poll)
+		return serve(ctx, r, &r.poll, r.Poll)
 	case wire.KindCommit:
 		return serve(ctx, r, &wire.CommitRequest{}, r.Commit)
 	case wire.KindResetPosition:
@@ -448,18 +471,6 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 		return serve(ctx, r, &wire.UplinkStatusRequest{}, r.UplinkStatus)
 	case wire.KindRemoveUplink:
 		return serve(ctx, r, &wire.RemoveUplinkRequest{}, r.RemoveUplink)
-	case wire.KindAddTransform:
-		return serve(ctx, r, &wire.AddTransformRequest{}, r.AddTransform)
-	case wire.KindListTransforms:
-		return serve(ctx, r, &wire.ListTransformsRequest{}, r.ListTransforms)
-	case wire.KindTransformStatus:
-		return serve(ctx, r, &wire.TransformStatusRequest{}, r.TransformStatus)
-	case wire.KindPauseTransform:
-		return serve(ctx, r, &wire.PauseTransformRequest{}, r.PauseTransform)
-	case wire.KindResumeTransform:
-		return serve(ctx, r, &wire.ResumeTransformRequest{}, r.ResumeTransform)
-	case wire.KindRemoveTransform:
-		return serve(ctx, r, &wire.RemoveTransformRequest{}, r.RemoveTransform)
 	case wire.KindAddDownlink:
 		return serve(ctx, r, &wire.AddDownlinkRequest{}, r.AddDownlink)
 	case wire.KindListDownlinks:
@@ -475,18 +486,45 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 }
 
 // request is a call that came as a QUIC frame, from its frame to its
-// reply.
+// reply. Its memory is reused, so that serving a small request allocates
+// next to nothing: handle takes it from the pool (newRequest), and done,
+// once its reply is written, puts it back (recycle). In between it has
+// one owner at a time:
+//
+//   - the stream's reading goroutine, from handle until it writes the
+//     reply itself (replyNow) or hands the request to the writer;
+//   - the stream's writer (writeReplies), from the queue until done;
+//   - a deferred reply's wait (session.Call's durable), which writes the
+//     call's result until it ends; finish waits for it before encoding,
+//     so it has ended before done.
+//
+// What outlives done is not the request's: the engine's share of the
+// frame lives in a frameShare of its own (ShareFrame), and the stored
+// batches of a poll reply are released by done. Nothing may keep a
+// pointer into the request (its decoded messages, its reply buffer) past
+// done.
 type request struct {
 	session.Call
 	n     *Node
 	frame wire.Frame
 	raw   []byte        // the whole frame, as read
 	read  *quic.Request // raw's budget on the stream, released by done
-	// shared is raw when the handler shared it with the engine
-	// (ShareFrame): the stream drops its share once the reply is written.
-	shared *quic.SharedFrame
+	// share is raw's shares when the handler shared it with the engine
+	// (ShareFrame, sharing set): the stream drops its share once the
+	// reply is written. A share the engine let go of first is kept for
+	// the request's next life.
+	share   *frameShare
+	sharing bool
 	// out is the reply, unless deferred.
 	out served
+
+	// What a pooled request keeps from one life to the next: the
+	// messages the hot requests decode into (decoding the same names
+	// again allocates nothing), the reply's buffer and its parts.
+	produce wire.ProduceRequest
+	poll    wire.PollRequest
+	buf     []byte
+	parts   [][]byte
 
 	// A deferred reply waits for the effects its request ordered to be
 	// durable; finish then encodes rep, the handler's reply to msg (or
@@ -532,8 +570,9 @@ func encodeReply(r *request, start time.Time, req, rep wire.Message, err error) 
 	if pr, ok := rep.(*wire.PollReply); ok {
 		// The stored batches are immutable: the stream writes them as
 		// they are, after the fields before them.
-		buf, parts, err := pr.AppendFrameParts(nil, r.frame.ID)
+		buf, parts, err := pr.AppendFrameParts(slices.Grow(r.buf[:0], wire.FrameHeaderSize+4+pollReplyFieldBytes*len(pr.Partitions)), r.parts[:0], r.frame.ID)
 		if err == nil {
+			r.buf, r.parts = buf[:0], parts
 			return served{frame: buf, parts: parts}
 		}
 		r.n.log.Error("encoding a reply", "kind", r.frame.Kind, "err", err)
@@ -546,17 +585,24 @@ func encodeReply(r *request, start time.Time, req, rep wire.Message, err error) 
 	if h, ok := rep.(interface{ SizeHint() int }); ok {
 		size = wire.FrameHeaderSize + 4 + h.SizeHint()
 	}
-	out, err := wire.AppendReply(make([]byte, 0, size), r.frame.ID, rep)
+	out, err := wire.AppendReply(slices.Grow(r.buf[:0], size), r.frame.ID, rep)
 	if err != nil {
 		r.n.log.Error("encoding a reply", "kind", r.frame.Kind, "err", err)
 		return served{frame: errorReply(r.frame.FrameHeader, err)}
 	}
+	r.buf = out[:0]
 	return served{frame: out}
 }
 
 // smallReplyBytes is the buffer a reply without a size hint is encoded
-// into first: a produce reply takes 41 bytes.
-const smallReplyBytes = 48
+// into first: a produce reply takes 41 bytes. pollReplyFieldBytes is what
+// a poll reply's partition takes before its batches (status, state,
+// token: 94 bytes with an empty message).
+const (
+	smallReplyBytes     = 48
+	pollReplyFieldBytes = 128
+)
+
 
 // errorReply answers h with the status of err.
 func errorReply(h wire.FrameHeader, err error) []byte {
@@ -589,12 +635,101 @@ func hostOf(a net.Addr) string {
 // the stream, after writing the reply, let go of it. It returns the
 // engine's release.
 func (r *request) ShareFrame() func() {
-	if r.raw == nil || r.shared != nil {
+	if r.raw == nil || r.sharing {
 		return nil
 	}
-	r.shared = quic.ShareFrame(r.raw, 2)
-	return r.shared.Drop
+	if r.share == nil {
+		r.share = newFrameShare()
+	}
+	r.sharing = true
+	r.share.frame = r.raw
+	r.share.shares.Store(2)
+	return r.share.release
 }
+
+// dropShare gives up the stream's share of the frame, if the engine was
+// given one. When the engine let go first, the frame is recycled here and
+// the request keeps its frameShare for its next life; otherwise the
+// engine's release recycles the frame later, and the request forgets the
+// frameShare, which is then the engine's alone.
+func (r *request) dropShare() {
+	if !r.sharing {
+		return
+	}
+	r.sharing = false
+	if !r.share.drop() {
+		r.share = nil
+	}
+}
+
+// frameShare is a request frame shared with the storage engine: the
+// stream's share and the engine's. The last to drop its share recycles
+// the frame (quic.RecycleFrame). release, the engine's drop, is made
+// once, so sharing the frame of a reused request allocates nothing.
+type frameShare struct {
+	frame   []byte
+	shares  atomic.Int32
+	release func()
+}
+
+func newFrameShare() *frameShare {
+	f := &frameShare{}
+	f.release = func() { f.drop() }
+	return f
+}
+
+// drop gives up one share and reports whether it was the last: the frame
+// is recycled, and nothing holds f any more but its owner.
+func (f *frameShare) drop() bool {
+	switch n := f.shares.Add(-1); {
+	case n > 0:
+		return false
+	case n < 0:
+		panic("node: a request frame dropped more times than it was shared")
+	}
+	frame := f.frame
+	f.frame = nil
+	quic.RecycleFrame(frame)
+	return true
+}
+
+// requests are the node's request structs between two lives (see
+// request).
+var requests = sync.Pool{New: func() any { return new(request) }}
+
+// newRequest is a request of node n read as frame, from the pool: its
+// fields zero but for the memory it keeps from its last life (decoded
+// messages, reply buffers, its frameShare, the call's scratch).
+func newRequest(n *Node, frame []byte) *request {
+	r := requests.Get().(*request)
+	*r = request{
+		Call: r.Call, n: n, raw: frame, share: r.share,
+		produce: r.produce, poll: r.poll, buf: r.buf[:0], parts: r.parts[:0],
+	}
+	return r
+}
+
+// recycle puts r back in the pool once its reply is written: its owners
+// are done with it (see request). A deferred reply's wait always ended
+// by then (finish waits for it), except when the handler panicked after
+// starting it: such a request is left to the garbage collector.
+func (r *request) recycle() {
+	if !r.WaitEnded() {
+		return
+	}
+	if cap(r.buf) > maxKeptReplyBytes {
+		r.buf = nil
+	}
+	clear(r.parts[:cap(r.parts)])
+	r.out, r.msg, r.rep, r.read = served{}, nil, nil, nil
+	r.raw, r.frame = nil, wire.Frame{}
+	r.produce.Batch = nil
+	requests.Put(r)
+}
+
+// maxKeptReplyBytes bounds the reply buffer a pooled request keeps.
+const maxKeptReplyBytes = 16 << 10
+
 
 // kafkaAdmission lends the QUIC listener's admission to the Kafka
 // listener, so that the connections of both count against one cap of

@@ -49,9 +49,49 @@ func (r *Call) Produce(ctx context.Context, m *wire.ProduceRequest) (*wire.Produ
 	if err := r.durableIn(ctx, t, d); err != nil {
 		return nil, err
 	}
-	return &wire.ProduceReply{
+	rep := &r.scratch.produce
+	*rep = wire.ProduceReply{
 		BaseOffset: res.Base, LastOffset: res.Last, AppendTime: res.AppendTime, Duplicate: res.Duplicate,
-	}, nil
+	}
+	return rep, nil
+}
+
+// callScratch is the memory a call's handlers reuse from one request to
+// the next, when the transport reuses its calls (Call.Init): a produce's
+// reply, a poll's reply, plan and tokens. What a handler returns in it
+// is valid until the call's next Init, by when the transport has written
+// the reply; a call made for one request (Session's methods) uses it once.
+type callScratch struct {
+	produce wire.ProduceReply
+	poll    wire.PollReply
+	plan    pollPlan
+	tokens  []byte // the poll reply's tokens, back to back
+}
+
+// maxKeptPartitions bounds the poll partitions whose memory a call keeps
+// for its next request.
+const maxKeptPartitions = 64
+
+// pollReply is the call's poll reply of n partitions, zeroed.
+func (s *callScratch) pollReply(n int) *wire.PollReply {
+	if cap(s.poll.Partitions) > maxKeptPartitions {
+		s.poll.Partitions = nil
+	}
+	s.poll.Partitions = slices.Grow(s.poll.Partitions[:0], n)[:n]
+	clear(s.poll.Partitions)
+	return &s.poll
+}
+
+// keepPlan keeps plan's memory for the call's next poll, holding nothing
+// of this one.
+func (s *callScratch) keepPlan(plan pollPlan) {
+	if cap(plan.polls) > maxKeptPartitions {
+		s.plan = pollPlan{}
+		return
+	}
+	clear(plan.polls)
+	clear(plan.topics)
+	s.plan = pollPlan{polls: plan.polls[:0], where: plan.where[:0], topics: plan.topics[:0]}
 }
 
 // shareFrame shares the bytes the request was read into, which hold the
@@ -202,8 +242,9 @@ func (r *Call) Poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, 
 	if err != nil {
 		return nil, err
 	}
-	rep := &wire.PollReply{Partitions: make([]wire.PollPartitionReply, len(m.Partitions))}
+	rep := r.scratch.pollReply(len(m.Partitions))
 	plan := r.planPoll(ctx, m, c, filter, rep)
+	defer r.scratch.keepPlan(plan)
 	if len(plan.polls) == 0 {
 		return rep, nil
 	}
@@ -267,10 +308,11 @@ type pollPlan struct {
 // once, and no request.
 func (r *Call) planPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filter *pluginreg.Filter, rep *wire.PollReply) pollPlan {
 	share, messages := r.pollShares(m)
+	n, kept := len(m.Partitions), r.scratch.plan
 	plan := pollPlan{
-		polls:  make([]owner.PartitionPoll, 0, len(m.Partitions)),
-		where:  make([]int, 0, len(m.Partitions)),
-		topics: make([]*Topic, len(m.Partitions)),
+		polls:  slices.Grow(kept.polls[:0], n),
+		where:  slices.Grow(kept.where[:0], n),
+		topics: slices.Grow(kept.topics[:0], n)[:n],
 	}
 	for i := range m.Partitions {
 		p, out := &m.Partitions[i], &rep.Partitions[i]
@@ -320,6 +362,9 @@ func (r *Call) pollShares(m *wire.PollRequest) (share, messages int) {
 // for the reply's writer. found says some partition delivered records.
 func (r *Call) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consumer, filtered bool, plan pollPlan, results []owner.PartitionResult, rep *wire.PollReply) (found bool) {
 	r.polled = slices.Grow(r.polled, len(results))
+	// The tokens share one buffer, grown once: each aliases its part.
+	toks := slices.Grow(r.scratch.tokens[:0], len(results)*fence.TokenSize)
+	defer func() { r.scratch.tokens = toks[:0] }()
 	for j, res := range results {
 		i := plan.where[j]
 		p, out, t := &m.Partitions[i], &rep.Partitions[i], plan.topics[i]
@@ -331,7 +376,9 @@ func (r *Call) replyPoll(ctx context.Context, m *wire.PollRequest, c owner.Consu
 		found = found || len(res.Result.Batches) > 0
 		r.polled = append(r.polled, res.Result)
 		r.applyPolicy(ctx, plan.polls[j].Owner, c, t.Name, p.Partition, res.Result)
-		tok, _ := res.Result.Token.MarshalBinary()
+		at := len(toks)
+		toks, _ = res.Result.Token.AppendBinary(toks)
+		tok := toks[at:len(toks):len(toks)]
 		st := res.Result.State
 		*out = wire.PollPartitionReply{
 			TopicID: t.ID, History: uint64(st.History), StartOffset: st.LogStart, HighWatermark: st.HighWatermark,

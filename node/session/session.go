@@ -13,7 +13,6 @@ import (
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/node/tokens"
-	"github.com/ledgemq/ledge/node/transform"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -44,8 +43,6 @@ type Node interface {
 	// they drop what they keep about it.
 	GroupDeleted(group string)
 	Uplinks() *uplink.Manager
-	// Transforms is the node's transform manager.
-	Transforms() *transform.Manager
 	Downlinks() *downlink.Manager
 	// Plugins is the plugin registry (nil when the node has none).
 	Plugins() *pluginreg.Registry
@@ -188,6 +185,10 @@ type Call struct {
 	logEnd   uint64
 	waited   chan struct{}
 	waitErr  error
+
+	// scratch is what the handlers reuse from one request to the next
+	// when the transport reuses its calls (Init).
+	scratch callScratch
 }
 
 // Sharer shares the bytes a request was read into with the storage
@@ -197,8 +198,9 @@ type Sharer interface{ ShareFrame() func() }
 
 // Init makes c a call of s, for a transport that keeps its calls in
 // place (a QUIC request embeds one).
+// It keeps the memory the call's handlers reuse (callScratch).
 func (c *Call) Init(s *Session, kind wire.Kind) {
-	*c = Call{s: s, kind: kind}
+	*c = Call{s: s, kind: kind, polled: c.polled[:0], scratch: c.scratch}
 }
 
 // SetShare has a produce share the frame it was read from through sh.
@@ -222,7 +224,23 @@ func (c *Call) ReleasePolled() {
 	for i := range c.polled {
 		c.polled[i].Release()
 	}
-	c.polled = nil
+	clear(c.polled)
+	c.polled = c.polled[:0]
+}
+
+// WaitEnded reports whether nothing started for the call's deferred reply
+// runs any more: no wait was started, or it returned. A transport that
+// reuses its calls (Init) reuses only those.
+func (c *Call) WaitEnded() bool {
+	if c.waited == nil {
+		return true
+	}
+	select {
+	case <-c.waited:
+		return true
+	default:
+		return false
+	}
 }
 
 // durable has the request's ordered effects made durable. A handler calls

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -344,32 +345,35 @@ func (m *PollReply) Encode(dst []byte) ([]byte, error) {
 
 // AppendFrameParts appends m as the reply frame to request id, like
 // AppendReply, except that the elements of BatchParts are not copied: the
-// frame is returned as parts — pieces of the returned buffer and the
-// BatchParts themselves — which, written back to back, are the bytes
+// frame is appended to parts as parts — pieces of the returned buffer and
+// the BatchParts themselves — which, written back to back, are the bytes
 // AppendReply would append. A node writes stored batches to the network
-// without joining them first.
-func (m *PollReply) AppendFrameParts(dst []byte, id uint32) (buf []byte, parts [][]byte, err error) {
+// without joining them first. With dst and parts of enough capacity (a
+// node reuses them from one reply to the next) it allocates nothing for a
+// reply of up to four batch parts.
+func (m *PollReply) AppendFrameParts(dst []byte, parts [][]byte, id uint32) (buf []byte, out [][]byte, err error) {
 	dst, start := StartFrame(dst, FrameHeader{Version: ProtocolVersion, Flags: FlagReply, Kind: KindPoll, ID: id})
 	dst = append(dst, 0, 0, 0, 0) // StatusOK, empty message
 	type cut struct {
 		at   int
 		part []byte
 	}
-	var cuts []cut
+	var few [4]cut
+	cuts := few[:0]
 	external := 0
 	b, err := m.encode(dst, func(at int, part []byte) {
 		cuts = append(cuts, cut{at, part})
 		external += len(part)
 	})
 	if err != nil {
-		return dst[:start], nil, err
+		return dst[:start], parts, err
 	}
 	n := len(b) - start - 4 + external
 	if n < headerAfterLength || uint64(n) > math.MaxUint32 {
-		return dst[:start], nil, errorf(StatusMessageTooLarge, fmt.Sprintf("frame of %d bytes", n))
+		return dst[:start], parts, errorf(StatusMessageTooLarge, fmt.Sprintf("frame of %d bytes", n))
 	}
 	binary.LittleEndian.PutUint32(b[start:], uint32(n))
-	parts = make([][]byte, 0, 2*len(cuts)+1)
+	parts = slices.Grow(parts, 2*len(cuts)+1)
 	from := start
 	for _, c := range cuts {
 		if c.at > from {

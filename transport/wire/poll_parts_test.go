@@ -22,7 +22,7 @@ func TestPollReplyFrameParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf, parts, err := m.AppendFrameParts([]byte("prefix"), 77)
+	buf, parts, err := m.AppendFrameParts([]byte("prefix"), nil, 77)
 	if err != nil {
 		t.Fatal(err)
 	}
