@@ -471,6 +471,18 @@ func (n *Node) dispatch(ctx context.Context, r *request) []byte {
 		return serve(ctx, r, &wire.UplinkStatusRequest{}, r.UplinkStatus)
 	case wire.KindRemoveUplink:
 		return serve(ctx, r, &wire.RemoveUplinkRequest{}, r.RemoveUplink)
+	case wire.KindAddTransform:
+		return serve(ctx, r, &wire.AddTransformRequest{}, r.AddTransform)
+	case wire.KindListTransforms:
+		return serve(ctx, r, &wire.ListTransformsRequest{}, r.ListTransforms)
+	case wire.KindTransformStatus:
+		return serve(ctx, r, &wire.TransformStatusRequest{}, r.TransformStatus)
+	case wire.KindPauseTransform:
+		return serve(ctx, r, &wire.PauseTransformRequest{}, r.PauseTransform)
+	case wire.KindResumeTransform:
+		return serve(ctx, r, &wire.ResumeTransformRequest{}, r.ResumeTransform)
+	case wire.KindRemoveTransform:
+		return serve(ctx, r, &wire.RemoveTransformRequest{}, r.RemoveTransform)
 	case wire.KindAddDownlink:
 		return serve(ctx, r, &wire.AddDownlinkRequest{}, r.AddDownlink)
 	case wire.KindListDownlinks:

@@ -13,6 +13,7 @@ import (
 	"github.com/ledgemq/ledge/node/owner"
 	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/node/tokens"
+	"github.com/ledgemq/ledge/node/transform"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -43,6 +44,8 @@ type Node interface {
 	// they drop what they keep about it.
 	GroupDeleted(group string)
 	Uplinks() *uplink.Manager
+	// Transforms is the node's transform manager.
+	Transforms() *transform.Manager
 	Downlinks() *downlink.Manager
 	// Plugins is the plugin registry (nil when the node has none).
 	Plugins() *pluginreg.Registry
