@@ -39,6 +39,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newGroupCommand())
 	root.AddCommand(newUplinkCommand())
 	root.AddCommand(newDownlinkCommand())
+	root.AddCommand(newTransformCommand())
 	root.AddCommand(newStateCommand())
 	strictArgs(root)
 	return root
