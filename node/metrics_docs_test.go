@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/downlink"
 	kafkalistener "github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/uplink"
@@ -41,6 +42,14 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	kafka := uplinktest.NewKafka(t, 1)
 	if err := tn.Node.uplinks.Add(context.Background(), uplink.Spec{Topic: "t", Seeds: kafka.ListenAddrs(), To: uplinktest.Topic}); err != nil {
 		t.Fatal(err)
+	}
+	// A downlink from another cluster, for the ledge_downlink_* metrics.
+	cloud := uplinktest.NewKafka(t, 1)
+	if err := tn.Node.downlinks.Add(context.Background(), downlink.Spec{Topic: "t", Seeds: cloud.ListenAddrs(), From: uplinktest.Topic}); err != nil {
+		t.Fatal(err)
+	}
+	for info, _ := tn.Node.downlinks.Status("t"); info.Status.State != downlink.Running; info, _ = tn.Node.downlinks.Status("t") {
+		time.Sleep(time.Millisecond)
 	}
 	if _, err := c.produce(c.main, "t", 0, batch(t, 0, 0, 0, "a")); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -82,3 +83,7 @@ func (n *Node) diskCheck() (ops.Check, bool) {
 // Uplinks returns the node's uplink manager, for the HTTP endpoints
 // (ops.Source).
 func (n *Node) Uplinks() *uplink.Manager { return n.uplinks }
+
+// Downlinks returns the node's downlink manager, for the HTTP endpoints
+// (ops.Source).
+func (n *Node) Downlinks() *downlink.Manager { return n.downlinks }

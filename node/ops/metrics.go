@@ -144,6 +144,7 @@ func NewPromMetrics(version string) *PromMetrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{m: m, d: newStateDescs()},
 		&uplinkCollector{m: m, d: newUplinkDescs()},
+		&downlinkCollector{m: m, d: newDownlinkDescs()},
 	)
 	return m
 }

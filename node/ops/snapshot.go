@@ -4,6 +4,7 @@ import (
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -75,4 +76,6 @@ type Source interface {
 	ReadinessChecks() []Check
 	// Uplinks is the node's uplink manager (nil: none).
 	Uplinks() *uplink.Manager
+	// Downlinks is the node's downlink manager (nil: none).
+	Downlinks() *downlink.Manager
 }
