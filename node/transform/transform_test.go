@@ -34,6 +34,8 @@ func numbered(prefix string, from, n int) []string {
 // input order, each once; keys, values, timestamps and headers are the
 // ones the plugin answered (here the input's), and the plugin's state
 // counted every record once.
+//
+// covers: G91
 func TestPassThroughCopiesEveryRecordOnceInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -80,6 +82,8 @@ func TestPassThroughCopiesEveryRecordOnceInOrder(t *testing.T) {
 // reached the output) and a crash just after the append (the batch is
 // there, nothing was promoted) both end, after a restart, with every
 // record in the output once.
+//
+// covers: G91
 func TestRestartAfterEitherSideOfTheAppendIsExactlyOnce(t *testing.T) {
 	for _, when := range []string{"before", "after"} {
 		t.Run(when, func(t *testing.T) {
@@ -122,6 +126,8 @@ func TestRestartAfterEitherSideOfTheAppendIsExactlyOnce(t *testing.T) {
 // zombie) has that append refused by the output's owner once the new
 // runner took over: the records are in the output once, the new
 // runner's.
+//
+// covers: G92
 func TestZombieRunnersLateAppendIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -179,6 +185,8 @@ func TestZombieRunnersLateAppendIsRefused(t *testing.T) {
 // A plugin that fails (a trap, a deadline) leaves the input where it was:
 // the status says the plugin's failure as the host said it, and once the
 // plugin answers again the transform goes on, every record once.
+//
+// covers: G93
 func TestPluginFailureIsReportedAndDoesNotAdvance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -227,6 +235,8 @@ func mustStatus(t *testing.T, w *world, name string) Info {
 
 // Outputs too large for one batch of the output topic are appended in
 // steps over part of the input: still every record once, in order.
+//
+// covers: G91
 func TestLargeOutputsSplitTheStep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
