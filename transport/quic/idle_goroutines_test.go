@@ -14,7 +14,9 @@ import (
 // request in it (the parked poll's). The transport itself keeps none:
 // a connection's set-up goroutine ends once the connection is accepted,
 // its end is watched by context.AfterFunc, and an idle stream holds no
-// writer. The client side is counted alongside, for the record.
+// writer. The client holds three a device: quic-go's two and the
+// reader of its poll's pipeline (whose writer starts only for frames
+// that queue).
 func TestAnIdleDeviceCostsTheServerFourGoroutines(t *testing.T) {
 	const devices = 20
 	var ts *testServer
@@ -74,6 +76,12 @@ func TestAnIdleDeviceCostsTheServerFourGoroutines(t *testing.T) {
 
 	if d := q1 - q0; d > 2*devices {
 		t.Errorf("quic-go runs %d goroutines for %d idle connections, want at most 2 each", d, devices)
+	}
+	// The client: quic-go's two and the poll's reader. The parked poll's
+	// frame was small and written by Send itself: no writer goroutine.
+	// One socket's reader and send queue are shared by every device.
+	if n := censusTotal(client); n > 3*devices+2 {
+		t.Errorf("the client runs %d goroutines for %d idle devices on one socket, want at most 3 each and 2 for the socket", n, devices)
 	}
 	if d := tr1 - tr0; d > 0 {
 		t.Errorf("the transport runs %d goroutines for %d idle connections, want none", d, devices)

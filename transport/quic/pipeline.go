@@ -11,7 +11,9 @@ import (
 // Pipeline sends requests on one stream without waiting for replies and
 // matches replies to requests in order (the node answers in request
 // order). Up to depth requests are in flight; Send waits beyond that.
-// A writer goroutine coalesces frames that queue up into one flush.
+// A writer goroutine coalesces frames that queue up into one flush; it
+// starts with the first frame that queues, so a stream whose requests
+// are small and one at a time (a device's long poll) never has one.
 type Pipeline struct {
 	s      *ClientStream
 	window chan struct{} // one token per request in flight
@@ -31,6 +33,7 @@ type Pipeline struct {
 	sendErr error   // why writing stopped, reported with unanswered requests
 	closing bool
 	idle    chan struct{} // closed when pending drains, when set
+	writing bool          // the writer goroutine was started (or may no longer be)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -73,7 +76,6 @@ func NewPipeline(s *ClientStream, depth int) *Pipeline {
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
-	go p.writer()
 	go p.reader()
 	return p
 }
@@ -135,6 +137,10 @@ func (p *Pipeline) send(ctx context.Context, frame []byte, cb func(reply []byte,
 	}
 	p.queued++
 	p.sendq <- frame // never blocks: at most depth frames are in flight
+	if !p.writing {
+		p.writing = true
+		go p.writer()
+	}
 	p.mu.Unlock()
 	return nil
 }
@@ -253,8 +259,16 @@ func (p *Pipeline) abort() {
 	<-p.readerDone
 }
 
+// stopWriter ends the writer, when one was started, and keeps another
+// from starting. Callers have stopped accepting requests first.
 func (p *Pipeline) stopWriter() {
 	p.stopOnce.Do(func() { close(p.stop) })
+	p.mu.Lock()
+	if !p.writing {
+		p.writing = true
+		close(p.writerDone) // none ran, none will
+	}
+	p.mu.Unlock()
 	<-p.writerDone
 }
 
