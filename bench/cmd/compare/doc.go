@@ -2,8 +2,9 @@
 // machine and writes what it measured to a results directory: a markdown
 // table of absolute figures and median ratios, JSON, and charts.
 //
-//	cd bench && go run ./cmd/compare            # full run: 5 pairs per cell, about 40 minutes
+//	cd bench && go run ./cmd/compare            # full run: 5 pairs per cell, about an hour
 //	cd bench && go run ./cmd/compare --quick    # about a minute: proves the harness, judges nothing
+//	cd bench && go run ./cmd/compare --sustained # gigabytes per run, both orders: writeback and page-cache costs count
 //
 // It builds both servers, runs each as its own process on a fresh data
 // directory on a loopback port, pins them and itself to separate CPUs
