@@ -15,6 +15,8 @@ type Status struct {
 	Plugins   []PluginStatus   `json:"plugins"`
 	// Uplinks are the topics forwarded to Kafka, with their lag.
 	Uplinks []UplinkTopicStatus `json:"uplinks"`
+	// Downlinks are the local topics fed from Kafka, with their lag.
+	Downlinks []DownlinkStatus `json:"downlinks"`
 }
 
 // NodeInfo describes the process.

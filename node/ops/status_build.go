@@ -24,6 +24,7 @@ func (s *HTTPServer) status(depth Depth) Status {
 		Consumers: []ConsumerStatus{},
 		Plugins:   []PluginStatus{},
 		Uplinks:   []UplinkTopicStatus{},
+		Downlinks: []DownlinkStatus{},
 		Node: NodeInfo{
 			Version:       s.cfg.Version,
 			GoVersion:     runtime.Version(),
@@ -60,6 +61,7 @@ func (s *HTTPServer) status(depth Depth) Status {
 		}
 		if depth == Everything {
 			st.Uplinks = uplinkStatuses(n.Uplinks())
+			st.Downlinks = downlinkStatuses(n.Downlinks(), now)
 		}
 	})
 	slices.SortFunc(st.Consumers, func(a, b ConsumerStatus) int {
