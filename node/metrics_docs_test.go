@@ -62,6 +62,7 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	// The request path's metrics appear once observed.
 	m.RequestDone(wire.KindProduce, wire.StatusOK, time.Millisecond)
 	m.FenceRejected(wire.KindCommit, fence.CodeStaleHistory)
+	m.Shed("delay")
 	failing := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if op.Kind == errorfs.OpFileSync {
 			return os.ErrClosed

@@ -20,6 +20,7 @@ import (
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/session"
 	"github.com/ledgemq/ledge/node/pluginreg"
 	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/node/transform"
@@ -89,6 +90,11 @@ type Config struct {
 	// batch per partition is returned regardless). Default 8 MiB; a poll
 	// that asks for no limit gets 1 MiB.
 	MaxPollBytes int
+	// Shed bounds the produce requests the node holds (in flight, their
+	// bytes) and sets its shedding on queueing delay: past them a produce
+	// is answered busy with a retry-after (session.ShedConfig; its zero
+	// value takes the defaults; docs/OPERATIONS.md, "Overload").
+	Shed session.ShedConfig
 	// MaxStreamRequests bounds the requests in flight on one stream; the
 	// node stops reading a stream past it. Default 256.
 	MaxStreamRequests int
@@ -158,6 +164,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// shedConfig is the node's shedder configuration, reporting to the node's
+// metrics when they take its figures.
+func shedConfig(cfg Config) session.ShedConfig {
+	c := cfg.Shed
+	if m, ok := cfg.Metrics.(session.ShedMetrics); ok && c.Metrics == nil {
+		c.Metrics = m
+	}
+	return c
+}
+
 // Paths are where a node keeps the files a client needs.
 type Paths struct {
 	DataDir string
@@ -199,6 +215,7 @@ type Node struct {
 	drain       context.Context
 	cancelDrain context.CancelFunc
 	parked      chan struct{} // one token per parked poll
+	shed        *session.Shedder
 
 	adminMu  sync.Mutex // serializes topic creation and deletion
 	topicsMu sync.RWMutex
@@ -232,6 +249,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		log:    cfg.Logger,
 		topics: map[string]*topic{},
 		parked: make(chan struct{}, cfg.MaxParkedPolls),
+		shed:   session.NewShedder(shedConfig(cfg)),
 		paths: Paths{
 			DataDir:    cfg.DataDir,
 			CA:         filepath.Join(cfg.DataDir, datadir.TLSDir, certs.CAFile),
@@ -342,6 +360,7 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	n.work.Go(n.acceptLoop)
+	n.loops.Go(func() { n.shed.Run(n.drain) })
 	n.plugins.StartLoading(n.drain) // serving meanwhile: node/pluginreg
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/session"
-	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
@@ -62,7 +61,7 @@ func (n *Node) authenticate(_ context.Context, req quic.AuthRequest) (quic.Ident
 	if err != nil {
 		return refuse(quic.CodeInternal, err.Error())
 	}
-	return quic.Identity{TokenID: rec.Info.ID, Value: rec}, reply, nil
+	return quic.Identity{TokenID: rec.Info.ID, Value: authed{rec, m.Flags}}, reply, nil
 }
 
 // parseFrame splits a whole frame as the transport reads it.
@@ -89,7 +88,8 @@ func (n *Node) acceptLoop() {
 
 // serveConn accepts the streams of one connection.
 func (n *Node) serveConn(c *quic.Conn) {
-	rec, ok := c.Identity().Value.(*tokens.Token)
+	id, ok := c.Identity().Value.(authed)
+	rec := id.tok
 	if !ok {
 		_ = c.Close(quic.CodeInternal, "connection without identity")
 		return
@@ -106,6 +106,7 @@ func (n *Node) serveConn(c *quic.Conn) {
 	stop := context.AfterFunc(n.base, cancel)
 	defer stop()
 	sess := session.New((*sessionNode)(n), rec, hostOf(c.RemoteAddr()))
+	sess.SetClientFlags(id.flags)
 	var streams sync.WaitGroup
 	defer streams.Wait()
 	for {
@@ -256,6 +257,7 @@ func writeServed(s *quic.Stream, out served) error {
 func (r *request) done() {
 	defer r.recycle()
 	r.read.Release()
+	r.releaseAdmission()
 	r.dropShare()
 	r.ReleasePolled()
 }
@@ -388,6 +390,9 @@ func (n *Node) handle(ctx context.Context, sess *session.Session, frame []byte) 
 	}
 	if err := sess.Token().Valid(n.cfg.Now()); err != nil {
 		r.out.frame = errorReply(f.FrameHeader, err)
+		return r
+	}
+	if f.Kind == wire.KindProduce && !n.admit(sess, r) {
 		return r
 	}
 	b := n.dispatch(ctx, r)
@@ -537,6 +542,8 @@ type request struct {
 	poll    wire.PollRequest
 	buf     []byte
 	parts   [][]byte
+
+	admitted bool // it holds a place of the node's shedder (admit)
 
 	// A deferred reply waits for the effects its request ordered to be
 	// durable; finish then encodes rep, the handler's reply to msg (or

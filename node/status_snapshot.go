@@ -11,6 +11,8 @@ import (
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
+	"github.com/ledgemq/ledge/node/session"
+	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -276,5 +278,35 @@ func observeRequest(log *slog.Logger, m Metrics, kind wire.Kind, start time.Time
 				fenced(p.Status, p.Message)
 			}
 		}
+	}
+}
+
+// authed is what a connection authenticated with: its token, and what its
+// client announced it reads (the Authenticate flags).
+type authed struct {
+	tok   *tokens.Token
+	flags wire.AuthFlags
+}
+
+// admit takes a place of the node's shedder for produce request r, or
+// answers it busy: nothing happened (session/busy.go; docs/OPERATIONS.md,
+// "Overload").
+func (n *Node) admit(sess *session.Session, r *request) bool {
+	busy := n.shed.Admit(len(r.raw))
+	if busy == nil {
+		r.admitted = true
+		return true
+	}
+	observeRequest(n.log, n.cfg.Metrics, r.frame.Kind, time.Now(), nil, nil, busy)
+	r.Undefer()
+	r.out.frame = sess.BusyReply(r.frame.FrameHeader, busy)
+	return false
+}
+
+// releaseAdmission gives back r's place of the node's shedder, if it
+// holds one.
+func (r *request) releaseAdmission() {
+	if r.admitted {
+		r.n.shed.Release(len(r.raw))
 	}
 }

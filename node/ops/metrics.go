@@ -28,6 +28,7 @@ type PromMetrics struct {
 	fenced    *prometheus.CounterVec
 	fsyncs    *prometheus.HistogramVec
 	fsyncFail *prometheus.CounterVec
+	overload  overloadMetrics
 
 	mu    sync.RWMutex
 	parts map[partitionKey]*partitionCounters
@@ -133,6 +134,8 @@ func NewPromMetrics(version string) *PromMetrics {
 			Help: "Failed fsync calls, by target. A failed fsync of a log fails its partition until restart.",
 		}, []string{"target"}),
 	}
+	m.overload = newOverloadMetrics()
+	m.reg.MustRegister(m.overload.collectors()...)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ledge_build_info",
 		Help: "Always 1; the labels say which build is running.",

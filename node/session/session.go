@@ -144,6 +144,8 @@ type Session struct {
 	n    Node
 	tok  *tokens.Token
 	host string // the IP address of the client's connection ("" when unknown)
+	// flags are what the client announced it reads (SetClientFlags).
+	flags wire.AuthFlags
 }
 
 // New is the session of tok, authenticated on a connection from host (an
