@@ -70,8 +70,24 @@ func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][
 // build makes the output batch of a step: the producer's next sequence,
 // every output in order, each with its input's headers when it takes them.
 func (r *partRunner) build(v *plugins.View, outs []plugins.Output) ([]byte, error) {
+	// The batch is built in place, in a buffer sized for the outputs:
+	// the records are copied once, from the plugin's answer into it.
+	size := record.BatchHeaderSize
+	for _, o := range outs {
+		size += len(o.Key) + len(o.Value) + 24
+		for _, h := range o.Headers {
+			size += len(h.Key) + len(h.Value) + 8
+		}
+		if o.InputHeaders {
+			in := v.Record(o.Input)
+			for j := range in.HeaderCount() {
+				k, hv := in.Header(j)
+				size += len(k) + len(hv) + 8
+			}
+		}
+	}
 	b := &r.bb
-	b.Reset()
+	b.ResetInPlace(make([]byte, 0, min(size, r.maxBatch)+64))
 	b.SetProducer(uint64(r.id.ID), uint32(r.id.Epoch), r.seq)
 	var hs []record.Header
 	for _, o := range outs {
@@ -84,7 +100,7 @@ func (r *partRunner) build(v *plugins.View, outs []plugins.Output) ([]byte, erro
 			return nil, errTooLarge
 		}
 	}
-	batch, err := b.Build(record.CompressionNone)
+	batch, err := b.FinishInPlace(record.CompressionNone)
 	if err != nil {
 		return nil, fmt.Errorf("transform: output batch: %w", err)
 	}
