@@ -41,7 +41,6 @@ type prodBatch struct {
 	recs     []pendingRecord
 	frame    []byte // the whole produce request frame
 	batchOff int    // where the record batch starts in frame
-	bytes    int    // the batch's size, counted against the in-flight bytes
 	seq      int32  // base sequence
 	onWire   bool   // sent on the current stream, reply pending
 	sentAt   time.Time
@@ -63,6 +62,11 @@ type prodBatch struct {
 	reply wire.ProduceReply
 	err   error // final failure; the batch is resolved
 }
+
+// size is the batch's bytes, counted against the in-flight bytes. The
+// frame is rewritten in place on a retry, never resized, and recycled
+// only once the batch is off the wire.
+func (b *prodBatch) size() int { return len(b.frame) - b.batchOff }
 
 func (b *prodBatch) resolved() bool { return b.acked || b.err != nil }
 
@@ -127,6 +131,7 @@ type partSender struct {
 	recovering   bool
 	needFresh    bool // take a fresh identity before the next send
 	retryAt      time.Time
+	paced        int // while > 0, the window of batches after busy answers (busyAnswer)
 	builder      record.BatchBuilder
 	reqID        uint32
 	taken        []pendingRecord
@@ -409,7 +414,7 @@ func (s *partSender) handleEvents() {
 		b.onWire = false
 		s.inflight--
 		s.inflightRecs -= len(b.recs)
-		s.inflightB -= b.bytes
+		s.inflightB -= b.size()
 		s.handleReply(b, ev.raw, ev.err)
 	}
 }
@@ -430,6 +435,9 @@ func (s *partSender) sendReady(now time.Time, reserve int) {
 	window := maxInFlightBatches - reserve
 	if !s.p.cfg.idempotent {
 		window = 1 // without sequences, a retry behind a later batch would reorder
+	}
+	if s.paced > 0 {
+		window = min(window, s.paced)
 	}
 	for len(s.unacked) < window {
 		room, roomB := s.p.cfg.maxInFlight-s.inflightRecs, s.p.cfg.maxInFlightB-s.inflightB
@@ -572,7 +580,7 @@ func (s *partSender) build(recs []pendingRecord) (*prodBatch, error) {
 	if dst, err = wire.FinishFrame(dst, start); err != nil {
 		return nil, nodeError("produce", s.p.topic, int32(s.part), err)
 	}
-	b := &prodBatch{recs: recs, frame: dst, batchOff: off, bytes: len(dst) - off, seq: s.nextSeq}
+	b := &prodBatch{recs: recs, frame: dst, batchOff: off, seq: s.nextSeq}
 	if s.p.cfg.idempotent {
 		s.nextSeq = nextSequence(s.nextSeq, len(recs))
 	}
@@ -599,12 +607,12 @@ func (s *partSender) send(b *prodBatch, now time.Time) bool {
 	b.sends++
 	s.inflight++
 	s.inflightRecs += len(b.recs)
-	s.inflightB += b.bytes
+	s.inflightB += b.size()
 	if err := s.stream.Send(s.p.abortCtx, b.frame, s.onReply(b)); err != nil {
 		b.onWire = false
 		s.inflight--
 		s.inflightRecs -= len(b.recs)
-		s.inflightB -= b.bytes
+		s.inflightB -= b.size()
 		b.last, b.lastErr = notSent, err
 		s.broken, s.recovering = true, true
 		// A fast path (sendNow, onReply) sends outside run: wake run to
