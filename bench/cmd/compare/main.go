@@ -24,6 +24,7 @@ import (
 	"github.com/ledgemq/ledge/bench/internal/server"
 	"github.com/ledgemq/ledge/bench/internal/sysstat"
 	"github.com/ledgemq/ledge/bench/internal/wan"
+	"github.com/ledgemq/ledge/sdk"
 )
 
 func main() {
@@ -451,7 +452,8 @@ func reportParams(s settings) report.Params {
 		Quick: s.quick, Pairs: s.pairs, Systems: sys, Window: s.window, WindowBytes: windowBytes,
 		WarmupSec: s.warmup.Seconds(), DurationSec: s.duration.Seconds(), ReplayBytes: s.replayBytes,
 		RateT0: s.rates[server.T0], RateT1: s.rates[server.T1], Seed: s.seed,
-		LedgeBatch: ledgeclient.BatchRecords, LedgeLinger: time.Duration(ledgeclient.Linger).String(), LedgeIdempotent: true,
+		LedgeBatch: ledgeclient.BatchRecords, LedgeBatchBytes: sdk.DefaultMaxBatchBytes, LedgeFlightBytes: sdk.DefaultMaxInFlightBytes,
+		LedgeLinger: time.Duration(ledgeclient.Linger).String(), LedgeIdempotent: true,
 		LedgePollBytes: ledgeclient.PollMaxBytes,
 		NATSBatch:      fmt.Sprintf("one message per publish (no client batching), PublishAsync with at most %d pending, no message ids", s.window),
 		NATSReplayPull: natsclient.ReplayPullMessages,
@@ -524,7 +526,8 @@ func printHeader(rep *report.Report) {
 	if p.SustainedBytes > 0 {
 		fmt.Printf("        sustained: %d MiB per producer per run instead of the measured time, pairs in both orders\n", p.SustainedBytes>>20)
 	}
-	fmt.Printf("        Ledge: batches ≤ %d records, linger %s, idempotent, %s; JetStream: %s\n", p.LedgeBatch, p.LedgeLinger, p.Compression, p.NATSBatch)
+	fmt.Printf("        Ledge: batches ≤ %d records and ≤ %d KiB, ≤ %d MiB in flight a partition, linger %s, idempotent, %s; JetStream: %s\n",
+		p.LedgeBatch, p.LedgeBatchBytes>>10, p.LedgeFlightBytes>>20, p.LedgeLinger, p.Compression, p.NATSBatch)
 	if slices.Contains(p.Systems, string(server.Kafka)) {
 		fmt.Printf("        Kafka listener: franz-go over plain TCP, batches ≤ %d records, linger 0, idempotent (5 requests in flight), no compression; producing workloads only\n", p.LedgeBatch)
 	}

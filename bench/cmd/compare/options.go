@@ -81,7 +81,7 @@ func (o options) settings() (settings, []workload, bool, error) {
 		s.sustainedBytes = o.sustainedBytes
 	}
 	s.sustained = o.sustained
-	if s.sustained && o.pairs == 0 && !o.quick {
+	if s.sustained && o.pairs == 0 {
 		s.pairs = 2 // both orders, once each
 	}
 	s.wan = o.useWAN

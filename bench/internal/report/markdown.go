@@ -70,7 +70,11 @@ func (r *Report) markdown(w io.Writer, charts []string) {
 		p("| warm-up / measured | %.1f s / %.1f s per run |\n", pp.WarmupSec, pp.DurationSec)
 	}
 	p("| payloads | seeded random bytes (seed %d), no keys, %s |\n", pp.Seed, pp.Compression)
-	p("| Ledge producer | batches of up to %d records, linger %s, idempotent %v, one QUIC stream per partition |\n", pp.LedgeBatch, pp.LedgeLinger, pp.LedgeIdempotent)
+	bounds := ""
+	if pp.LedgeBatchBytes > 0 && pp.LedgeFlightBytes > 0 {
+		bounds = fmt.Sprintf(" and %s (a larger record alone), at most %s of batches in flight per partition", bytesStr(int64(pp.LedgeBatchBytes)), bytesStr(int64(pp.LedgeFlightBytes)))
+	}
+	p("| Ledge producer | batches of up to %d records%s, linger %s, idempotent %v, one QUIC stream per partition |\n", pp.LedgeBatch, bounds, pp.LedgeLinger, pp.LedgeIdempotent)
 	p("| JetStream producer | %s |\n", pp.NATSBatch)
 	p("| replay | %s of the cell's messages (1 KiB or 64 KiB), read from the start after a server restart; Ledge polls of %d MiB, JetStream ordered consumer pulling %d messages |\n",
 		bytesStr(pp.ReplayBytes), pp.LedgePollBytes>>20, pp.NATSReplayPull)

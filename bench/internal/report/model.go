@@ -225,6 +225,8 @@ type Params struct {
 	RateT1           float64  `json:"open_loop_rate_t1"`
 	Seed             uint64   `json:"seed"`
 	LedgeBatch       int      `json:"ledge_batch_records"`
+	LedgeBatchBytes  int      `json:"ledge_batch_bytes,omitempty"`
+	LedgeFlightBytes int      `json:"ledge_in_flight_bytes,omitempty"` // per partition
 	LedgeLinger      string   `json:"ledge_linger"`
 	LedgeIdempotent  bool     `json:"ledge_idempotent"`
 	LedgePollBytes   int      `json:"ledge_poll_max_bytes"`
