@@ -21,7 +21,9 @@
 //
 // A Producer batches records per partition and sends each partition's
 // batches on its own ordered QUIC stream, several in flight at once
-// (WithMaxInFlight). It is idempotent by default: it registers a producer
+// (WithMaxInFlight counts their records, WithMaxInFlightBytes their
+// bytes: big records are bounded by bytes, and a record larger than a
+// batch goes alone). It is idempotent by default: it registers a producer
 // id with the node, and every batch carries that id and a sequence number
 // per partition. A batch whose reply was lost is sent again with the same
 // numbers, and the node answers a batch it already appended with the
