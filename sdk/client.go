@@ -31,6 +31,9 @@ type Client struct {
 
 	dialing chan struct{} // a one-slot lock around dials that respects contexts
 	ids     atomic.Uint32
+	// plainAuth: the node refused Authenticate's flags (it is older than
+	// them), so the client authenticates without them.
+	plainAuth atomic.Bool
 
 	mu     sync.Mutex
 	sess   *session
@@ -209,8 +212,23 @@ func (c *Client) liveSession() (*session, error) {
 }
 
 // dial connects and authenticates on the first stream, which becomes the
-// session's control stream, held once for the caller of dial.
+// session's control stream, held once for the caller of dial. It announces
+// that it reads a busy reply's retry-after; a node older than that
+// announcement closes the connection as malformed, and dial connects
+// again without it.
 func (c *Client) dial(ctx context.Context) (*session, error) {
+	if c.plainAuth.Load() {
+		return c.dialAs(ctx, 0)
+	}
+	s, err := c.dialAs(ctx, wire.AuthReadsRetryAfter)
+	if err != nil && errors.Is(err, quic.ErrProtocol) {
+		c.plainAuth.Store(true)
+		return c.dialAs(ctx, 0)
+	}
+	return s, err
+}
+
+func (c *Client) dialAs(ctx context.Context, flags wire.AuthFlags) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
 	defer cancel()
 	conn, err := quic.Dial(ctx, c.addr, c.tls, quic.ClientConfig{Transport: c.cfg.transport})
@@ -223,7 +241,7 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 		return nil, transportError("dial", err)
 	}
 	pipe := quic.NewPipeline(st, controlDepth)
-	frame, err := wire.AppendRequest(nil, c.nextID(), &wire.AuthenticateRequest{Token: c.token})
+	frame, err := wire.AppendRequest(nil, c.nextID(), &wire.AuthenticateRequest{Token: c.token, Flags: flags})
 	if err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("sdk: authenticate: %w", err)

@@ -29,6 +29,7 @@ type Consumer struct {
 	pollMu  sync.Mutex // one Poll at a time
 	stream  requestStream
 	pending *inflightPoll // a poll whose caller stopped waiting
+	busy    busyPolls
 
 	mu      sync.Mutex
 	cursors []*cursor
@@ -177,6 +178,9 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if err := c.state(); err != nil {
 		return nil, err
 	}
+	if err := c.busy.wait(ctx); err != nil {
+		return nil, err
+	}
 	inflight := c.pending
 	c.pending = nil
 	if inflight == nil {
@@ -225,6 +229,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 			// stream; the next poll starts where this one did.
 			c.abortStream()
 		}
+		c.busy.note(err, c.cfg.maxWait)
 		return nil, c.noteFenced(nodeError("poll", c.topic, -1, err))
 	}
 	c.pending = inflight.ahead

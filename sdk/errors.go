@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/transport/quic"
@@ -38,7 +39,10 @@ const (
 	// ErrInvalidBatch: the node refused a record batch as malformed (a bug
 	// in the client, or corruption on the way).
 	ErrInvalidBatch = wire.StatusInvalidBatch
-	// ErrBusy: the node is past its memory budget. Retryable.
+	// ErrBusy: the node is at a bound (requests or bytes in flight, parked
+	// polls, its memory) or past its CPU, and served nothing. Retryable
+	// after Error.RetryAfter: producers and consumers wait it themselves
+	// (docs/OPERATIONS.md, "Overload").
 	ErrBusy = wire.StatusBusy
 	// ErrNotEnoughSpace: the node's disk is full; nothing was written.
 	// Retryable once space is freed.
@@ -146,6 +150,9 @@ type Error struct {
 	Status    wire.Status
 	// Message is the node's explanation, for people.
 	Message string
+	// RetryAfter is a busy answer's hint: how long the node asked the
+	// client to wait before sending again (0: no hint).
+	RetryAfter time.Duration
 	// cause is a transport error the status was derived from.
 	cause error
 }
@@ -218,7 +225,7 @@ func IsRetryable(err error) bool {
 func nodeError(op, topic string, partition int32, err error) error {
 	var we *wire.Error
 	if errors.As(err, &we) {
-		return &Error{Op: op, Topic: topic, Partition: partition, Status: we.Status, Message: we.Message}
+		return &Error{Op: op, Topic: topic, Partition: partition, Status: we.Status, Message: we.Message, RetryAfter: we.RetryAfter}
 	}
 	return err
 }

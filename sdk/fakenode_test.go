@@ -34,6 +34,8 @@ type fakeNode struct {
 	// Send on it fails at once, with no callback.
 	endAfterReply bool
 	inits         int
+	// busyRetryAfter, when set, is the retry-after of busy answers.
+	busyRetryAfter time.Duration
 	// seen and invalid hold the first value of every batch received and
 	// of the batches refused as invalid: a node refuses the same bytes
 	// the same way every time, and never refuses a batch it appended.
@@ -253,6 +255,10 @@ func (s *fakeStream) handle(c fakeCall) {
 		s.breakStream(&quic.NotProcessedError{Cause: errFakeConnLost})
 		return
 	case faultBusy:
+		if n.busyRetryAfter > 0 {
+			s.answer(c, wire.AppendBusyReply(nil, f.FrameHeader, "busy", n.busyRetryAfter))
+			return
+		}
 		s.answer(c, errReply(wire.StatusBusy, "busy"))
 		return
 	case faultInvalid:

@@ -31,7 +31,8 @@ type Producer struct {
 	partMu      sync.Mutex // serializes the partitioner
 	partitioner Partitioner
 
-	flushers atomic.Int32 // Flush calls waiting: send partial batches at once
+	flushers atomic.Int32  // Flush calls waiting: send partial batches at once
+	busy     atomic.Uint64 // busy answers (Stats)
 
 	abortCtx context.Context // ends when Close gives up on what is left
 	abort    context.CancelFunc

@@ -52,6 +52,7 @@ type producerConfig struct {
 	partitioner     Partitioner
 	deliveryTimeout time.Duration
 	retryBackoff    time.Duration
+	onBusy          func(retryAfter time.Duration) // WithOnBusy
 }
 
 func defaultProducerConfig() producerConfig {

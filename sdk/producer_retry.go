@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/ledgemq/ledge/record"
@@ -21,6 +22,7 @@ func (s *partSender) handleReply(b *prodBatch, raw []byte, err error) {
 		var rep wire.ProduceReply
 		if err = decodeReply(raw, &rep); err == nil {
 			b.acked, b.reply = true, rep
+			s.widen()
 			return
 		}
 	}
@@ -47,6 +49,9 @@ func (s *partSender) handleReply(b *prodBatch, raw []byte, err error) {
 		b.last = notSent
 	case st == wire.StatusOutOfOrderSequence || st == wire.StatusUnknownProducer:
 		b.last = freshIdentity
+	case st == wire.StatusBusy:
+		b.last = notSent
+		s.busyAnswer(b, we.RetryAfter)
 	case st == wire.StatusDuplicateSequence:
 		// Appended long ago: the sequence stands, the offsets are lost.
 		b.err = nodeErr
@@ -287,4 +292,60 @@ func (s *partSender) renumber(b *prodBatch) {
 // nextSequence is the sequence after n records from seq, wrapping at 2^31.
 func nextSequence(seq int32, n int) int32 {
 	return int32((int64(seq) + int64(n)) & (1<<31 - 1))
+}
+
+// busyAnswer paces the sender after the node answered b busy (it served
+// nothing): the batches go again once the node's retry-after has passed,
+// plus up to as much again of jitter, so that the producers it shed
+// together do not come back together (without a hint, the retry backoff
+// of b's attempts). Meanwhile the records that arrive wait in the queue
+// and leave in fewer, larger batches; the window of batches in flight
+// shrinks to one and widens by one with each batch the node accepts.
+func (s *partSender) busyAnswer(b *prodBatch, hint time.Duration) {
+	s.p.busy.Add(1)
+	b.attempts++
+	wait := hint
+	if wait <= 0 {
+		wait = min(s.p.cfg.retryBackoff<<min(b.attempts-1, 16), MaxRetryBackoff)
+	}
+	wait += rand.N(wait + 1)
+	if at := time.Now().Add(wait); at.After(s.retryAt) {
+		s.retryAt = at
+	}
+	s.paced = 1
+	if f := s.p.cfg.onBusy; f != nil {
+		f(hint)
+	}
+}
+
+// widen grows the window of a sender paced by busy answers, by one batch
+// per batch accepted, until it is whole again.
+func (s *partSender) widen() {
+	if s.paced > 0 {
+		if s.paced++; s.paced >= maxInFlightBatches {
+			s.paced = 0
+		}
+	}
+}
+
+// ProducerStats counts what a producer met.
+type ProducerStats struct {
+	// Busy is the produce requests the node answered busy: it served
+	// nothing, and the producer sent them again after the node's
+	// retry-after (docs/OPERATIONS.md, "Overload").
+	Busy uint64
+}
+
+// Stats returns what p has met so far.
+func (p *Producer) Stats() ProducerStats { return ProducerStats{Busy: p.busy.Load()} }
+
+// WithOnBusy calls f each time the node answers one of the producer's
+// requests busy, with the retry-after it hinted (0: none); the producer
+// then waits that long, and sends again, by itself. f runs on the
+// partition's sender: it must not block. A command line says "node
+// busy, retrying" from it once.
+//
+// Default: nothing is called.
+func WithOnBusy(f func(retryAfter time.Duration)) ProducerOption {
+	return producerOption(func(c *producerConfig) { c.onBusy = f })
 }
