@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/spf13/cobra"
 )
@@ -218,4 +219,26 @@ func newDownlinkRemoveCommand(cf *clientFlags) *cobra.Command {
 			})
 		},
 	}
+}
+
+// printStatusDownlinks is the downlinks' part of `ledge status`: one line
+// per Kafka partition read, nothing when the node has no downlink.
+func printStatusDownlinks(w io.Writer, dls []ops.DownlinkStatus) error {
+	if len(dls) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DOWNLINK\tFROM\tSTATE\tCONNECTED\tLAG\tRECORDS\tDELETED\tFAILING FOR")
+	for _, d := range dls {
+		failing := "-"
+		if d.FailingSeconds > 0 {
+			failing = humanDuration(d.FailingSeconds)
+		}
+		for _, p := range d.Partitions {
+			fmt.Fprintf(tw, "%s/%d\t%s/%d\t%s\t%s\t%d\t%d\t%d\t%s\n", d.Topic, p.Local, d.From, p.Partition,
+				d.State, yesNo(d.Connected), p.Lag, p.Records, p.Deleted, failing)
+		}
+	}
+	return tw.Flush()
 }

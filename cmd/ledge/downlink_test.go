@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
 )
 
@@ -49,6 +50,27 @@ func TestDownlinkStatusShowsLagAndWhatBites(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status does not show %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestStatusShowsDownlinks: `ledge status` lists each Kafka partition a
+// downlink reads with its lag, and nothing about downlinks when there are
+// none.
+func TestStatusShowsDownlinks(t *testing.T) {
+	var none bytes.Buffer
+	if err := printStatusDownlinks(&none, nil); err != nil || none.Len() != 0 {
+		t.Fatalf("no downlinks printed %q (%v)", none.String(), err)
+	}
+	var out bytes.Buffer
+	err := printStatusDownlinks(&out, []ops.DownlinkStatus{{Topic: "commands", From: "cloud.commands", State: "running",
+		Partitions: []ops.DownlinkPartitionStatus{{Partition: 3, Local: 1, Lag: 1200, Records: 50, Deleted: 7}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"DOWNLINK", "commands/1", "cloud.commands/3", "running", "no", "1200", "50", "7"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("ledge status does not show %q:\n%s", want, out.String())
 		}
 	}
 }

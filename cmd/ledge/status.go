@@ -210,6 +210,9 @@ func printStatus(w io.Writer, st ops.Status) error {
 	if err := printStatusUplinks(w, st.Uplinks); err != nil {
 		return err
 	}
+	if err := printStatusDownlinks(w, st.Downlinks); err != nil {
+		return err
+	}
 
 	fmt.Fprintln(w)
 	if len(st.Plugins) == 0 {
