@@ -185,7 +185,7 @@ func values(rs []record.Record) []string {
 	return out
 }
 
-// waitFor waits, in the test's bubble of fake time, until cond holds.
+// waitFor waits until cond holds (20 s at most: a hang fails).
 func (w *world) waitFor(what string, cond func() bool) {
 	w.t.Helper()
 	for range 2000 {

@@ -234,7 +234,7 @@ func (m *Manager) Status(name string) (Info, error) {
 		return Info{}, fmt.Errorf("%w: %s", ErrNoTransform, name)
 	}
 	if rt == nil {
-		return Info{Spec: spec}, nil
+		return m.stoppedInfo(spec), nil
 	}
 	info := rt.info()
 	info.Spec = spec
@@ -308,3 +308,24 @@ func (m *Manager) stop(name string) {
 
 // IsInternalGroup reports whether a group name is a transform's.
 func IsInternalGroup(name string) bool { return strings.HasPrefix(name, GroupPrefix) }
+
+// stoppedInfo is the status of a transform that does not run (paused):
+// each input partition's committed offset and lag, read from the
+// partition, and no counters.
+func (m *Manager) stoppedInfo(spec Spec) Info {
+	info := Info{Spec: spec}
+	in, err := m.topic(spec.From, spec.FromID)
+	if err != nil {
+		info.Error = err.Error()
+		return info
+	}
+	for p, part := range in.Partitions {
+		s := &partStats{now: m.now, in: part}
+		s.st.Partition = uint32(p)
+		if snap, err := part.InspectState(context.Background(), spec.Group(), owner.StateQuery{Key: keyState}); err == nil {
+			s.st.Committed = snap.Next
+		}
+		info.Partitions = append(info.Partitions, s.status())
+	}
+	return info
+}

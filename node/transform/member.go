@@ -129,6 +129,14 @@ func (m *Manager) memberSession(ctx context.Context, rt *running) error {
 			return ctx.Err()
 		case <-t.C:
 		}
+		// A topic deleted or re-created since stops the transform, with
+		// the reason in its status.
+		if _, err := m.topic(spec.From, spec.FromID); err != nil {
+			return err
+		}
+		if _, err := m.topic(spec.To, spec.ToID); err != nil {
+			return err
+		}
 		next, err := m.cfg.Groups.Heartbeat(ctx, group.HeartbeatRequest{Group: spec.Group(), Member: asg.MemberID,
 			Epoch: fence.MemberEpoch(asg.MemberEpoch), Owned: rt.owned(spec.From)})
 		if err != nil {

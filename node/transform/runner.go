@@ -21,6 +21,7 @@ type Input interface {
 	Poll(ctx context.Context, req owner.PollRequest) (owner.PollResult, error)
 	LoadStateQuery(ctx context.Context, c owner.Consumer, q owner.StateQuery) (owner.StateSnapshot, error)
 	CommitState(ctx context.Context, req owner.CommitRequest, changes []owner.StateChange) error
+	InspectState(ctx context.Context, group string, q owner.StateQuery) (owner.StateSnapshot, error)
 	State() owner.PartitionState
 	Skipped(from, to uint64) uint64
 }
