@@ -105,4 +105,3 @@ func (bs *bareServer) addr() string { return bs.ln.Addr().String() }
 func (bs *bareServer) settled(n int) bool {
 	return bs.parked.Load() == int64(n) && bs.streams.Load() == int64(n)
 }
-
