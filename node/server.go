@@ -142,7 +142,6 @@ func (s served) large() bool {
 // itself: it is copied into the stream's buffer, as a produce reply is.
 const smallPollReply = 16 << 10
 
-
 // serveStream reads the requests of a stream in order and handles each on
 // this goroutine: a request that orders effects (produce, commit, reset)
 // returns once they are ordered, leaving the wait for their durability to
@@ -215,7 +214,6 @@ func (n *Node) oweLocked(ctx context.Context, s *quic.Stream, w *replyWriter) {
 // goroutine cost a goroutine start and a context switch per poll.
 func (n *Node) replyNow(ctx context.Context, s *quic.Stream, w *replyWriter, r *request) bool {
 	if r.out.large() || (r.Deferred() && !r.DurableNow()) {
-
 		w.mu.Lock()
 		n.oweLocked(ctx, s, w)
 		w.mu.Unlock()
@@ -622,7 +620,6 @@ const (
 	pollReplyFieldBytes = 128
 )
 
-
 // errorReply answers h with the status of err.
 func errorReply(h wire.FrameHeader, err error) []byte {
 	s, msg := StatusOf(err)
@@ -654,7 +651,7 @@ func hostOf(a net.Addr) string {
 // the stream, after writing the reply, let go of it. It returns the
 // engine's release.
 func (r *request) ShareFrame() func() {
-	if r.raw == nil || r.sharing {
+	if r.raw == nil || r.sharing || cap(r.raw) < minRecycledFrame {
 		return nil
 	}
 	if r.share == nil {
@@ -665,6 +662,11 @@ func (r *request) ShareFrame() func() {
 	r.share.shares.Store(2)
 	return r.share.release
 }
+
+// minRecycledFrame is the smallest frame buffer transport/quic takes back
+// (RecycleFrame): a smaller frame is not shared, and the engine's batch
+// in it is left to the garbage collector as the frame would be.
+const minRecycledFrame = 256
 
 // dropShare gives up the stream's share of the frame, if the engine was
 // given one. When the engine let go first, the frame is recycled here and
@@ -748,7 +750,6 @@ func (r *request) recycle() {
 
 // maxKeptReplyBytes bounds the reply buffer a pooled request keeps.
 const maxKeptReplyBytes = 16 << 10
-
 
 // kafkaAdmission lends the QUIC listener's admission to the Kafka
 // listener, so that the connections of both count against one cap of

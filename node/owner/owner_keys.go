@@ -209,6 +209,12 @@ func (x *keyIndex) appended(batch []byte, base, last uint64) {
 // record in [at, until). Called with x.mu held; ws is a slice of the
 // index, which waking changes.
 func (x *keyIndex) wakeSome(ws []*keyWaiter, off, at, until uint64) {
+	if len(ws) == 1 { // one device's key: nothing to copy
+		if w := ws[0]; w.from <= off {
+			x.wake(w, at, until)
+		}
+		return
+	}
 	for _, w := range slices.Clone(ws) {
 		if w.from <= off {
 			x.wake(w, at, until)

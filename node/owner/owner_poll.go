@@ -524,8 +524,13 @@ type PartitionResult struct {
 // stale partition's fence error does not fail the others.
 func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration) []PartitionResult {
 	out := make([]PartitionResult, len(polls))
-	pend := make([]pendingPoll, len(polls))
-	live := make([]bool, len(polls))
+	// A poll of one partition (a device's) keeps its state on the stack.
+	var onePend [1]pendingPoll
+	var oneLive [1]bool
+	pend, live := onePend[:], oneLive[:]
+	if len(polls) != 1 {
+		pend, live = make([]pendingPoll, len(polls)), make([]bool, len(polls))
+	}
 	plan := func(i int, prev *pendingPoll) {
 		req := polls[i].Request
 		req.MaxWait = maxWait
