@@ -35,7 +35,7 @@ func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][
 		cancel()
 		if err != nil {
 			r.stats.pluginFailed()
-			return stepOutput{}, fmt.Errorf("transform: plugin %q: %w", r.spec.Plugin, err)
+			return stepOutput{}, pluginError{fmt.Errorf("transform: plugin %q: %w", r.spec.Plugin, err)}
 		}
 		out := stepOutput{next: next, inputs: v.Len(), outputs: len(res.Outputs), state: res.State}
 		if len(out.state) > maxStateBytes {

@@ -66,6 +66,13 @@ const (
 // output topic.
 var errTooLarge = errors.New("transform: the outputs of one input record exceed the output topic's largest batch")
 
+// pluginError is a failure of the plugin's call: nothing of the step
+// was written.
+type pluginError struct{ err error }
+
+func (e pluginError) Error() string { return e.err.Error() }
+func (e pluginError) Unwrap() error { return e.err }
+
 // partRunner runs a transform on one input partition for one assignment:
 // it is created when the member receives the partition and stopped when
 // it loses it.
@@ -108,12 +115,16 @@ func producerName(spec Spec, part uint32) string {
 // fence's, the output's) is counted in the status and the runner starts
 // again from what is committed, after a backoff.
 func (r *partRunner) run(ctx context.Context, backoff func(failures int) time.Duration) {
-	failures := 0
+	failures, fresh := 0, true
 	for ctx.Err() == nil {
-		progressed, err := r.session(ctx)
+		progressed, err := r.session(ctx, fresh)
 		if ctx.Err() != nil {
 			return
 		}
+		// A plugin's failure wrote nothing: the runner goes on from where
+		// it is, without a new incarnation. Any other failure may have
+		// left a step half done: the next session recovers it.
+		fresh = !errors.As(err, new(pluginError))
 		if progressed {
 			failures = 0
 		}
@@ -131,9 +142,11 @@ func (r *partRunner) run(ctx context.Context, backoff func(failures int) time.Du
 
 // session takes the partition up from what is committed and processes it
 // until an error. progressed says whether a step was committed.
-func (r *partRunner) session(ctx context.Context) (progressed bool, err error) {
-	if err := r.recover(ctx); err != nil {
-		return false, err
+func (r *partRunner) session(ctx context.Context, fresh bool) (progressed bool, err error) {
+	if fresh {
+		if err := r.recover(ctx); err != nil {
+			return false, err
+		}
 	}
 	for {
 		if err := r.step(ctx); err != nil {
