@@ -115,10 +115,15 @@ type fleetReport struct {
 	// NodeGC is the node's collections over the measured phase (its
 	// /metrics with --node-http; this process's in-process); nil when
 	// unknown.
-	NodeGC         *fleetGC `json:"node_gc,omitempty"`
-	Errors         int64    `json:"errors"`
-	FirstError     string   `json:"first_error,omitempty"`
-	NodeCPUPer1000 float64  `json:"node_cpu_sec_per_1000_records,omitempty"`
+	NodeGC *fleetGC `json:"node_gc,omitempty"`
+	// Busy is the busy answers the devices got over the measured phase
+	// (the node served nothing and hinted when to retry), and
+	// BusyPerMinute the same a minute.
+	Busy           int64   `json:"busy_answers"`
+	BusyPerMinute  float64 `json:"busy_answers_per_minute"`
+	Errors         int64   `json:"errors"`
+	FirstError     string  `json:"first_error,omitempty"`
+	NodeCPUPer1000 float64 `json:"node_cpu_sec_per_1000_records,omitempty"`
 	// LoadCPUPer1000 is this process's CPU (the devices alone) per 1,000
 	// records over the measured phase, against a node elsewhere.
 	LoadCPUPer1000 float64 `json:"loadgen_cpu_sec_per_1000_records,omitempty"`
@@ -192,6 +197,9 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 	}
 	if d, ok := res.DatagramsPerRecord(); ok {
 		r.DatagramsPerRecord, r.DatagramsDropped = d, res.UDP.RcvbufErrors
+	}
+	if b, ok := res.BusyPerMinute(); ok {
+		r.Busy, r.BusyPerMinute = res.Busy, b
 	}
 	if res.GCKnown {
 		r.NodeGC = &fleetGC{Cycles: res.NodeGC.Cycles, PerMinute: res.NodeGC.PerMinute,
@@ -297,6 +305,10 @@ func printFleet(w io.Writer, r fleetReport, asJSON bool) {
 	if r.DatagramsPerRecord > 0 {
 		fmt.Fprintf(w, "datagrams: %.2f UDP datagrams sent per record, %d dropped for a full receive buffer (the machine's counters: node and devices alike)\n",
 			r.DatagramsPerRecord, r.DatagramsDropped)
+	}
+	if r.Busy > 0 {
+		fmt.Fprintf(w, "busy:      %.0f busy answers a minute (%d in the measured phase): the node shed them, the devices retried after its hint\n",
+			r.BusyPerMinute, r.Busy)
 	}
 	if g := r.NodeGC; g != nil {
 		fmt.Fprintf(w, "node GC:   %.1f collections a minute (%d in the measured phase), %.2f ms of stop-the-world pauses in all\n",

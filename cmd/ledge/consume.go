@@ -295,7 +295,12 @@ func runConsume(cmd *cobra.Command, cf *clientFlags, topic string, f *consumeFla
 			// the connection is usually back already); further ones a
 			// second apart, so a node that is down is not hammered.
 			failedInARow++
-			fmt.Fprintf(cmd.ErrOrStderr(), "ledge: %s; retrying\n", explain(pollErr))
+			switch {
+			case !errors.Is(pollErr, sdk.ErrBusy):
+				fmt.Fprintf(cmd.ErrOrStderr(), "ledge: %s; retrying\n", explain(pollErr))
+			case failedInARow == 1: // the consumer waits the node's retry-after itself
+				fmt.Fprintln(cmd.ErrOrStderr(), "ledge: node busy, retrying")
+			}
 			if failedInARow > 1 {
 				select {
 				case <-time.After(time.Second):

@@ -153,7 +153,7 @@ func explainNode(e *sdk.Error) string {
 	case errors.Is(e, sdk.ErrNotEnoughSpace):
 		return fmt.Sprintf("the node's disk is full, nothing was written to %s: free space (ledge topic purge, retention) and retry", where)
 	case errors.Is(e, sdk.ErrBusy):
-		return "the node is past its memory budget: retry in a moment"
+		return "the node is busy (at its bound of requests in flight or parked polls, or past its CPU) and served nothing: retry in a moment"
 	case errors.Is(e, sdk.ErrInvalidArgument):
 		if msg = strings.TrimPrefix(msg, "invalid argument: "); msg == "" {
 			return fmt.Sprintf("the node refused a value of the request (%s)", e.Op)

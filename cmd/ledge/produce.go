@@ -97,7 +97,11 @@ func runProduce(cmd *cobra.Command, cf *clientFlags, topic string, f *produceFla
 		return err
 	}
 	defer c.Close()
-	opts := []sdk.ProducerOption{sdk.WithLinger(f.linger), sdk.WithMaxBatchBytes(int(maxLine) + 64<<10)}
+	var busy sync.Once // the producer waits the node's retry-after itself: say so once
+	opts := []sdk.ProducerOption{sdk.WithLinger(f.linger), sdk.WithMaxBatchBytes(int(maxLine) + 64<<10),
+		sdk.WithOnBusy(func(time.Duration) {
+			busy.Do(func() { fmt.Fprintln(cmd.ErrOrStderr(), "ledge: node busy, retrying") })
+		})}
 	if f.partition >= 0 {
 		opts = append(opts, sdk.WithPartitioner(sdk.ManualPartitioner()))
 	}

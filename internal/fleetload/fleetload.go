@@ -110,6 +110,14 @@ type GCCounter interface {
 	NodeGC(ctx context.Context) (s GCStats, ok bool, err error)
 }
 
+// BusyCounter is a Device that counts the busy answers it got: requests
+// the node served nothing of, asking the device to retry after a while
+// (docs/OPERATIONS.md, "Overload"). Run sums them over the measured
+// phase.
+type BusyCounter interface {
+	Busy() uint64
+}
+
 // Controller writes commands.
 type Controller interface {
 	// Command writes payload for device i and returns once it is
@@ -157,6 +165,9 @@ type Result struct {
 	// System is a GCCounter that could say (GCKnown).
 	NodeGC  GCRate
 	GCKnown bool
+	// Busy is the busy answers the devices got over the measured phase;
+	// -1 when the devices do not count them (no BusyCounter).
+	Busy int64
 
 	Errors   int64  // failed dials, sends and commands; records and commands never answered
 	FirstErr string // the first error, for the report
@@ -179,6 +190,15 @@ func (r Result) DatagramsPerRecord() (float64, bool) {
 		return 0, false
 	}
 	return float64(r.UDP.OutDatagrams) / float64(r.Records), true
+}
+
+// BusyPerMinute is Busy over the measured phase, a minute; false when
+// unknown.
+func (r Result) BusyPerMinute() (float64, bool) {
+	if r.Busy < 0 || r.Elapsed <= 0 {
+		return 0, false
+	}
+	return float64(r.Busy) / r.Elapsed.Minutes(), true
 }
 
 // SetupRate is connections set up per second.
@@ -271,7 +291,7 @@ func (r *run) inWindow(t time.Time) bool { return !t.Before(r.begin) && t.Before
 // and commands for p.Warmup+p.Duration, and closes them.
 func Run(ctx context.Context, sys System, p Params, h Hooks) (*Result, error) {
 	p = p.Defaults()
-	res := &Result{Devices: p.Devices, Produce: &Latencies{}, Command: &Latencies{}, CmdWakeups: -1}
+	res := &Result{Devices: p.Devices, Produce: &Latencies{}, Command: &Latencies{}, CmdWakeups: -1, Busy: -1}
 	r := &run{p: p, res: res}
 	if err := sys.Prepare(ctx, p); err != nil {
 		return nil, fmt.Errorf("fleet: prepare: %w", err)
@@ -336,6 +356,7 @@ func Run(ctx context.Context, sys System, p Params, h Hooks) (*Result, error) {
 	wakes0, wakesKnown := commandWakeups(ctx, sys)
 	udp0, udpErr := ReadUDPCounters()
 	gc0, gcKnown := nodeGC(ctx, sys)
+	busy0, busyKnown := busyAnswers(devs)
 	began := time.Now()
 	if !sleepUntil(ctx, r.end) {
 		return nil, context.Cause(ctx)
@@ -345,6 +366,9 @@ func Run(ctx context.Context, sys System, p Params, h Hooks) (*Result, error) {
 	}
 	if gc1, ok := nodeGC(ctx, sys); ok && gcKnown {
 		res.NodeGC, res.GCKnown = GCBetween(gc0, gc1, time.Since(began)), true
+	}
+	if busy1, ok := busyAnswers(devs); ok && busyKnown {
+		res.Busy = int64(busy1 - busy0)
 	}
 	call(h.End)
 	res.Elapsed = p.Duration
@@ -405,4 +429,18 @@ func nodeGC(ctx context.Context, sys System) (GCStats, bool) {
 	}
 	st, ok, err := gc.NodeGC(ctx)
 	return st, ok && err == nil
+}
+
+// busyAnswers sums the busy answers of the devices that count them; false
+// when none does.
+func busyAnswers(devs []Device) (uint64, bool) {
+	var n uint64
+	known := false
+	for _, d := range devs {
+		if bc, ok := d.(BusyCounter); ok {
+			n += bc.Busy()
+			known = true
+		}
+	}
+	return n, known
 }

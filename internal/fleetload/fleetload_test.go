@@ -15,6 +15,8 @@ import (
 // deaf devices never see their commands.
 type fakeSystem struct {
 	failDial, deaf map[int]bool
+	// busyOnce has each record answered busy once before it is taken.
+	busyOnce bool
 	mu             sync.Mutex
 	devs           map[int]*fakeDevice
 	records        atomic.Int64
@@ -33,8 +35,25 @@ func (s *fakeSystem) Device(_ context.Context, i int) (Device, error) {
 	s.mu.Lock()
 	s.devs[i] = d
 	s.mu.Unlock()
+	if s.busyOnce {
+		return &busyDevice{fakeDevice: d}, nil
+	}
 	return d, nil
 }
+
+// busyDevice is a device whose every record the node first answered
+// busy: it counts the answers, as a Ledge device's producer does.
+type busyDevice struct {
+	*fakeDevice
+	busy atomic.Uint64
+}
+
+func (d *busyDevice) Send(b []byte, done func(error)) {
+	d.busy.Add(1)
+	d.fakeDevice.Send(b, done)
+}
+
+func (d *busyDevice) Busy() uint64 { return d.busy.Load() }
 
 func (s *fakeSystem) Controller(context.Context) (Controller, error) { return fakeController{s}, nil }
 func (s *fakeSystem) Close() error                                   { return nil }
@@ -135,6 +154,31 @@ func TestHooksRunInOrder(t *testing.T) {
 		}
 		if len(order) != 3 || order[0] != "connected" || order[1] != "begin" || order[2] != "end" {
 			t.Fatalf("hooks ran %v", order)
+		}
+	})
+}
+
+// Devices that count their busy answers have them summed over the
+// measured phase, and reported a minute; devices that do not leave them
+// unknown.
+func TestAFleetCountsBusyAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		res, err := Run(t.Context(), &fakeSystem{busyOnce: true}, Params{Devices: 20, Warmup: time.Second, Duration: 30 * time.Second}, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 20 devices at a record a second for 30 s, each record answered
+		// busy once: about 600 in the window, 1,200 a minute.
+		perMin, ok := res.BusyPerMinute()
+		if !ok || res.Busy < 560 || res.Busy > 640 || perMin != float64(res.Busy)*2 {
+			t.Fatalf("busy %d, %.0f a minute (known %v); want about 600, twice that a minute", res.Busy, perMin, ok)
+		}
+		plain, err := Run(t.Context(), &fakeSystem{}, Params{Devices: 2, Duration: time.Second}, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := plain.BusyPerMinute(); ok || plain.Busy != -1 {
+			t.Fatalf("devices that count nothing: busy %d, known %v; want unknown", plain.Busy, ok)
 		}
 	})
 }

@@ -249,6 +249,9 @@ func (d *ledgeDevice) Commands(ctx context.Context, got func([]byte)) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if errors.Is(err, sdk.ErrBusy) {
+				continue // the next poll waits the node's retry-after
+			}
 			d.dead.Store(true)
 			return err
 		}
@@ -257,6 +260,10 @@ func (d *ledgeDevice) Commands(ctx context.Context, got func([]byte)) error {
 }
 
 func (d *ledgeDevice) Alive() bool { return !d.dead.Load() }
+
+// Busy implements BusyCounter: the busy answers of the device's producer
+// and consumer.
+func (d *ledgeDevice) Busy() uint64 { return d.prod.Stats().Busy + d.cons.Stats().Busy }
 
 // Close gives the producer and the consumer a second to end: a device
 // whose connection has died would otherwise dial again to close them. A
