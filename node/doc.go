@@ -54,7 +54,7 @@
 //	node/session → {node/owner, node/group, node/uplink, node/pluginreg,
 //	                node/tokens, node/downlink, transport/wire}
 //	node/downlink → {node/owner, node/uplink (its TLS and SASL)}
-//	node/ops → {node/uplink, node/statuspage}
+//	node/ops → {node/uplink, node/downlink, node/statuspage}
 //	node/transform → {node/owner, node/group, plugins}
 //	node/pluginreg → {node/group, plugins}
 //	node/group, node/uplink, node/ops, node/pluginreg, node/tokens → node/owner

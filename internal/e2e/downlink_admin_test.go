@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 // TestDownlinkAdmin: a downlink added through the SDK appears in the list
 // and in its status with its Kafka partitions, their lag and records;
 // commands written to Kafka reach the local topic with their keys and the
-// headers naming their Kafka partition and offset; a token without the
+// headers naming their Kafka partition and offset, and a device polling
+// its key gets its own commands, in order; a token without the
 // admin scope may not manage downlinks; after remove, the downlink is gone
 // and what it appended stays.
 func TestDownlinkAdmin(t *testing.T) {
@@ -83,6 +85,29 @@ func TestDownlinkAdmin(t *testing.T) {
 		if string(r.Key) != key || !kp || !ko {
 			t.Fatalf("record %q key %q headers %v: want its key and the Kafka partition and offset headers", r.Value, r.Key, r.Headers)
 		}
+	}
+
+	// A device polling its own key gets its commands only.
+	cons, err := c.NewConsumer(ctx, "config", sdk.WithStart(sdk.AtFirst()), sdk.WithMaxWait(0), sdk.WithKey([]byte("device-1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []string
+	for empty := 0; empty < 3; {
+		recs, err := cons.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			empty++
+		}
+		for _, r := range recs {
+			mine = append(mine, string(r.Value))
+		}
+	}
+	_ = cons.Close(ctx)
+	if want := []string{"device-1:set rate=1", "device-1:set rate=4", "device-1:set rate=7"}; !slices.Equal(mine, want) {
+		t.Fatalf("device-1 polled %q, want %q", mine, want)
 	}
 
 	_, secret, err := c.CreateToken(ctx, sdk.TokenSpec{Label: "device", Topic: "config", Scopes: sdk.ScopeConsume})
