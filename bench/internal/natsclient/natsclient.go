@@ -21,6 +21,12 @@ import (
 // for at a time: about 4 MiB of 1 KiB messages, like a Ledge poll.
 const ReplayPullMessages = 4096
 
+// ReplayPullBytes bounds a pull in bytes too: 4096 messages of 64 KiB
+// are 256 MiB, four times the server's default of pending data for a
+// client (64 MiB), and the server closed the connection mid-replay in
+// every 64 KiB run. 16 MiB keeps 1 KiB replays at 4096 messages a pull.
+const ReplayPullBytes = 16 << 20
+
 // Driver is a connection to a NATS server with JetStream.
 type Driver struct {
 	t  loadgen.Target
@@ -238,7 +244,7 @@ func (d *Driver) Reader(ctx context.Context, i int, keep string) (loadgen.Reader
 		nc.Close()
 		return nil, fmt.Errorf("natsclient: ordered consumer: %w", err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(ReplayPullMessages))
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(ReplayPullMessages, ReplayPullBytes))
 	if err != nil {
 		nc.Close()
 		return nil, err

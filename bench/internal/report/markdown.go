@@ -76,7 +76,7 @@ func (r *Report) markdown(w io.Writer, charts []string) {
 	}
 	p("| Ledge producer | batches of up to %d records%s, linger %s, idempotent %v, one QUIC stream per partition |\n", pp.LedgeBatch, bounds, pp.LedgeLinger, pp.LedgeIdempotent)
 	p("| JetStream producer | %s |\n", pp.NATSBatch)
-	p("| replay | %s of the cell's messages (1 KiB or 64 KiB), read from the start after a server restart; Ledge polls of %d MiB, JetStream ordered consumer pulling %d messages |\n",
+	p("| replay | %s of the cell's messages (1 KiB or 64 KiB), read from the start after a server restart; Ledge polls of %d MiB, JetStream ordered consumer pulling %d messages, at most 16 MiB |\n",
 		bytesStr(pp.ReplayBytes), pp.LedgePollBytes>>20, pp.NATSReplayPull)
 	if pp.FilterTags > 0 {
 		p("| filtered replay | the replay's log, each message a JSON document naming one of %d sites in turn (`{\"seq\":5,\"site\":\"s5\",\"data\":\"...\"}`), read from the start keeping site s0 (1 in %d): Ledge runs the filter plugin %s on the node over every poll; JetStream has the site in the subject too (bench.0.s5) and filters its ordered consumer by subject; MB/s and CPU per GB count the payload delivered |\n",
