@@ -17,6 +17,7 @@ import (
 	"github.com/ledgemq/ledge/node/downlink"
 	kafkalistener "github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/node/transform"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/node/uplink/uplinktest"
 	"github.com/ledgemq/ledge/transport/wire"
@@ -50,6 +51,13 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 	}
 	for info, _ := tn.Node.downlinks.Status("t"); info.Status.State != downlink.Running; info, _ = tn.Node.downlinks.Status("t") {
 		time.Sleep(time.Millisecond)
+	}
+	// A paused transform, for the ledge_transform_* metrics.
+	c.createTopic("t2", wire.TopicConfig{})
+	c.mustCall(&wire.AddPluginRequest{Name: "pass", PluginKind: wire.PluginTransform,
+		Module: buildPluginWasm(t, "../plugins/testdata/maptransform")}, &wire.AddPluginReply{})
+	if err := tn.Node.transforms.Add(context.Background(), transform.Spec{Name: "copy", Plugin: "pass", From: "t", To: "t2", Paused: true}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := c.produce(c.main, "t", 0, batch(t, 0, 0, 0, "a")); err != nil {
 		t.Fatal(err)

@@ -19,9 +19,10 @@ import (
 	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/kafka"
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/node/session"
 	"github.com/ledgemq/ledge/node/pluginreg"
+	"github.com/ledgemq/ledge/node/session"
 	"github.com/ledgemq/ledge/node/tokens"
 	"github.com/ledgemq/ledge/node/transform"
 	"github.com/ledgemq/ledge/node/uplink"
@@ -329,6 +330,11 @@ func (n *Node) open(ctx context.Context) error {
 		Plugin: reg, Check: reg.Check, Topics: n.transformTopic, Now: cfg.Now, Logger: n.log})
 	if err := n.transforms.Start(ctx); err != nil {
 		return err
+	}
+	if pm, ok := cfg.Metrics.(*ops.PromMetrics); ok {
+		if err := transform.RegisterMetrics(pm.Registry(), n.transforms); err != nil {
+			return err
+		}
 	}
 	n.certs, err = certs.Open(certs.Options{
 		Dir: filepath.Join(cfg.DataDir, datadir.TLSDir), Names: cfg.CertNames, Now: cfg.Now, Logger: cfg.Logger,
