@@ -50,9 +50,11 @@
 //
 //	cmd/ledge → {node, node/ops}
 //	node → {node/session, node/owner, node/group, node/uplink, node/ops,
-//	        node/kafka, node/pluginreg, node/tokens, node/downlink}
+//	        node/kafka, node/pluginreg, node/tokens, node/downlink,
+//	        node/transform}
 //	node/session → {node/owner, node/group, node/uplink, node/pluginreg,
-//	                node/tokens, node/downlink, transport/wire}
+//	                node/tokens, node/downlink, node/transform,
+//	                transport/wire}
 //	node/downlink → {node/owner, node/uplink (its TLS and SASL)}
 //	node/ops → {node/uplink, node/downlink, node/statuspage}
 //	node/transform → {node/owner, node/group, plugins}
