@@ -71,13 +71,14 @@ func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
 	c.mu.Unlock()
 	qs, err := c.qc.AcceptStream(actx)
 	c.accepted(call)
+	stopped := context.Cause(actx) // the caller's context or a drain, when either ended the call
 	cancel(nil)
 	if err != nil {
 		if c.qc.Context().Err() != nil {
 			return nil, mapError(context.Cause(c.qc.Context()))
 		}
-		if actx.Err() != nil {
-			return nil, context.Cause(actx)
+		if stopped != nil {
+			return nil, stopped
 		}
 		return nil, mapError(err)
 	}
