@@ -145,6 +145,7 @@ type partition struct {
 	id     owner.ProducerIdentity
 	seq    int32 // next sequence on the local partition, this epoch
 	next   int64 // next Kafka offset to append
+	behind bool  // Kafka's end was seen below next (said once)
 }
 
 // New returns a downlink that does nothing until Run.
@@ -451,6 +452,17 @@ func (d *Downlink) appendFetches(ctx context.Context, fs kgo.Fetches) (int, erro
 			return
 		}
 		recs := fp.Records
+		if len(recs) > 0 && recs[0].Offset < p.next && fp.HighWatermark < p.next && !p.behind {
+			// Kafka's end is below what the local topic holds: the Kafka
+			// topic was re-created (or truncated). Its records up to the
+			// position are not appended; say so rather than wait silently.
+			p.behind = true
+			msg := fmt.Sprintf("downlink: Kafka partition %d of %s ends at %d, below the position %d the local topic holds: "+
+				"the Kafka topic was re-created or truncated; its records below %d are not appended",
+				p.k, d.cfg.Spec.From, fp.HighWatermark, p.next, p.next)
+			d.update(func(s *Status) { s.LastError = msg })
+			d.cfg.Logger.Warn(msg, "topic", d.cfg.Spec.Topic)
+		}
 		for len(recs) > 0 && recs[0].Offset < p.next {
 			recs = recs[1:] // appended before this start
 		}

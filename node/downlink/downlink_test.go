@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -436,5 +437,53 @@ func TestDownlinkResumesFromTheCheckpointAfterAPurge(t *testing.T) {
 	}
 	if p := d.Status().Partitions[0]; p.Position != 150 || p.Records != 50 {
 		t.Fatalf("partition status %+v, want position 150 and 50 records", p)
+	}
+}
+
+// TestDownlinkSaysKafkaWentBackwards: a Kafka topic re-created under the
+// same name starts its offsets again below the position the local topic
+// holds; the downlink says so in its status instead of waiting silently.
+func TestDownlinkSaysKafkaWentBackwards(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	w.write(20)
+	_, stop := w.run(w.config())
+	w.waitLocal(20)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{cloud}
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = kmsg.StringPtr(cloud)
+	del.Topics = append(del.Topics, dt)
+	if _, err := del.RequestWith(ctx, w.writer); err != nil {
+		t.Fatal(err)
+	}
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = cloud, 1, 1
+	create.Topics = append(create.Topics, ct)
+	if _, err := create.RequestWith(ctx, w.writer); err != nil {
+		t.Fatal(err)
+	}
+	// A client that never knew the old topic's id writes to the new one.
+	wr, err := kgo.NewClient(kgo.SeedBrokers(w.kafka.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableClientMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wr.Close()
+	w.writer, w.sent = wr, map[int32][]*kgo.Record{}
+	w.write(5)
+	d, _ := w.run(w.config())
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(d.Status().LastError, "re-created") {
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v, want the re-created Kafka topic said", d.Status())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := w.owners[0].State().HighWatermark; got != 20 {
+		t.Fatalf("the local topic holds %d records, want the 20 of the old Kafka topic", got)
 	}
 }
