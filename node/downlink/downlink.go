@@ -57,7 +57,10 @@ type Config struct {
 
 	// MaxBatchRecords and MaxBatchBytes bound one appended batch.
 	// Defaults 1000 records and 1 MiB (a single larger record is
-	// appended alone).
+	// appended alone). A batch the local topic refuses as too large (its
+	// max batch bytes is smaller) is built again at half the size, down
+	// to one record; a record larger than the topic's bound stops the
+	// downlink's partition, with that said in the status.
 	MaxBatchRecords int
 	MaxBatchBytes   int
 	// PollWait bounds one wait for Kafka records. Default 1s.
@@ -133,8 +136,9 @@ type Downlink struct {
 	conns int // open broker connections
 
 	// Owned by Run.
-	parts map[int32]*partition
-	bb    record.BatchBuilder
+	parts    map[int32]*partition
+	bb       record.BatchBuilder
+	maxBytes int // the batch bound: MaxBatchBytes, less if the topic refused it
 }
 
 // partition is the running state of one Kafka partition.
@@ -159,7 +163,8 @@ func New(cfg Config) (*Downlink, error) {
 	if cfg.Producers == nil || cfg.Meta == nil {
 		return nil, fmt.Errorf("downlink: no producer registry or metadata")
 	}
-	return &Downlink{cfg: cfg.withDefaults()}, nil
+	cfg = cfg.withDefaults()
+	return &Downlink{cfg: cfg, maxBytes: cfg.MaxBatchBytes}, nil
 }
 
 // Run consumes and appends until ctx ends or the downlink is fenced
@@ -529,7 +534,11 @@ func (d *Downlink) appendRecords(ctx context.Context, p *partition, recs []*kgo.
 		i := 0
 		for ; i < len(recs) && i < d.cfg.MaxBatchRecords; i++ {
 			r := recs[i]
-			if i > 0 && d.bb.Size()+len(r.Key)+len(r.Value)+64 > d.cfg.MaxBatchBytes {
+			size := len(r.Key) + len(r.Value) + 64
+			for _, h := range r.Headers {
+				size += len(h.Key) + len(h.Value) + 8
+			}
+			if i > 0 && d.bb.Size()+size > d.maxBytes {
 				break
 			}
 			hs := make([]record.Header, 0, len(r.Headers)+2)
@@ -546,6 +555,12 @@ func (d *Downlink) appendRecords(ctx context.Context, p *partition, recs []*kgo.
 			return n, fmt.Errorf("downlink: build a batch: %w", err)
 		}
 		_, dur, err := p.target.OrderProduce(ctx, batch)
+		if errors.Is(err, record.ErrBatchTooLarge) && i > 1 {
+			// The local topic takes smaller batches (its max batch
+			// bytes): nothing was appended; build them smaller.
+			d.maxBytes = max(len(batch)/2, 1)
+			continue
+		}
 		if err != nil {
 			return n, fmt.Errorf("downlink: append Kafka partition %d to local partition %d: %w", p.k, p.local, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,5 +225,84 @@ func TestDownlinkPowerLoss(t *testing.T) {
 			}
 			_ = n.eng.Close()
 		})
+	}
+}
+
+// TestDownlinkFitsTheTopicsBatchBound: a local topic whose batches are
+// bounded below the downlink's default gets its records in smaller
+// batches, each record once and in order, rather than a downlink that
+// fails its appends forever.
+func TestDownlinkFitsTheTopicsBatchBound(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "cloud"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	wr, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DisableClientMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wr.Close()
+	var recs []*kgo.Record
+	for i := range 200 {
+		recs = append(recs, &kgo.Record{Topic: "cloud", Value: fmt.Appendf(nil, "%04d-%s", i, make([]byte, 100))})
+	}
+	if err := wr.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(engine.Options{FS: sim.NewDisk().FS(), Dir: "data", ReservedBytes: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	topic, err := e.CreateTopic("commands", engine.TopicConfig{Partitions: 1, Durability: engine.DurabilityAlways, MaxBatchBytes: 2 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := topic.Partition(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := owner.NewEngineMetadata(e)
+	producers, err := owner.OpenProducers(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := owner.NewOwner(owner.OwnerConfig{Topic: topic.ID(), Log: owner.NewEngineLog(p), Meta: meta, Producers: producers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := downlink.New(downlink.Config{
+		Spec:    downlink.Spec{Topic: "commands", TopicID: topic.ID(), Seeds: c.ListenAddrs(), From: "cloud"},
+		Targets: []downlink.Target{o}, Producers: producers, Meta: meta, PollWait: 10 * time.Millisecond,
+		Wait: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for o.State().HighWatermark < 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the local topic holds %d records, want 200: %+v", o.State().HighWatermark, d.Status())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if st := d.Status(); st.Failures != 0 {
+		t.Fatalf("the downlink failed %d times (%s), want its batches made to fit", st.Failures, st.LastError)
+	}
+	n := &powerNode{t: t, owners: []*owner.Owner{o}}
+	vals, _ := n.values(0)
+	for i, v := range vals {
+		if !strings.HasPrefix(v, fmt.Sprintf("%04d-", i)) {
+			t.Fatalf("record %d is %.8q", i, v)
+		}
+	}
+	if len(vals) != 200 {
+		t.Fatalf("the local topic holds %d records, want 200", len(vals))
 	}
 }
