@@ -11,6 +11,7 @@ import (
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/node/session"
 	"github.com/ledgemq/ledge/transport/quic"
 )
 
@@ -42,12 +43,13 @@ type Config struct {
 	// (GOGC's, when GOGC is set and this key is not).
 	GCPercent int
 
-	HTTP    HTTP
-	Kafka   Kafka
-	Log     Log
-	Polls   Polls
-	QUIC    QUIC
-	Plugins Plugins
+	HTTP     HTTP
+	Kafka    Kafka
+	Log      Log
+	Polls    Polls
+	Overload Overload
+	QUIC     QUIC
+	Plugins  Plugins
 
 	// File is the configuration file that was read ("" for none).
 	File string
@@ -84,6 +86,14 @@ type Polls struct {
 	MaxParked int
 	MaxWait   time.Duration
 	MaxBytes  int64
+}
+
+// Overload bounds the produce requests the node holds before it answers
+// busy (node/session's ShedConfig; docs/OPERATIONS.md, "Overload").
+type Overload struct {
+	MaxRequests int           // 0: no bound
+	MaxBytes    int64         // 0: no bound
+	DelayTarget time.Duration // 0: never shed on delay
 }
 
 // Plugins bounds what plugins may take from the node.
@@ -213,6 +223,10 @@ func Keys() []Key {
 		intKey("polls.max_parked", 0, 0, 1_000_000, "long polls that may wait for records at once; past it a poll is answered at once (0: one per 16KiB of a sixteenth of the node's memory, from 1024 to 1000000; docs/OPERATIONS.md, Sizing)", func(c *Config) *int { return &c.Polls.MaxParked }),
 		durationKey("polls.max_wait", node.DefaultMaxPollWait, time.Millisecond, time.Hour, false, "cap on the wait a long poll asks for", func(c *Config) *time.Duration { return &c.Polls.MaxWait }),
 		bytesKey("polls.max_bytes", node.DefaultMaxPollBytes, 64<<10, quic.DefaultMaxReplyFrame/2, "cap on the records of one poll reply (one whole batch per partition is returned regardless)", func(c *Config) *int64 { return &c.Polls.MaxBytes }),
+
+		intKey("overload.max_requests", session.DefaultShedMaxRequests, 0, 1_000_000, "produce requests in flight over all connections (read, not yet answered); past it a produce is answered busy with a retry-after, and nothing happens (0: no bound; docs/OPERATIONS.md, Overload)", func(c *Config) *int { return &c.Overload.MaxRequests }),
+		bytesKey("overload.max_bytes", session.DefaultShedMaxBytes, 0, 64<<30, "bytes of those produce requests; past it a produce is answered busy (0: no bound)", func(c *Config) *int64 { return &c.Overload.MaxBytes }),
+		durationKey("overload.delay_target", session.DefaultShedDelayTarget, time.Millisecond, time.Minute, true, "queueing delay past which, for 100 ms, the node sheds a growing share of produce requests", func(c *Config) *time.Duration { return &c.Overload.DelayTarget }),
 
 		bytesKey("plugins.memory_budget", 512<<20, 1<<20, 1<<40, "memory of all plugin instances together, growth during calls included; a call that cannot grow within it fails (docs/PLUGINS.md)", func(c *Config) *int64 { return &c.Plugins.MemoryBudget }),
 		intKey("plugins.workers", 0, 0, 4096, "plugin code running at once, over all plugins; more calls queue (0: one less than the CPUs, at least 1)", func(c *Config) *int { return &c.Plugins.Workers }),

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/ledgemq/ledge/internal/logging"
 	"github.com/ledgemq/ledge/node"
+	"github.com/ledgemq/ledge/node/session"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/quic/certs"
@@ -119,14 +121,16 @@ func (c *Config) Node() node.Config {
 		retention = -1 // the node's "off"
 	}
 	return node.Config{
-		DataDir:                 c.DataDir,
-		Listen:                  c.Listen,
-		CertNames:               c.AllCertNames(),
-		RetentionInterval:       retention,
-		MaxParkedPolls:          c.Polls.MaxParked,
-		MaxPollWait:             c.Polls.MaxWait,
-		MaxPollBytes:            int(c.Polls.MaxBytes),
-		MaxStreamRequests:       c.QUIC.MaxRequestsPerStream,
+		DataDir:           c.DataDir,
+		Listen:            c.Listen,
+		CertNames:         c.AllCertNames(),
+		RetentionInterval: retention,
+		MaxParkedPolls:    c.Polls.MaxParked,
+		MaxPollWait:       c.Polls.MaxWait,
+		MaxPollBytes:      int(c.Polls.MaxBytes),
+		MaxStreamRequests: c.QUIC.MaxRequestsPerStream,
+		Shed: session.ShedConfig{MaxRequests: offIfZero(c.Overload.MaxRequests),
+			MaxBytes: offIfZero(c.Overload.MaxBytes), DelayTarget: offIfZero(c.Overload.DelayTarget)},
 		Plugins:                 plugins.Config{MemoryBudget: c.Plugins.MemoryBudget, MaxConcurrentCalls: c.Plugins.Workers},
 		KafkaListen:             c.Kafka.Listen,
 		KafkaTLS:                c.Kafka.TLS,
@@ -171,4 +175,12 @@ func (c *Config) Logger(w io.Writer) *slog.Logger {
 		lvl = slog.LevelInfo
 	}
 	return logging.New(w, f, lvl)
+}
+
+// offIfZero is a setting's 0 ("off") as the node's negative.
+func offIfZero[T int | int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }

@@ -22,6 +22,12 @@
 // Produce, Poll, JoinGroup, ...), which satisfy its kafka.Session
 // interface without this package importing it.
 //
+// Overload (busy.go): a Shedder admits the node's produce requests
+// against bounds of those in flight and of their bytes, and against the
+// node's queueing delay (CoDel-like); a request it sheds changes nothing
+// and is answered busy, with a retry-after for a client that announced it
+// reads one (Session.BusyReply; docs/OPERATIONS.md, "Overload").
+//
 // Errors are values a client can test with errors.Is (ErrForbidden,
 // ErrUnknownTopic, ...); StatusOf is the one place where they become wire
 // statuses.
