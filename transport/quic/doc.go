@@ -173,7 +173,7 @@
 // (LEDGE_IDLE_BARE=1): at 1,000 connections and the node's collector
 // setting, 95 KB resident a connection against quic-go's own 90 KB, of
 // which 39 KB of live heap (quic-go 24.5 KB, crypto/tls 10.2 KB, this
-// package 3.2 KB) and four goroutines, none of them this package's:
+// package 2.6 KB) and four goroutines, none of them this package's:
 // quic-go's two, and the application's acceptor and stream reader, the
 // fewest quic-go's blocking accepts and reads allow. Receive windows
 // cost nothing until data arrives (docs/OPERATIONS.md, Footprint). On
