@@ -409,6 +409,12 @@ func (r *Call) pollError(ctx context.Context, t *Topic, err error) error {
 // watchTopics calls cancel when any of the topics is deleted; the returned
 // function stops watching.
 func watchTopics(topics []*Topic, cancel context.CancelFunc) func() bool {
+	if t, ok := oneTopic(topics); ok { // a device's poll: no list to keep
+		if t == nil {
+			return func() bool { return true }
+		}
+		return context.AfterFunc(t.gone, cancel)
+	}
 	var stops []func() bool
 	seen := map[*Topic]bool{}
 	for _, t := range topics {
@@ -423,6 +429,22 @@ func watchTopics(topics []*Topic, cancel context.CancelFunc) func() bool {
 		}
 		return true
 	}
+}
+
+// oneTopic returns the one topic of topics (nil: none) and true, or false
+// when they are several.
+func oneTopic(topics []*Topic) (*Topic, bool) {
+	var one *Topic
+	for _, t := range topics {
+		switch {
+		case t == nil || t == one:
+		case one == nil:
+			one = t
+		default:
+			return nil, false
+		}
+	}
+	return one, true
 }
 
 // fillState puts what is known of the partition into a failed poll entry.
