@@ -244,6 +244,7 @@ func (d *Downlink) session(ctx context.Context) (appended bool, err error) {
 	if err := d.recover(sctx, n); err != nil {
 		return false, err
 	}
+	d.readEnds(sctx, cl, n)
 	offsets := map[int32]kgo.Offset{}
 	for k, p := range d.parts {
 		if p.next >= 0 {
@@ -316,6 +317,34 @@ func (d *Downlink) kafkaPartitions(ctx context.Context, cl *kgo.Client) (int32, 
 		return 0, fmt.Errorf("downlink: Kafka topic %q has no partitions", d.cfg.Spec.From)
 	}
 	return int32(len(rt.Partitions)), nil
+}
+
+// readEnds notes Kafka's end of each partition (the last stable offset,
+// what a read_committed fetch reaches), so that the status shows the lag
+// from the start, before the first records arrive. A failure leaves the
+// ends unknown until the fetches report them.
+func (d *Downlink) readEnds(ctx context.Context, cl *kgo.Client, n int32) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID, req.IsolationLevel = -1, 1
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = d.cfg.Spec.From
+	for k := range n {
+		p := kmsg.NewListOffsetsRequestTopicPartition()
+		p.Partition, p.Timestamp = k, -1
+		t.Partitions = append(t.Partitions, p)
+	}
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode == 0 && rp.Offset >= 0 {
+				d.updatePartition(rp.Partition, func(s *PartitionStatus) { s.HighWatermark = rp.Offset })
+			}
+		}
+	}
 }
 
 // recover starts a new incarnation of the producer of every Kafka

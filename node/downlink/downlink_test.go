@@ -487,3 +487,29 @@ func TestDownlinkSaysKafkaWentBackwards(t *testing.T) {
 		t.Fatalf("the local topic holds %d records, want the 20 of the old Kafka topic", got)
 	}
 }
+
+// TestDownlinkShowsKafkasEndAtStart: a downlink started again when it is
+// caught up shows Kafka's end of each partition and no lag, though no
+// record arrives to say it.
+func TestDownlinkShowsKafkasEndAtStart(t *testing.T) {
+	w := newWorld(t, 2, 2)
+	w.write(40)
+	_, stop := w.run(w.config())
+	w.waitLocal(80)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := w.run(w.config())
+	deadline := time.Now().Add(30 * time.Second)
+	for st := d.Status(); st.State != Running; st = d.Status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v, want running", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, p := range d.Status().Partitions {
+		if p.HighWatermark != 40 || p.Position != 40 || p.Lag != 0 {
+			t.Fatalf("partition %+v: want Kafka's end 40, position 40, no lag", p)
+		}
+	}
+}

@@ -49,7 +49,8 @@ type PartitionStatus struct {
 	// HighWatermark is Kafka's, as last fetched; -1 unknown.
 	HighWatermark int64
 	// Lag is HighWatermark - Position once both are known (transaction
-	// markers and compacted offsets count).
+	// markers and compacted offsets count); HighWatermark, an upper
+	// bound, until the position is.
 	Lag int64
 	// Records counts the records appended by this process.
 	Records uint64
@@ -105,8 +106,11 @@ func (d *Downlink) updatePartition(k int32, fn func(p *PartitionStatus)) {
 		if d.s.Partitions[i].Partition == k {
 			p := &d.s.Partitions[i]
 			fn(p)
-			if p.HighWatermark >= 0 && p.Position >= 0 {
+			switch {
+			case p.HighWatermark >= 0 && p.Position >= 0:
 				p.Lag = max(0, p.HighWatermark-p.Position)
+			case p.HighWatermark >= 0:
+				p.Lag = p.HighWatermark // from Kafka's start: an upper bound
 			}
 			return
 		}
