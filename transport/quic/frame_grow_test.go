@@ -48,3 +48,33 @@ func TestAnnouncedFrameIsNotAllocated(t *testing.T) {
 		t.Fatal("a frame read in growing steps differs from the one sent")
 	}
 }
+
+// TestFrameJustOverTheStepIsReadOnce: a frame a little longer than the
+// growth step (a 1 MiB record with its request's fields) is read into
+// one buffer of its length, not into the step and then copied into twice
+// the step.
+func TestFrameJustOverTheStepIsReadOnce(t *testing.T) {
+	body := make([]byte, frameGrowStep+700)
+	for i := range body {
+		body[i] = byte(i * 13)
+	}
+	fr := newFrameReader(bytes.NewReader(AppendLengthPrefixed(nil, body)), LengthPrefixed(), 64<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n, err := fr.readHeader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, err := fr.readBody(n, headHook{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(LengthPrefixedBody(frame), body) {
+		t.Fatal("the frame read differs from the one sent")
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > frameGrowStep+frameGrowStep/2 {
+		t.Fatalf("reading a frame of %d bytes allocated %d bytes: it was grown, not read once", n, grown)
+	}
+}
