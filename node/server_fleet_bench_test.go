@@ -1,7 +1,6 @@
 package node
 
 import (
-	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -103,7 +102,7 @@ func BenchmarkFleetPollWake(b *testing.B) {
 			b.Fatal(err)
 		}
 		if got := rep.Partitions[0]; got.Status != wire.StatusOK || got.Next != uint64(i+1) {
-			b.Fatal(fmt.Sprintf("poll %d: %s %q, next %d", i, got.Status, got.Message, got.Next))
+			b.Fatalf("poll %d: %s %q, next %d", i, got.Status, got.Message, got.Next)
 		}
 	}
 	b.ReportMetric(float64(cpuClock()-cpu)/float64(b.N), "cpu-ns/op")
