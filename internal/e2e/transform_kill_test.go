@@ -108,6 +108,26 @@ func TestTransformSurvivesTwoKills(t *testing.T) {
 	if n != total {
 		t.Fatalf("%d records out, want %d", n, total)
 	}
+
+	// The rest of the CLI: list, pause (it shows), resume, remove.
+	for _, step := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"transform", "list"}, "copy"},
+		{[]string{"transform", "pause", "copy"}, "transform copy paused"},
+		{[]string{"transform", "status", "copy"}, "paused"},
+		{[]string{"transform", "resume", "copy"}, "transform copy resumed"},
+		{[]string{"transform", "remove", "copy"}, "transform copy removed"},
+	} {
+		out, err := node.client(step.args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), step.says) {
+			t.Fatalf("ledge %s: %v\n%s", strings.Join(step.args, " "), err, out)
+		}
+	}
+	if out, err := node.client("transform", "status", "copy").CombinedOutput(); err == nil {
+		t.Fatalf("status of a removed transform succeeded:\n%s", out)
+	}
 }
 
 // topicRecords is how many records a topic of the node holds.
