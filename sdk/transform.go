@@ -41,7 +41,7 @@ type TransformPartition struct {
 	// are in the output topic; Lag the records from it to HighWatermark.
 	Committed, HighWatermark, Lag uint64
 	// RecordsIn and RecordsOut count the records consumed and appended
-	// since the node started.
+	// since the transform last started on the node (a start, a resume).
 	RecordsIn, RecordsOut uint64
 	// PluginFailures counts the plugin's failed calls (a trap, a deadline,
 	// a memory limit, an invalid answer), Errors every failure of the

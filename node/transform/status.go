@@ -6,7 +6,8 @@ import (
 )
 
 // PartitionStatus is a transform's progress on one input partition.
-// Counters count since the node started.
+// Counters count since the transform last started on the node (a start
+// of the node, a resume).
 type PartitionStatus struct {
 	Partition uint32
 	// Running: the node holds the partition for the transform now.

@@ -76,7 +76,8 @@ type TransformPartitionStatus struct {
 	Committed     uint64
 	HighWatermark uint64
 	Lag           uint64
-	// RecordsIn and RecordsOut count since the node started.
+	// RecordsIn and RecordsOut count since the transform last started
+	// on the node (a start of the node, a resume).
 	RecordsIn, RecordsOut uint64
 	// PluginFailures counts the plugin's failed calls, Errors every
 	// failure of the partition's runner (the plugin's included).
