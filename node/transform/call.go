@@ -34,6 +34,9 @@ func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][
 		res, err := r.plugin.Transform(cctx, r.spec.Plugin, r.params, v, state)
 		cancel()
 		if err != nil {
+			if ctx.Err() != nil {
+				return stepOutput{}, ctx.Err() // stopped, not a failure
+			}
 			r.stats.pluginFailed()
 			return stepOutput{}, pluginError{fmt.Errorf("transform: plugin %q: %w", r.spec.Plugin, err)}
 		}
