@@ -523,6 +523,20 @@ type PartitionResult struct {
 // re-validated when the poll wakes. Each partition answers on its own: a
 // stale partition's fence error does not fail the others.
 func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration) []PartitionResult {
+	return PollManyUntil(ctx, polls, maxWait, Interrupts{})
+}
+
+// Interrupts are channels that end a parked poll's wait as the end of its
+// context would (its partitions fail with context.Canceled): a server's
+// shutdown, the deletion of the topic polled. Nil ones never fire. They
+// do not interrupt a read: reads are bounded, and a poll whose topic was
+// deleted meanwhile fails at its completion.
+type Interrupts [2]<-chan struct{}
+
+// PollManyUntil is PollMany whose wait also ends when one of stop fires.
+// Waiting on them directly costs a device's command poll nothing, where
+// a context canceled by each was three contexts and their callbacks.
+func PollManyUntil(ctx context.Context, polls []PartitionPoll, maxWait time.Duration, stop Interrupts) []PartitionResult {
 	out := make([]PartitionResult, len(polls))
 	// A poll of one partition (a device's) keeps its state on the stack.
 	var onePend [1]pendingPoll
@@ -565,11 +579,15 @@ func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration)
 			timer = time.NewTimer(maxWait)
 			defer timer.Stop()
 		}
-		chosen := waitParked(ctx, timer.C, polls, pend, live)
+		chosen := waitParked(ctx, stop, timer.C, polls, pend, live)
 		if chosen == wokeDone {
+			err := ctx.Err()
+			if err == nil {
+				err = context.Canceled // one of stop fired
+			}
 			for i := range polls {
 				if live[i] {
-					out[i].Err, live[i] = ctx.Err(), false
+					out[i].Err, live[i] = err, false
 				}
 			}
 			return out
@@ -615,13 +633,13 @@ const (
 	wokeChanged        // a parked partition changed, or its owner closed
 )
 
-// waitParked waits for the poll's context, its timer, or a change of one
-// of its parked partitions (or of their owners' closing). A parked poll
+// waitParked waits for the poll's context or interrupts, its timer, or a
+// change of one of its parked partitions (or of their owners' closing). A parked poll
 // waits on the goroutine of its request, which would otherwise wait for
 // the next request of its stream: it costs no goroutine of its own. One
 // parked partition, a device's poll of its own command partition, waits
 // in a plain select; several in reflect.Select, which allocates its cases.
-func waitParked(ctx context.Context, timer <-chan time.Time, polls []PartitionPoll, pend []pendingPoll, live []bool) int {
+func waitParked(ctx context.Context, stop Interrupts, timer <-chan time.Time, polls []PartitionPoll, pend []pendingPoll, live []bool) int {
 	one, parked := -1, 0
 	for i := range polls {
 		if live[i] && pend[i].wait != nil {
@@ -632,6 +650,10 @@ func waitParked(ctx context.Context, timer <-chan time.Time, polls []PartitionPo
 		select {
 		case <-ctx.Done():
 			return wokeDone
+		case <-stop[0]:
+			return wokeDone
+		case <-stop[1]:
+			return wokeDone
 		case <-timer:
 			return wokeTimer
 		case <-pend[one].wait:
@@ -639,9 +661,12 @@ func waitParked(ctx context.Context, timer <-chan time.Time, polls []PartitionPo
 		}
 		return wokeChanged
 	}
-	cases := make([]reflect.SelectCase, 2, 2+2*parked)
-	cases[wokeDone] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
-	cases[wokeTimer] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)}
+	const first = 4 // the cases of the partitions come after these
+	cases := make([]reflect.SelectCase, first, first+2*parked)
+	cases[0] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
+	cases[1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)}
+	cases[2] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop[0])}
+	cases[3] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop[1])}
 	for i := range polls {
 		if live[i] && pend[i].wait != nil {
 			cases = append(cases,
@@ -649,6 +674,11 @@ func waitParked(ctx context.Context, timer <-chan time.Time, polls []PartitionPo
 				reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(polls[i].Owner.closing)})
 		}
 	}
-	chosen, _, _ := reflect.Select(cases)
-	return min(chosen, wokeChanged)
+	switch chosen, _, _ := reflect.Select(cases); chosen {
+	case 0, 2, 3:
+		return wokeDone
+	case 1:
+		return wokeTimer
+	}
+	return wokeChanged
 }

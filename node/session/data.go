@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
@@ -259,6 +260,22 @@ func (r *Call) Poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, 
 	if !parked {
 		wait = 0 // at the limit, the poll does not wait
 	}
+	found := r.replyPoll(ctx, m, c, filter != nil || m.Key.Mode != wire.KeyAny, plan, r.pollPlanned(ctx, plan, filter != nil, wait), rep)
+	if overLimit && !found {
+		return nil, fmt.Errorf("%w: %d long polls are parked already; poll again later", ErrBusy, n.Limits().MaxParkedPolls)
+	}
+	return rep, nil
+}
+
+// pollPlanned runs the planned polls, waiting up to wait; the node's
+// shutdown and the deletion of a topic polled end the wait. A poll of one
+// topic without a filter (a device's) waits on those two directly
+// (owner.PollManyUntil); others through a context canceled by them.
+func (r *Call) pollPlanned(ctx context.Context, plan pollPlan, filtered bool, wait time.Duration) []owner.PartitionResult {
+	n := r.s.n
+	if t, ok := oneTopic(plan.topics); ok && t != nil && !filtered {
+		return owner.PollManyUntil(ctx, plan.polls, wait, owner.Interrupts{n.Draining().Done(), t.gone.Done()})
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, stop := range []func() bool{
@@ -267,12 +284,7 @@ func (r *Call) Poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, 
 	} {
 		defer stop()
 	}
-
-	found := r.replyPoll(ctx, m, c, filter != nil || m.Key.Mode != wire.KeyAny, plan, pollKept(pctx, plan.polls, wait), rep)
-	if overLimit && !found {
-		return nil, fmt.Errorf("%w: %d long polls are parked already; poll again later", ErrBusy, n.Limits().MaxParkedPolls)
-	}
-	return rep, nil
+	return pollKept(pctx, plan.polls, wait)
 }
 
 // pollConsumer checks what a poll asks before anything is read: at least
