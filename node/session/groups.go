@@ -20,6 +20,9 @@ func (r *Call) JoinGroup(ctx context.Context, m *wire.JoinGroupRequest) (*wire.J
 			return nil, err
 		}
 	}
+	if err := refuseTransformGroup(m.Group, "joined"); err != nil {
+		return nil, err
+	}
 	a, err := r.s.n.Groups().Join(ctx, group.JoinRequest{
 		Group: m.Group, Member: m.MemberID, Topics: m.Topics, Assignor: m.Assignor,
 		SessionTimeout: m.SessionTimeout, RebalanceTimeout: m.RebalanceTimeout,
@@ -77,6 +80,9 @@ func (r *Call) ListGroups(_ context.Context, _ *wire.ListGroupsRequest) (*wire.L
 
 func (r *Call) DeleteGroup(ctx context.Context, m *wire.DeleteGroupRequest) (*wire.DeleteGroupReply, error) {
 	if err := r.allow("", wire.ScopeAdmin); err != nil {
+		return nil, err
+	}
+	if err := refuseTransformGroup(m.Group, "deleted"); err != nil {
 		return nil, err
 	}
 	if err := r.s.n.Groups().Delete(ctx, m.Group); err != nil {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -19,6 +20,17 @@ func transformRequestError(err error) error {
 		return invalidArgument(err.Error())
 	}
 	return err
+}
+
+// refuseTransformGroup refuses to let a client join or delete a
+// transform's internal group: only the node's transform is its member,
+// and its offsets and state are the transform's exactly-once record
+// (remove the transform instead).
+func refuseTransformGroup(group, what string) error {
+	if transform.IsInternalGroup(group) {
+		return invalidArgument(fmt.Sprintf("group %q is a transform's: it is not %s by clients (ledge transform remove removes it)", group, what))
+	}
+	return nil
 }
 
 // allowTransform checks the admin scope on both topics of transform name.

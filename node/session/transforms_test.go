@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,23 @@ func TestTransformRequestsNeedAdminOnBothTopics(t *testing.T) {
 	reader := n.session(wire.AllTopics, wire.ScopeConsume).Call(0)
 	if _, err := reader.ListTransforms(ctx, &wire.ListTransformsRequest{}); !errors.Is(err, ErrForbidden) {
 		t.Errorf("list transforms without the admin scope: %v, want ErrForbidden", err)
+	}
+}
+
+// A transform's internal group is the transform's alone: a client can
+// neither join it (and take its partitions, or write its state) nor
+// delete it (and its exactly-once record).
+func TestTransformGroupsAreNotClients(t *testing.T) {
+	n := newTestNode(t)
+	ctx := t.Context()
+	admin := n.session(wire.AllTopics, wire.ScopeAdmin|wire.ScopeConsume).Call(0)
+	if _, err := admin.JoinGroup(ctx, &wire.JoinGroupRequest{Group: "__transform.copy", Topics: []string{"sensors"}}); err == nil ||
+		!strings.Contains(err.Error(), "transform") {
+		t.Errorf("joining a transform's group: %v, want a refusal", err)
+	}
+	if _, err := admin.DeleteGroup(ctx, &wire.DeleteGroupRequest{Group: "__transform.copy"}); err == nil ||
+		!strings.Contains(err.Error(), "transform") {
+		t.Errorf("deleting a transform's group: %v, want a refusal", err)
 	}
 }
 
