@@ -310,3 +310,26 @@ func (r *request) releaseAdmission() {
 		r.n.shed.Release(len(r.raw))
 	}
 }
+
+// TransformStatuses lists the node's transforms for the status page
+// (ops.TransformLister).
+func (n *Node) TransformStatuses() []ops.TransformStatus {
+	if n.transforms == nil {
+		return nil
+	}
+	var out []ops.TransformStatus
+	for _, info := range n.transforms.List() {
+		s := info.Spec
+		ts := ops.TransformStatus{Name: s.Name, Plugin: s.Plugin, From: s.From, To: s.To, State: info.State(),
+			Error: info.Error, Partitions: []ops.TransformPartitionStatus{}}
+		for _, p := range info.Partitions {
+			ts.Lag, ts.RecordsIn, ts.RecordsOut = ts.Lag+p.Lag, ts.RecordsIn+p.RecordsIn, ts.RecordsOut+p.RecordsOut
+			ts.PluginFailures += p.PluginFailures
+			ts.Partitions = append(ts.Partitions, ops.TransformPartitionStatus{Partition: p.Partition, Committed: p.Committed,
+				HighWatermark: p.HighWatermark, Lag: p.Lag, RecordsIn: p.RecordsIn, RecordsOut: p.RecordsOut,
+				PluginFailures: p.PluginFailures, LastError: p.LastError})
+		}
+		out = append(out, ts)
+	}
+	return out
+}

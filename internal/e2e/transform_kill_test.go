@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -108,6 +109,28 @@ func TestTransformSurvivesTwoKills(t *testing.T) {
 	if n != total {
 		t.Fatalf("%d records out, want %d", n, total)
 	}
+
+	// The status page's JSON and the metrics say the same.
+	var st struct {
+		Transforms []struct {
+			Name, State string
+			RecordsOut  uint64 `json:"records_out"`
+			Partitions  []struct{ Committed, Lag uint64 }
+		}
+	}
+	if err := json.Unmarshal([]byte(get(t, node, "/api/status")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Transforms) != 1 || st.Transforms[0].Name != "copy" || st.Transforms[0].State != "running" ||
+		len(st.Transforms[0].Partitions) != parts {
+		t.Fatalf("/api/status transforms: %+v", st.Transforms)
+	}
+	for _, p := range st.Transforms[0].Partitions {
+		if p.Lag != 0 {
+			t.Fatalf("/api/status transforms: %+v, want no lag", st.Transforms)
+		}
+	}
+	wantMetric(t, node, `ledge_transform_lag_records{partition="0",transform="copy"}`, "0")
 
 	// The rest of the CLI: list, pause (it shows), resume, remove.
 	for _, step := range []struct {

@@ -17,6 +17,8 @@ type Status struct {
 	Uplinks []UplinkTopicStatus `json:"uplinks"`
 	// Downlinks are the local topics fed from Kafka, with their lag.
 	Downlinks []DownlinkStatus `json:"downlinks"`
+	// Transforms are the node's transforms, with their lag.
+	Transforms []TransformStatus `json:"transforms"`
 }
 
 // NodeInfo describes the process.

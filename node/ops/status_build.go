@@ -19,12 +19,13 @@ func (s *HTTPServer) status(depth Depth) Status {
 		runtime.ReadMemStats(&ms) // stops the world briefly: not for the sampler
 	}
 	st := Status{
-		Time:      now,
-		Topics:    []TopicStatus{},
-		Consumers: []ConsumerStatus{},
-		Plugins:   []PluginStatus{},
-		Uplinks:   []UplinkTopicStatus{},
-		Downlinks: []DownlinkStatus{},
+		Time:       now,
+		Topics:     []TopicStatus{},
+		Consumers:  []ConsumerStatus{},
+		Plugins:    []PluginStatus{},
+		Uplinks:    []UplinkTopicStatus{},
+		Downlinks:  []DownlinkStatus{},
+		Transforms: []TransformStatus{},
 		Node: NodeInfo{
 			Version:       s.cfg.Version,
 			GoVersion:     runtime.Version(),
@@ -62,6 +63,9 @@ func (s *HTTPServer) status(depth Depth) Status {
 		if depth == Everything {
 			st.Uplinks = uplinkStatuses(n.Uplinks())
 			st.Downlinks = downlinkStatuses(n.Downlinks(), now)
+			if tl, ok := n.(TransformLister); ok {
+				st.Transforms = append(st.Transforms, tl.TransformStatuses()...)
+			}
 		}
 	})
 	slices.SortFunc(st.Consumers, func(a, b ConsumerStatus) int {

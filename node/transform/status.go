@@ -114,3 +114,20 @@ func (s *partStats) status() PartitionStatus {
 	}
 	return st
 }
+
+// State is paused, stopped (Error says why), failing (a partition's last
+// step failed) or running.
+func (i Info) State() string {
+	switch {
+	case i.Spec.Paused:
+		return "paused"
+	case i.Error != "":
+		return "stopped"
+	}
+	for _, p := range i.Partitions {
+		if p.LastError != "" {
+			return "failing"
+		}
+	}
+	return "running"
+}
