@@ -228,9 +228,15 @@ func writeCommands(t *testing.T, seeds []string, topic string, cmds [][2]string)
 
 // killWhen SIGKILLs the node as soon as ready reports true (polled, with
 // the safety deadline), and starts it again. ready also says what it
-// saw, for the log.
-func killWhen(t *testing.T, node *servedLedge, stage string, begun time.Time, ready func() (bool, string)) {
+// saw, for the log. It first waits for the node's peers file to list
+// that many client connections: the node lists them once a second, for
+// its next run to reset them, and a client connected in the second
+// before a crash is left to find out by itself (docs/OPERATIONS.md),
+// which a producer whose batches in flight all went unanswered does only
+// after its request timeout (30 s).
+func killWhen(t *testing.T, node *servedLedge, clients int, stage string, begun time.Time, ready func() (bool, string)) {
 	t.Helper()
+	awaitListedPeers(t, node.dir, clients, nil)
 	deadline := time.Now().Add(safety)
 	for {
 		ok, saw := ready()

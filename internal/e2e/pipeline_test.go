@@ -68,14 +68,14 @@ func TestPipelineDevicesToKafkaThroughKills(t *testing.T) {
 
 	// The devices produce a third of their readings before each kill, so
 	// that every stage has records to move when the node dies under it.
-	fleet := startReadingFleet(ctx, t, node, "readings", devices, per, 5*time.Millisecond)
+	fleet := startReadingFleet(ctx, t, node, "readings", devices, per, 10*time.Millisecond)
 	fleet.release(per / 3)
-	killWhen(t, node, "the devices produce", begun, func() (bool, string) {
+	killWhen(t, node, devices, "the devices produce", begun, func() (bool, string) {
 		n := fleet.ackCount()
 		return n >= devices*per/6, fmt.Sprintf("%d readings acknowledged", n)
 	})
 	fleet.release(2 * per / 3)
-	killWhen(t, node, "the transform runs", begun, func() (bool, string) {
+	killWhen(t, node, devices, "the transform runs", begun, func() (bool, string) {
 		st, err := admin.TransformStatus(ctx, "summarize")
 		if err != nil {
 			return false, err.Error()
@@ -87,7 +87,7 @@ func TestPipelineDevicesToKafkaThroughKills(t *testing.T) {
 		return out > 0 && lag > 0, fmt.Sprintf("%d summaries appended since the restart, %d readings left", out, lag)
 	})
 	fleet.release(per)
-	killWhen(t, node, "the uplink forwards", begun, func() (bool, string) {
+	killWhen(t, node, devices, "the uplink forwards", begun, func() (bool, string) {
 		st, err := admin.UplinkStatus(ctx, "summaries")
 		if err != nil {
 			return false, err.Error()
