@@ -24,7 +24,7 @@ func TestPollManyUntilEndsAParkedPollOnAnInterrupt(t *testing.T) {
 		var stop owner.Interrupts
 		stop[i] = fired
 		done := make(chan []owner.PartitionResult)
-		go func() { done <- owner.PollManyUntil(ctx, polls, time.Hour, stop) }()
+		go func() { done <- owner.PollManyUntil(ctx, polls, time.Hour, stop, nil) }()
 		close(fired)
 		res := <-done
 		if err := res[0].Err; !errors.Is(err, context.Canceled) || len(res[0].Result.Batches) > 0 {
@@ -36,7 +36,7 @@ func TestPollManyUntilEndsAParkedPollOnAnInterrupt(t *testing.T) {
 	}
 	fired := make(chan struct{})
 	close(fired)
-	res := owner.PollManyUntil(ctx, polls, time.Hour, owner.Interrupts{fired, fired})
+	res := owner.PollManyUntil(ctx, polls, time.Hour, owner.Interrupts{fired, fired}, nil)
 	if res[0].Err != nil || len(res[0].Result.Batches) != 1 || res[0].Result.Next != 1 {
 		t.Fatalf("poll with a record: %v, %d batches, next %d; want the record", res[0].Err, len(res[0].Result.Batches), res[0].Result.Next)
 	}

@@ -145,8 +145,9 @@ type pendingPoll struct {
 	// a wait for the high watermark to reach that record is the same
 	// wake-up, not another.
 	matched bool
-	// kept is a key poll's read, filtered.
-	kept *ReadResult
+	// kept is a key poll's read, filtered, when hasKept.
+	kept    ReadResult
+	hasKept bool
 }
 
 // Poll reads from the partition through the poll lifecycle: plan on the
@@ -239,7 +240,7 @@ func (o *Owner) prepare(ctx context.Context, req PollRequest, prev *pendingPoll)
 			return pendingPoll{}, err
 		}
 		if len(kept) > 0 {
-			pend.kept = &ReadResult{Batches: kept, Next: res.Next}
+			pend.kept, pend.hasKept = ReadResult{Batches: kept, Next: res.Next}, true
 			return pend, nil
 		}
 		// Only records of other keys: read on past them, as a new step.
@@ -261,8 +262,8 @@ func pollBytes(req PollRequest) int {
 
 func (o *Owner) readAndComplete(ctx context.Context, req PollRequest, pend pendingPoll) (PollResult, error) {
 	res := ReadResult{Next: pend.cursor}
-	if pend.kept != nil {
-		res = *pend.kept
+	if pend.hasKept {
+		res = pend.kept
 	}
 	if pend.plan != nil {
 		var err error
@@ -273,7 +274,7 @@ func (o *Owner) readAndComplete(ctx context.Context, req PollRequest, pend pendi
 		}
 		res = limitMessages(res, pend.cursor, req.MaxMessages)
 	}
-	if req.Transform != nil && (pend.plan != nil || pend.kept != nil) {
+	if req.Transform != nil && (pend.plan != nil || pend.hasKept) {
 		// A filter's result may keep parts of the batches it was given:
 		// their memory goes back only with the result's.
 		next, release := res.Next, res.Release
@@ -523,7 +524,7 @@ type PartitionResult struct {
 // re-validated when the poll wakes. Each partition answers on its own: a
 // stale partition's fence error does not fail the others.
 func PollMany(ctx context.Context, polls []PartitionPoll, maxWait time.Duration) []PartitionResult {
-	return PollManyUntil(ctx, polls, maxWait, Interrupts{})
+	return PollManyUntil(ctx, polls, maxWait, Interrupts{}, nil)
 }
 
 // Interrupts are channels that end a parked poll's wait as the end of its
@@ -535,9 +536,15 @@ type Interrupts [2]<-chan struct{}
 
 // PollManyUntil is PollMany whose wait also ends when one of stop fires.
 // Waiting on them directly costs a device's command poll nothing, where
-// a context canceled by each was three contexts and their callbacks.
-func PollManyUntil(ctx context.Context, polls []PartitionPoll, maxWait time.Duration, stop Interrupts) []PartitionResult {
-	out := make([]PartitionResult, len(polls))
+// a context canceled by each was three contexts and their callbacks. The
+// results are written into out's array when it has room for them (a
+// server reuses it from one poll to the next).
+func PollManyUntil(ctx context.Context, polls []PartitionPoll, maxWait time.Duration, stop Interrupts, out []PartitionResult) []PartitionResult {
+	if cap(out) < len(polls) {
+		out = make([]PartitionResult, len(polls))
+	}
+	out = out[:len(polls)]
+	clear(out)
 	// A poll of one partition (a device's) keeps its state on the stack.
 	var onePend [1]pendingPoll
 	var oneLive [1]bool
@@ -555,15 +562,18 @@ func PollManyUntil(ctx context.Context, polls []PartitionPoll, maxWait time.Dura
 			out[i].Err = err
 		}
 	}
+	var timer *time.Timer
 	defer func() {
 		for i := range polls {
 			polls[i].Owner.stopWaiting(&pend[i])
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}()
 	for i := range polls {
 		plan(i, nil)
 	}
-	var timer *time.Timer
 	for {
 		ready, waiting := false, false
 		for i := range polls {
@@ -576,8 +586,7 @@ func PollManyUntil(ctx context.Context, polls []PartitionPoll, maxWait time.Dura
 			break
 		}
 		if timer == nil {
-			timer = time.NewTimer(maxWait)
-			defer timer.Stop()
+			timer = time.NewTimer(maxWait) // stopped by the deferred function
 		}
 		chosen := waitParked(ctx, stop, timer.C, polls, pend, live)
 		if chosen == wokeDone {

@@ -66,6 +66,7 @@ type callScratch struct {
 	produce wire.ProduceReply
 	poll    wire.PollReply
 	plan    pollPlan
+	results []owner.PartitionResult
 	tokens  []byte // the poll reply's tokens, back to back
 }
 
@@ -83,16 +84,18 @@ func (s *callScratch) pollReply(n int) *wire.PollReply {
 	return &s.poll
 }
 
-// keepPlan keeps plan's memory for the call's next poll, holding nothing
-// of this one.
+// keepPlan keeps plan's memory, and the results', for the call's next
+// poll, holding nothing of this one.
 func (s *callScratch) keepPlan(plan pollPlan) {
 	if cap(plan.polls) > maxKeptPartitions {
-		s.plan = pollPlan{}
+		s.plan, s.results = pollPlan{}, nil
 		return
 	}
 	clear(plan.polls)
 	clear(plan.topics)
 	s.plan = pollPlan{polls: plan.polls[:0], where: plan.where[:0], topics: plan.topics[:0]}
+	clear(s.results)
+	s.results = s.results[:0]
 }
 
 // shareFrame shares the bytes the request was read into, which hold the
@@ -274,7 +277,9 @@ func (r *Call) Poll(ctx context.Context, m *wire.PollRequest) (*wire.PollReply, 
 func (r *Call) pollPlanned(ctx context.Context, plan pollPlan, filtered bool, wait time.Duration) []owner.PartitionResult {
 	n := r.s.n
 	if t, ok := oneTopic(plan.topics); ok && t != nil && !filtered {
-		return owner.PollManyUntil(ctx, plan.polls, wait, owner.Interrupts{n.Draining().Done(), t.gone.Done()})
+		res := owner.PollManyUntil(ctx, plan.polls, wait, owner.Interrupts{n.Draining().Done(), t.gone.Done()}, r.scratch.results)
+		r.scratch.results = res
+		return res
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
