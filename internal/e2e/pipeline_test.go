@@ -22,7 +22,8 @@ import (
 // report: while the devices produce (some readings acknowledged, more on
 // their way), while the transform runs (it appended since the restart and
 // has input left) and while the uplink forwards (it committed to Kafka
-// since the restart and has records left). Every device's producer rides
+// since the restart and has records left), each once the node lists
+// every device's connection for its next run to reset (killWhen). Every device's producer rides
 // through the restarts, retrying what was not acknowledged. At the end
 // every reading the node acknowledged is in Kafka (read_committed)
 // exactly once, transformed, each device's readings in their order.
@@ -134,7 +135,9 @@ func TestPipelineDevicesToKafkaThroughKills(t *testing.T) {
 // command once and in the order written (none again after the restart),
 // and no other device's poll is answered at all: not with a record, not
 // even empty (their polls wait far longer than the test). The node's
-// key-poll metrics show every device parked again after the restart.
+// key-poll metrics show every device parked again after the restart. At
+// the end every device reboots (attaches again under its name) and
+// receives nothing: what each received was committed, through the kill.
 func TestPipelineCommandsReachTheirDevice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the ledge binary")
@@ -247,4 +250,25 @@ func TestPipelineCommandsReachTheirDevice(t *testing.T) {
 		failed += d.failed
 	}
 	t.Logf("%v: %d device polls failed with the kill, then reconnected", time.Since(begun).Round(time.Millisecond), failed)
+
+	// Every device reboots: attached again under its name, it resumes
+	// from what it committed, through the kill too, and has no command.
+	rebootCtx := testContext(t)
+	rebooted := node.dial(rebootCtx)
+	defer rebooted.Close()
+	for _, d := range fleet {
+		cons, err := rebooted.NewConsumer(rebootCtx, "commands", sdk.WithConsumerName(d.name), sdk.WithKey([]byte(d.name)),
+			sdk.WithAutoCommit(sdk.AutoCommitOnDelivery), sdk.WithMaxWait(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := cons.Poll(rebootCtx)
+		if err != nil || len(recs) > 0 {
+			t.Errorf("%s rebooted: polled %d records (%v), want none", d.name, len(recs), err)
+		}
+		if err := cons.Close(rebootCtx); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("%v: the %d devices rebooted, none received a command again", time.Since(begun).Round(time.Millisecond), devices)
 }
