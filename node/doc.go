@@ -7,9 +7,10 @@
 // both listeners onto it: the QUIC frame loop (server.go: a request is a
 // session's call read from a frame, its reply written in request order
 // once its effects are durable; requests are pooled, and the request
-// type says who owns one when, up to its reply) and the Kafka adapter (kafka_adapter.go,
-// which hands the listener a session and imports no QUIC package). The
-// node reaches its sessions as a session.Node (sessionNode).
+// type says who owns one when, up to its reply) and the Kafka adapter
+// (kafka_adapter.go, which hands the listener a session and imports no
+// QUIC package). The node reaches its sessions as a session.Node
+// (sessionNode).
 //
 // # Where a change goes
 //
