@@ -189,9 +189,9 @@ func (r *partRunner) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if p.From != r.committed {
-		// The input's history moved (a purge) since: the step's input
-		// is gone; its state is not taken.
+	if p.From != r.committed || snap.Resolved.Moved {
+		// The input's history moved (a purge, a lossy recovery) since:
+		// the step's input is gone; its state is not taken.
 		return nil
 	}
 	s, ok, d := r.out.ProducerState(p.Producer)
