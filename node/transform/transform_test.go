@@ -319,3 +319,32 @@ func TestAddRefusesBadSpecs(t *testing.T) {
 		}
 	}
 }
+
+// A purge of the input while the transform is paused: it resumes at the
+// new start, with the records appended after the purge.
+func TestPurgedInputResumesAtTheNewStart(t *testing.T) {
+	w := newWorld(t)
+	defer func() { w.mgr.Close() }()
+	w.createTopic("in", 1)
+	w.createTopic("out", 1)
+	ctx := context.Background()
+	w.produce("in", 0, numbered("a", 0, 3)...)
+	addPass(t, w, "copy")
+	w.waitFor("the transform caught up", w.caughtUp("copy"))
+	if err := w.mgr.Pause(ctx, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	w.produce("in", 0, numbered("gone", 0, 2)...)
+	if _, err := w.topics["in"].owners[0].Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.produce("in", 0, numbered("b", 0, 2)...)
+	if err := w.mgr.Resume(ctx, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor("the transform caught up", w.caughtUp("copy"))
+	want := append(numbered("a", 0, 3), numbered("b", 0, 2)...)
+	if got := values(w.read("out", 0)); !slices.Equal(got, want) {
+		t.Fatalf("output:\n got %q\nwant %q", got, want)
+	}
+}
