@@ -213,6 +213,9 @@ func printStatus(w io.Writer, st ops.Status) error {
 	if err := printStatusDownlinks(w, st.Downlinks); err != nil {
 		return err
 	}
+	if err := printStatusTransforms(w, st.Transforms); err != nil {
+		return err
+	}
 
 	fmt.Fprintln(w)
 	if len(st.Plugins) == 0 {

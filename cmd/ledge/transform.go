@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/sdk"
 	"github.com/spf13/cobra"
@@ -211,4 +212,20 @@ func newTransformNameCommand(cf *clientFlags, verb, short, done string, do func(
 			})
 		},
 	}
+}
+
+// printStatusTransforms is the transforms' part of ledge status: one line
+// per transform with its totals (nothing when there is none).
+func printStatusTransforms(w io.Writer, ts []ops.TransformStatus) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TRANSFORM	FROM	TO	PLUGIN	STATE	LAG	IN	OUT	PLUGIN FAILURES")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", t.Name, t.From, t.To, t.Plugin, t.State,
+			t.Lag, t.RecordsIn, t.RecordsOut, t.PluginFailures)
+	}
+	return tw.Flush()
 }

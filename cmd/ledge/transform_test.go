@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/sdk"
 )
 
@@ -36,5 +37,17 @@ func TestTransformStatusSaysThePluginsFailure(t *testing.T) {
 	}
 	if transformState(sdk.Transform{Paused: true}) != "paused" || transformState(sdk.Transform{Error: "gone"}) != "stopped" {
 		t.Error("a paused or stopped transform is not said so")
+	}
+}
+
+// ledge status has a line per transform, with its totals.
+func TestStatusPrintsTransforms(t *testing.T) {
+	var out bytes.Buffer
+	if err := printStatusTransforms(&out, []ops.TransformStatus{{Name: "copy", From: "raw", To: "clean", Plugin: "pass",
+		State: "running", Lag: 3, RecordsIn: 10, RecordsOut: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "copy       raw   clean  pass    running  3    10  10") {
+		t.Fatalf("ledge status:\n%s", out.String())
 	}
 }
