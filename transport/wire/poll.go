@@ -350,7 +350,7 @@ func (m *PollReply) Encode(dst []byte) ([]byte, error) {
 // AppendReply would append. A node writes stored batches to the network
 // without joining them first. With dst and parts of enough capacity (a
 // node reuses them from one reply to the next) it allocates nothing for a
-// reply of up to four batch parts.
+// reply of up to 16 batch parts.
 func (m *PollReply) AppendFrameParts(dst []byte, parts [][]byte, id uint32) (buf []byte, out [][]byte, err error) {
 	dst, start := StartFrame(dst, FrameHeader{Version: ProtocolVersion, Flags: FlagReply, Kind: KindPoll, ID: id})
 	dst = append(dst, 0, 0, 0, 0) // StatusOK, empty message
@@ -358,7 +358,7 @@ func (m *PollReply) AppendFrameParts(dst []byte, parts [][]byte, id uint32) (buf
 		at   int
 		part []byte
 	}
-	var few [4]cut
+	var few [16]cut
 	cuts := few[:0]
 	external := 0
 	b, err := m.encode(dst, func(at int, part []byte) {
