@@ -262,6 +262,7 @@ type commandDevice struct {
 
 	mu     sync.Mutex
 	got    []string // the commands received, in order
+	parts  []int32  // the partition of each
 	empty  int      // polls answered with nothing: woken without a command
 	failed int      // polls that failed (the node killed under them)
 }
@@ -277,6 +278,7 @@ func (d *commandDevice) run(ctx context.Context) {
 		d.mu.Lock()
 		for _, r := range recs {
 			d.got = append(d.got, string(r.Value))
+			d.parts = append(d.parts, r.Partition)
 		}
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -190,7 +190,9 @@ func TestPipelineCommandsReachTheirDevice(t *testing.T) {
 	awaitParked(t, node, "commands", parked)
 	t.Logf("%v: %d devices parked", time.Since(begun).Round(time.Millisecond), devices)
 
-	targets := []*commandDevice{fleet[7], fleet[23], fleet[41]}
+	// Their keys hash to both partitions: device-07 and device-41 to 1,
+	// device-22 to 0.
+	targets := []*commandDevice{fleet[7], fleet[22], fleet[41]}
 	send := func(round int) {
 		t.Helper()
 		var cmds [][2]string
@@ -240,6 +242,15 @@ func TestPipelineCommandsReachTheirDevice(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s received %q, want %q", d.name, got, want)
+		}
+		// Kafka's default partitioner and the SDK's agree (murmur2), and
+		// the downlink keeps Kafka's partition: a device's commands are on
+		// the partition its own producer would write its key to.
+		home := int32(sdk.KeyHashPartitioner(1).Partition(&sdk.Record{Key: []byte(d.name)}, 2))
+		for i, p := range d.parts {
+			if p != home {
+				t.Errorf("%s: %q on partition %d, its key's is %d", d.name, got[i], p, home)
+			}
 		}
 		if !slices.Contains(targets, d) && d.empty > 0 {
 			t.Errorf("%s: %d polls answered with no command: woken for nothing", d.name, d.empty)
