@@ -75,6 +75,9 @@ type keyWaiter struct {
 	// it matches lies in [at, until).
 	at, until uint64
 	done      bool
+	// alone is the index's list of the poll's key while it is the key's
+	// only poll (a device's): such a key needs no list of its own.
+	alone [1]*keyWaiter
 }
 
 // keyIndex holds a partition's parked key polls by key, so that an append
@@ -109,11 +112,16 @@ func (x *keyIndex) park(k KeyMatch, from uint64) (*keyWaiter, uint64) {
 		x.exact, x.prefix, x.prefixLens = map[string][]*keyWaiter{}, map[string][]*keyWaiter{}, map[int]int{}
 	}
 	w := &keyWaiter{key: string(k.Key), prefix: k.Prefix, from: from, woke: make(chan struct{})}
+	m := x.exact
 	if w.prefix {
-		x.prefix[w.key] = append(x.prefix[w.key], w)
+		m = x.prefix
 		x.prefixLens[len(w.key)]++
+	}
+	if ws, ok := m[w.key]; ok {
+		m[w.key] = append(ws, w)
 	} else {
-		x.exact[w.key] = append(x.exact[w.key], w)
+		w.alone[0] = w
+		m[w.key] = w.alone[:1:1]
 	}
 	x.parked++
 	return w, 0
