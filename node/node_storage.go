@@ -6,9 +6,9 @@ import (
 
 	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
+	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/owner"
-	"github.com/ledgemq/ledge/node/downlink"
 	"github.com/ledgemq/ledge/node/uplink"
 	"github.com/ledgemq/ledge/transport/wire"
 )

@@ -40,11 +40,17 @@ failed. Managing transforms needs the admin scope on both topics.`,
 	cf := addClientFlags(cmd)
 	cmd.AddCommand(newTransformAddCommand(cf), newTransformListCommand(cf), newTransformStatusCommand(cf),
 		newTransformNameCommand(cf, "pause", "Stop a transform until it is resumed (across restarts too)", "paused",
-			func(c *sdk.Client, cmd *cobra.Command, name string) error { return c.PauseTransform(cmd.Context(), name) }),
+			func(c *sdk.Client, cmd *cobra.Command, name string) error {
+				return c.PauseTransform(cmd.Context(), name)
+			}),
 		newTransformNameCommand(cf, "resume", "Start a paused transform where it stopped", "resumed",
-			func(c *sdk.Client, cmd *cobra.Command, name string) error { return c.ResumeTransform(cmd.Context(), name) }),
+			func(c *sdk.Client, cmd *cobra.Command, name string) error {
+				return c.ResumeTransform(cmd.Context(), name)
+			}),
 		newTransformNameCommand(cf, "remove", "Stop and forget a transform and its progress (its outputs stay)", "removed",
-			func(c *sdk.Client, cmd *cobra.Command, name string) error { return c.RemoveTransform(cmd.Context(), name) }))
+			func(c *sdk.Client, cmd *cobra.Command, name string) error {
+				return c.RemoveTransform(cmd.Context(), name)
+			}))
 	return cmd
 }
 

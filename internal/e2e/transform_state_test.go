@@ -53,8 +53,8 @@ func TestTransformStateSurvivesRestarts(t *testing.T) {
 	// Three records of minute 7:00, the node restarting after each batch.
 	for i, batch := range [][]*sdk.Record{
 		{record("lyon", time.Second), record("oslo", 2*time.Second)},
-		{record("lyon", 20 * time.Second)},
-		{record("lyon", 59 * time.Second), record("oslo", 59 * time.Second)},
+		{record("lyon", 20*time.Second)},
+		{record("lyon", 59*time.Second), record("oslo", 59*time.Second)},
 	} {
 		produce(t, c, "readings", batch...)
 		committed := []uint64{2, 3, 5}[i]

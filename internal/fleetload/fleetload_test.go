@@ -17,9 +17,9 @@ type fakeSystem struct {
 	failDial, deaf map[int]bool
 	// busyOnce has each record answered busy once before it is taken.
 	busyOnce bool
-	mu             sync.Mutex
-	devs           map[int]*fakeDevice
-	records        atomic.Int64
+	mu       sync.Mutex
+	devs     map[int]*fakeDevice
+	records  atomic.Int64
 }
 
 func (s *fakeSystem) Prepare(context.Context, Params) error {
