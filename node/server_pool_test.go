@@ -104,3 +104,39 @@ func TestE2EPooledRequestsKeepTheirOwnReplies(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Replies that wait for durability come back to their own requests: on
+// a stream of durability always, produces (whose reply waits for the
+// log's fsync) and commits (whose reply waits on a goroutine of their
+// own for the metadata sync) are sent back to back, many in flight, and
+// each reply says what its request did, in request order.
+func TestE2EPooledDeferredRepliesKeepTheirOrder(t *testing.T) {
+	tn := startNode(t, nil, nil)
+	c := tn.mustDial(t, tn.admin)
+	c.createTopic("t", wire.TopicConfig{Durability: wire.DurabilityAlways})
+	var att wire.AttachConsumerReply
+	c.mustCall(&wire.AttachConsumerRequest{Name: "c", Topic: "t"}, &att)
+	if _, err := c.produce(c.main, "t", 0, batch(t, 0, 0, 0, "first")); err != nil {
+		t.Fatal(err)
+	}
+	p := c.pollOne(c.main, named("c", att.Session), "t", wire.Position{Mode: wire.PositionFirst}, 0)
+	p.Token = append([]byte(nil), p.Token...) // it aliased the reply's frame
+	s := c.stream()
+	const n = 60
+	var produces, commits []<-chan reply
+	for i := range n {
+		produces = append(produces, c.send(s, &wire.ProduceRequest{Topic: "t", Batch: batch(t, 0, 0, 0, fmt.Sprint(i))}))
+		commits = append(commits, c.send(s, &wire.CommitRequest{Consumer: named("c", att.Session),
+			Offsets: []wire.CommitOffset{{Topic: "t", Offset: p.Next, Token: p.Token}}}))
+	}
+	for i := range n {
+		var rep wire.ProduceReply
+		if err := await(t, produces[i], &rep); err != nil || rep.BaseOffset != uint64(i+1) {
+			t.Fatalf("produce %d: base offset %d, %v; want %d", i, rep.BaseOffset, err, i+1)
+		}
+		var crep wire.CommitReply
+		if err := await(t, commits[i], &crep); err != nil || crep.Partitions[0].Status != wire.StatusOK || crep.Partitions[0].Offset != p.Next {
+			t.Fatalf("commit %d: %+v, %v; want offset %d committed", i, crep, err, p.Next)
+		}
+	}
+}
