@@ -17,7 +17,7 @@ func newOverloadMetrics() overloadMetrics {
 	return overloadMetrics{
 		queueDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ledge_queue_delay_seconds",
-			Help:    "The node's queueing delay, measured twice every 100 ms: the median time its runnable goroutines waited for a processor. Past its target (100 ms) for an interval, the node sheds produce requests.",
+			Help:    "The node's queueing delay, measured twice every 100 ms: the median time its runnable goroutines waited for a processor, or how late the measure itself woke, whichever is larger. Past its target (100 ms) for an interval, the node sheds produce requests.",
 			Buckets: requestBuckets(),
 		}),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{

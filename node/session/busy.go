@@ -36,10 +36,14 @@ import (
 // polls), and shedding a heartbeat or a commit costs more than it saves.
 //
 // The queueing delay is the time the node's runnable goroutines wait for
-// a processor (the Go scheduler's latency, from runtime/metrics): every
+// a processor (the Go scheduler's latency, from runtime/metrics), or how
+// late the node's own measuring timer wakes, whichever is larger: every
 // request crosses a few goroutines, and past the CPU that wait is what
-// grows without end. Run samples it; ObserveDelay is the controller's
-// input, so that tests drive it with the values they choose.
+// grows without end; a node the operating system starves (a machine
+// shared with other work) shows in the timer's lateness, not in the
+// scheduler's latency. Run samples both; ObserveDelay is the
+// controller's input, so that tests drive it with the values they
+// choose.
 
 // Defaults of ShedConfig.
 const (
@@ -287,18 +291,24 @@ func (s *Shedder) Stats() ShedStats {
 }
 
 // Run measures the queueing delay twice an interval until ctx ends: the
-// median wait of the goroutines scheduled since the last measure.
+// median wait of the goroutines scheduled since the last measure, or how
+// late this measure woke, whichever is larger.
 func (s *Shedder) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval / delaySamplesPerInterval)
+	period := s.cfg.Interval / delaySamplesPerInterval
+	t := time.NewTicker(period)
 	defer t.Stop()
 	var sched schedLatency
 	sched.read() // the baseline
+	prev := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.ObserveDelay(sched.read())
+			now := time.Now()
+			late := max(now.Sub(prev)-period, 0)
+			prev = now
+			s.ObserveDelay(max(sched.read(), late))
 		}
 	}
 }
