@@ -81,6 +81,17 @@ func (b clientBackend) requestTimeout() time.Duration { return b.c.cfg.requestTi
 
 func (b clientBackend) streamTimedOut(st requestStream) { b.c.streamTimedOut(st) }
 
+// probe asks the node about topic on the client's connection, and drops
+// the answer: a request whose packets draw a restarted node's stateless
+// reset (partSender.checkProbe).
+func (b clientBackend) probe(topic string) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.c.cfg.requestTimeout)
+	go func() {
+		defer cancel()
+		_ = b.c.call(ctx, &wire.DescribeTopicRequest{Name: topic}, &wire.DescribeTopicReply{})
+	}()
+}
+
 // NewProducer reads the topic's metadata, registers an idempotent producer
 // (unless WithIdempotence(false)) and returns a producer for the topic.
 func (c *Client) NewProducer(ctx context.Context, topic string, opts ...ProducerOption) (*Producer, error) {

@@ -48,7 +48,8 @@ type prodBatch struct {
 	last     outcome
 	lastErr  error
 	everSent bool
-	sends    int // times the frame was given to a stream
+	sends    int  // times the frame was given to a stream
+	probed   bool // the node was probed for this send's overdue reply
 	// maybeWritten: some attempt ended with an unknown outcome. A batch the
 	// node's later answers do not settle must then be reported as possibly
 	// written, never sent under a new identity.
@@ -210,7 +211,7 @@ func (s *partSender) fastPathOpen() bool {
 // Under step.
 func (s *partSender) armTimeout() {
 	if b := s.oldestOnWire(); b != nil {
-		d := b.sentAt.Add(s.p.backend.requestTimeout())
+		d := s.replyDeadline(b)
 		if s.armed.IsZero() || s.armed.After(d) {
 			s.poke()
 		}
@@ -298,6 +299,7 @@ func (s *partSender) turn(timer *time.Timer) bool {
 		return false
 	}
 	now := time.Now()
+	s.checkProbe(now)
 	s.checkRequestTimeout(now)
 	if s.recovering && s.inflight == 0 && !now.Before(s.retryAt) {
 		s.recover(now)
@@ -341,7 +343,7 @@ func (s *partSender) nextDeadline(now time.Time) (time.Time, bool) {
 		set(s.retryAt)
 	}
 	if oldest := s.oldestOnWire(); oldest != nil {
-		set(oldest.sentAt.Add(s.p.backend.requestTimeout()))
+		set(s.replyDeadline(oldest))
 	}
 	if s.p.cfg.linger > 0 && !s.recovering {
 		s.mu.Lock()
@@ -360,6 +362,40 @@ func (s *partSender) oldestOnWire() *prodBatch {
 		}
 	}
 	return nil
+}
+
+// produceProbeAfter is how long a produce request may go unanswered
+// before the producer probes the node (checkProbe).
+const produceProbeAfter = time.Second
+
+// replyDeadline is when run must look at b, on the wire: to probe the
+// node for its reply, then to time it out.
+func (s *partSender) replyDeadline(b *prodBatch) time.Time {
+	if !b.probed {
+		return b.sentAt.Add(min(produceProbeAfter, s.p.backend.requestTimeout()))
+	}
+	return b.sentAt.Add(s.p.backend.requestTimeout())
+}
+
+// checkProbe sends the node a small request, once a send, when the
+// oldest request on the wire has waited produceProbeAfter for its reply.
+// A node killed after it acknowledged the request's packets, and started
+// again, would otherwise hear nothing from this connection (the producer
+// waits; QUIC has nothing to retransmit) and the request would wait out
+// its timeout: the probe's packet draws the new node's stateless reset,
+// the stream fails at once and its batches are resent on a new
+// connection, where the idempotent producer's sequences dedupe them. A
+// node that is only slow answers the probe and the reply keeps its
+// timeout. The consumer probes its overdue polls the same way.
+func (s *partSender) checkProbe(now time.Time) {
+	b := s.oldestOnWire()
+	if b == nil || b.probed || now.Before(s.replyDeadline(b)) {
+		return
+	}
+	b.probed = true
+	if p, ok := s.p.backend.(interface{ probe(topic string) }); ok {
+		p.probe(s.p.topic)
+	}
 }
 
 // checkRequestTimeout aborts the stream when the oldest request has waited
@@ -603,7 +639,7 @@ func (s *partSender) recycle(b *prodBatch) {
 // send puts b on the stream. It reports false when the stream refused it:
 // the stream is broken and recovery resends b.
 func (s *partSender) send(b *prodBatch, now time.Time) bool {
-	b.onWire, b.sentAt, b.everSent = true, now, true
+	b.onWire, b.sentAt, b.everSent, b.probed = true, now, true, false
 	b.sends++
 	s.inflight++
 	s.inflightRecs += len(b.recs)
