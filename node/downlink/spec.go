@@ -3,7 +3,6 @@ package downlink
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -106,15 +105,7 @@ func SaveSpec(ctx context.Context, meta owner.Metadata, spec Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	v, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
-	t, err := meta.Put(specKey(spec.TopicID), v)
-	if err != nil {
-		return err
-	}
-	return meta.Sync(ctx, t)
+	return owner.PutJSON(ctx, meta, specKey(spec.TopicID), spec)
 }
 
 // RemoveSpec forgets the downlink of a topic (an empty value: the
@@ -122,28 +113,12 @@ func SaveSpec(ctx context.Context, meta owner.Metadata, spec Spec) error {
 // partitions and the checkpoints: adding the same downlink again resumes
 // from them.
 func RemoveSpec(ctx context.Context, meta owner.Metadata, id fence.TopicID) error {
-	t, err := meta.Put(specKey(id), nil)
-	if err != nil {
-		return err
-	}
-	return meta.Sync(ctx, t)
+	return owner.ForgetJSON(ctx, meta, specKey(id))
 }
 
 // LoadSpecs returns the persisted downlinks.
 func LoadSpecs(meta owner.Metadata) ([]Spec, error) {
-	var out []Spec
-	err := meta.Scan(keyDownlinks, func(k, v []byte) error {
-		if len(v) == 0 {
-			return nil
-		}
-		var s Spec
-		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("downlink: %s: %w", k, err)
-		}
-		out = append(out, s)
-		return nil
-	})
-	return out, err
+	return owner.ScanJSON[Spec](meta, keyDownlinks, "downlink")
 }
 
 // checkpoint is the next Kafka offset of partition k as last written

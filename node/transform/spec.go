@@ -2,7 +2,6 @@ package transform
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -105,40 +104,16 @@ func specKey(name string) []byte {
 
 // saveSpec persists spec and waits until it is durable.
 func saveSpec(ctx context.Context, meta owner.Metadata, spec Spec) error {
-	v, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
-	t, err := meta.Put(specKey(spec.Name), v)
-	if err != nil {
-		return err
-	}
-	return meta.Sync(ctx, t)
+	return owner.PutJSON(ctx, meta, specKey(spec.Name), spec)
 }
 
 // removeSpec forgets a transform (an empty value: the metadata store has
 // no delete) and waits until that is durable.
 func removeSpec(ctx context.Context, meta owner.Metadata, name string) error {
-	t, err := meta.Put(specKey(name), nil)
-	if err != nil {
-		return err
-	}
-	return meta.Sync(ctx, t)
+	return owner.ForgetJSON(ctx, meta, specKey(name))
 }
 
 // loadSpecs returns the persisted transforms.
 func loadSpecs(meta owner.Metadata) ([]Spec, error) {
-	var out []Spec
-	err := meta.Scan(keyTransforms, func(k, v []byte) error {
-		if len(v) == 0 {
-			return nil
-		}
-		var s Spec
-		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("transform: %s: %w", k, err)
-		}
-		out = append(out, s)
-		return nil
-	})
-	return out, err
+	return owner.ScanJSON[Spec](meta, keyTransforms, "transform")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -131,15 +130,7 @@ func SaveSpec(ctx context.Context, meta owner.Metadata, spec Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	v, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
-	t, err := meta.Put(uplinkKey(spec.TopicID), v)
-	if err != nil {
-		return err
-	}
-	return meta.Sync(ctx, t)
+	return owner.PutJSON(ctx, meta, uplinkKey(spec.TopicID), spec)
 }
 
 // RemoveSpec forgets the uplink of a topic (an empty value: the
@@ -147,26 +138,10 @@ func SaveSpec(ctx context.Context, meta owner.Metadata, spec Spec) error {
 // position committed in Kafka is left there: adding the uplink again
 // resumes from it.
 func RemoveSpec(ctx context.Context, meta owner.Metadata, id fence.TopicID) error {
-	t, err := meta.Put(uplinkKey(id), nil)
-	if err != nil {
-		return err
-	}
-	return meta.Sync(ctx, t)
+	return owner.ForgetJSON(ctx, meta, uplinkKey(id))
 }
 
 // LoadSpecs returns the persisted uplinks.
 func LoadSpecs(meta owner.Metadata) ([]Spec, error) {
-	var out []Spec
-	err := meta.Scan(keyUplinks, func(k, v []byte) error {
-		if len(v) == 0 {
-			return nil
-		}
-		var s Spec
-		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("uplink: %s: %w", k, err)
-		}
-		out = append(out, s)
-		return nil
-	})
-	return out, err
+	return owner.ScanJSON[Spec](meta, keyUplinks, "uplink")
 }
