@@ -5,9 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
-	"strings"
 
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/owner"
@@ -55,17 +53,8 @@ func (s Spec) Validate() error {
 	case s.From == "":
 		return fmt.Errorf("%w: no Kafka topic to read", ErrConfig)
 	}
-	for _, seed := range s.Seeds {
-		if _, _, err := net.SplitHostPort(seed); err != nil {
-			return fmt.Errorf("%w: seed %q: %v", ErrConfig, seed, err)
-		}
-	}
-	if s.SASL != nil {
-		switch strings.ToUpper(s.SASL.Mechanism) {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		default:
-			return fmt.Errorf("%w: SASL mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", ErrConfig, s.SASL.Mechanism)
-		}
+	if err := uplink.CheckConnection(s.Seeds, s.SASL); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return nil
 }
@@ -73,9 +62,9 @@ func (s Spec) Validate() error {
 // KafkaOpts returns the client options for TLS and SASL, reading the
 // files they name.
 func (s Spec) KafkaOpts() ([]kgo.Opt, error) {
-	opts, err := uplink.Spec{TLS: s.TLS, SASL: s.SASL}.KafkaOpts()
+	opts, err := uplink.ClientOpts(s.TLS, s.SASL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, strings.TrimPrefix(err.Error(), uplink.ErrConfig.Error()+": "))
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return opts, nil
 }

@@ -61,16 +61,26 @@ func (s Spec) Validate() error {
 	case s.Overflow > DropOldest:
 		return fmt.Errorf("%w: overflow %d", ErrConfig, s.Overflow)
 	}
-	for _, seed := range s.Seeds {
+	if err := CheckConnection(s.Seeds, s.SASL); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return nil
+}
+
+// CheckConnection checks the seed brokers and the SASL mechanism of a
+// connection to Kafka (an uplink's or a downlink's), as far as that can
+// be done without Kafka. Its error is the caller's to wrap.
+func CheckConnection(seeds []string, sasl *SASL) error {
+	for _, seed := range seeds {
 		if _, _, err := net.SplitHostPort(seed); err != nil {
-			return fmt.Errorf("%w: seed %q: %v", ErrConfig, seed, err)
+			return fmt.Errorf("seed %q: %v", seed, err)
 		}
 	}
-	if s.SASL != nil {
-		switch strings.ToUpper(s.SASL.Mechanism) {
+	if sasl != nil {
+		switch strings.ToUpper(sasl.Mechanism) {
 		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 		default:
-			return fmt.Errorf("%w: SASL mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", ErrConfig, s.SASL.Mechanism)
+			return fmt.Errorf("SASL mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", sasl.Mechanism)
 		}
 	}
 	return nil
@@ -79,32 +89,43 @@ func (s Spec) Validate() error {
 // KafkaOpts returns the client options for TLS and SASL, reading the
 // files they name.
 func (s Spec) KafkaOpts() ([]kgo.Opt, error) {
+	opts, err := ClientOpts(s.TLS, s.SASL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return opts, nil
+}
+
+// ClientOpts returns the Kafka client options for a connection's TLS and
+// SASL (an uplink's or a downlink's), reading the files they name. Its
+// error is the caller's to wrap.
+func ClientOpts(tlsCfg *TLS, sasl *SASL) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
-	if t := s.TLS; t != nil {
+	if t := tlsCfg; t != nil {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 		if t.CAFile != "" {
 			pem, err := os.ReadFile(t.CAFile)
 			if err != nil {
-				return nil, fmt.Errorf("%w: TLS CA: %v", ErrConfig, err)
+				return nil, fmt.Errorf("TLS CA: %v", err)
 			}
 			cfg.RootCAs = x509.NewCertPool()
 			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("%w: TLS CA %s: no certificate", ErrConfig, t.CAFile)
+				return nil, fmt.Errorf("TLS CA %s: no certificate", t.CAFile)
 			}
 		}
 		if t.CertFile != "" || t.KeyFile != "" {
 			cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 			if err != nil {
-				return nil, fmt.Errorf("%w: TLS client certificate: %v", ErrConfig, err)
+				return nil, fmt.Errorf("TLS client certificate: %v", err)
 			}
 			cfg.Certificates = []tls.Certificate{cert}
 		}
 		opts = append(opts, kgo.DialTLSConfig(cfg))
 	}
-	if a := s.SASL; a != nil {
+	if a := sasl; a != nil {
 		pw, err := os.ReadFile(a.PasswordFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: SASL password: %v", ErrConfig, err)
+			return nil, fmt.Errorf("SASL password: %v", err)
 		}
 		pass := strings.TrimRight(string(pw), "\r\n")
 		switch strings.ToUpper(a.Mechanism) {
