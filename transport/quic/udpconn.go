@@ -35,6 +35,7 @@ type yieldingConn struct {
 	gro     *groReader    // nil without UDP_GRO
 	batches atomic.Uint64 // batch reads, for tests: quic-go uses ReadBatch only because it is there
 	peers   *peerTable    // a listener's: who sent to which connection ID (peers.go); nil on a client
+	stamps  rxStamps      // the kernel's arrival stamps, turned on by a listener's first queueDelay (rxqueue.go)
 }
 
 // ListenUDP opens a UDP socket that quic-go reads as a node or a client of
@@ -119,12 +120,18 @@ type groReader struct {
 	// coalesced counts the messages that held more than one datagram,
 	// for tests: the kernel coalesces only where it can.
 	coalesced atomic.Uint64
+	// rx, once a listener asks for its queue's wait, strips the kernel's
+	// arrival stamps and measures the wait (rxqueue.go).
+	rx atomic.Pointer[rxDelay]
 }
 
 const (
-	groBatch     = 8       // messages per system call, as quic-go reads
-	groBufSize   = 1 << 16 // a coalesced run is at most 64 KiB
-	groOOBBufLen = 128     // control messages, as quic-go sizes them
+	groBatch   = 8       // messages per system call, as quic-go reads
+	groBufSize = 1 << 16 // a coalesced run is at most 64 KiB
+	// groOOBBufLen holds the control messages quic-go sizes for (128
+	// bytes) and the kernel's arrival stamp, which is stripped before
+	// they are handed on.
+	groOOBBufLen = 256
 	// groYieldEvery is how many datagrams are handed out between yields
 	// at most: what quic-go's connection handles between two sends.
 	groYieldEvery = 32
@@ -142,6 +149,9 @@ func (g *groReader) read(b batchReader, ms []ipv4.Message, flags int) (int, erro
 		n, err := b.ReadBatch(g.msgs, flags)
 		if n <= 0 || err != nil {
 			return 0, err
+		}
+		if rx := g.rx.Load(); rx != nil {
+			rx.took(g.msgs[:n])
 		}
 		g.n, g.next, g.off = n, 0, 0
 		g.seg = g.segmentSize(0)

@@ -57,3 +57,64 @@ func socketBuffers(c *net.UDPConn) (rcv, snd int, ok bool) {
 	}
 	return rcv, snd, rerr == nil && serr == nil
 }
+
+// enableRxTimestamps asks the kernel to stamp each datagram the socket
+// receives with the time it arrived (SO_TIMESTAMPNS), and says whether
+// it will.
+func enableRxTimestamps(c *net.UDPConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	}); err != nil {
+		return false
+	}
+	return serr == nil
+}
+
+// cutRxTimestamp takes the kernel's arrival stamp out of a datagram's
+// control messages, in place: the rest, and the stamp in nanoseconds
+// since 1970 (0 without one).
+func cutRxTimestamp(oob []byte) (rest []byte, stamp int64) {
+	at := 0
+	for b := oob[at:]; len(b) > 0; b = oob[at:] {
+		h, body, next, err := unix.ParseOneSocketControlMessage(b)
+		if err != nil {
+			return oob, 0
+		}
+		if h.Level != unix.SOL_SOCKET || h.Type != unix.SCM_TIMESTAMPNS {
+			at += len(b) - len(next)
+			continue
+		}
+		switch len(body) { // a struct timespec: two longs
+		case 16:
+			stamp = int64(binary.NativeEndian.Uint64(body))*1e9 + int64(binary.NativeEndian.Uint64(body[8:]))
+		case 8:
+			stamp = int64(int32(binary.NativeEndian.Uint32(body)))*1e9 + int64(int32(binary.NativeEndian.Uint32(body[4:])))
+		}
+		n := copy(oob[at:], next)
+		return oob[:at+n], stamp
+	}
+	return oob, 0
+}
+
+// socketHolds reports whether datagrams wait in the socket's receive
+// buffer (SIOCINQ: the length of the next one, 0 when none waits; an
+// empty datagram waiting reads as none).
+func socketHolds(c *net.UDPConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var n int
+	var ierr error
+	if err := raw.Control(func(fd uintptr) {
+		n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	}); err != nil {
+		return false
+	}
+	return ierr == nil && n > 0
+}
