@@ -366,7 +366,10 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	n.work.Go(n.acceptLoop)
-	n.loops.Go(func() { n.shed.Run(n.drain) })
+	// The shedder also sees the wait ahead of the node's goroutines: in
+	// the listener's UDP socket (docs/OPERATIONS.md, "Overload").
+	socket := session.DelaySource{Name: "socket", Measure: n.ln.ReceiveQueueDelay}
+	n.loops.Go(func() { n.shed.Run(n.drain, socket) })
 	n.plugins.StartLoading(n.drain) // serving meanwhile: node/pluginreg
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)

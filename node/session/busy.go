@@ -35,15 +35,21 @@ import (
 // never shed here: they are few, polls have their own bound (parked
 // polls), and shedding a heartbeat or a commit costs more than it saves.
 //
-// The queueing delay is the time the node's runnable goroutines wait for
-// a processor (the Go scheduler's latency, from runtime/metrics), or how
-// late the node's own measuring timer wakes, whichever is larger: every
-// request crosses a few goroutines, and past the CPU that wait is what
-// grows without end; a node the operating system starves (a machine
-// shared with other work) shows in the timer's lateness, not in the
-// scheduler's latency. Run samples both; ObserveDelay is the
-// controller's input, so that tests drive it with the values they
-// choose.
+// The queueing delay is the largest of three waits. The time the node's
+// runnable goroutines wait for a processor (the Go scheduler's latency,
+// from runtime/metrics): every request crosses a few goroutines, and
+// past the CPU that wait grows. How late the node's own measuring timer
+// wakes: a node the operating system starves (a machine shared with
+// other work) shows there, not in the scheduler's latency. And the
+// wait ahead of the node's goroutines, given to Run as DelaySources:
+// the transport's, how long datagrams waited in the UDP socket's
+// receive buffer before the node read them. Past the CPU on a fleet of
+// devices, that last one is where the queue stands: the QUIC stack's
+// per-datagram work falls behind, datagrams wait in the kernel, the
+// devices retransmit what they take for losses, and the node's own
+// goroutines see no delay large enough to shed. Run samples them all;
+// ObserveDelay is the controller's input, so that tests drive it with
+// the values they choose.
 
 // Defaults of ShedConfig.
 const (
@@ -182,6 +188,9 @@ type Shedder struct {
 	share      int
 	credit     int
 	shed       [ShedDelay + 1]uint64
+	// The delay's parts last measured by Run, and their names.
+	parts     []time.Duration
+	partNames []string
 }
 
 // NewShedder returns a Shedder with cfg's bounds (zero fields take the
@@ -274,31 +283,60 @@ func (s *Shedder) ObserveDelay(d time.Duration) {
 type ShedStats struct {
 	Requests int           // produce requests in flight
 	Bytes    int64         // their bytes
-	Delay    time.Duration // the last queueing delay measured
-	Share    float64       // the part of new produce requests shed on delay
-	Shed     map[string]uint64
+	Delay    time.Duration // the last queueing delay measured: the largest of Delays
+	// Delays is the last measure of each of the delay's parts, by name:
+	// "scheduler", "timer", and each DelaySource's. Empty before Run
+	// has measured.
+	Delays map[string]time.Duration
+	Share  float64 // the part of new produce requests shed on delay
+	Shed   map[string]uint64
 }
 
 // Stats returns what s holds and has shed, by reason.
 func (s *Shedder) Stats() ShedStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := ShedStats{Requests: s.requests, Bytes: s.bytes, Delay: s.delay, Share: float64(s.share) / shedTenths, Shed: map[string]uint64{}}
+	st := ShedStats{Requests: s.requests, Bytes: s.bytes, Delay: s.delay, Share: float64(s.share) / shedTenths,
+		Delays: map[string]time.Duration{}, Shed: map[string]uint64{}}
+	for i, p := range s.parts {
+		st.Delays[s.partNames[i]] = p
+	}
 	for r := ShedRequests; r <= ShedDelay; r++ {
 		st.Shed[r.String()] = s.shed[r]
 	}
 	return st
 }
 
+// DelaySource is a further part of the queueing delay that Run measures:
+// a wait ahead of the node's goroutines, such as the time datagrams wait
+// in the UDP socket before the node reads them (the QUIC listener's
+// ReceiveQueueDelay).
+type DelaySource struct {
+	// Name labels the part in ShedStats.Delays.
+	Name string
+	// Measure returns the wait since its previous call. Run calls it
+	// from one goroutine, twice an interval; it must not block.
+	Measure func() time.Duration
+}
+
 // Run measures the queueing delay twice an interval until ctx ends: the
-// median wait of the goroutines scheduled since the last measure, or how
-// late this measure woke, whichever is larger.
-func (s *Shedder) Run(ctx context.Context) {
+// median wait of the goroutines scheduled since the last measure, how
+// late this measure woke, or what each of sources measured, whichever is
+// largest.
+func (s *Shedder) Run(ctx context.Context, sources ...DelaySource) {
 	period := s.cfg.Interval / delaySamplesPerInterval
 	t := time.NewTicker(period)
 	defer t.Stop()
 	var sched schedLatency
 	sched.read() // the baseline
+	names := []string{"scheduler", "timer"}
+	for _, src := range sources {
+		names = append(names, src.Name)
+	}
+	parts := make([]time.Duration, len(names))
+	s.mu.Lock()
+	s.partNames = names
+	s.mu.Unlock()
 	prev := time.Now()
 	for {
 		select {
@@ -306,11 +344,31 @@ func (s *Shedder) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			now := time.Now()
-			late := max(now.Sub(prev)-period, 0)
+			parts[0] = sched.read()
+			parts[1] = max(now.Sub(prev)-period, 0)
 			prev = now
-			s.ObserveDelay(max(sched.read(), late))
+			for i, src := range sources {
+				parts[2+i] = src.Measure()
+			}
+			s.observeParts(parts)
 		}
 	}
+}
+
+// observeParts keeps the delay's parts for Stats and observes the
+// largest.
+func (s *Shedder) observeParts(parts []time.Duration) {
+	d := time.Duration(0)
+	s.mu.Lock()
+	if len(s.parts) != len(parts) {
+		s.parts = make([]time.Duration, len(parts))
+	}
+	copy(s.parts, parts)
+	for _, p := range parts {
+		d = max(d, p)
+	}
+	s.mu.Unlock()
+	s.ObserveDelay(d)
 }
 
 // schedLatency reads the Go scheduler's latency histogram and returns the

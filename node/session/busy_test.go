@@ -1,8 +1,11 @@
 package session_test
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ledgemq/ledge/node/session"
@@ -108,4 +111,60 @@ func TestShedderShedsOnQueueingDelay(t *testing.T) {
 	if st := s.Stats(); st.Shed["delay"] != 100 || st.Requests != 0 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// A wait ahead of the node's goroutines (the UDP socket's, which the
+// scheduler's latency does not show) counts as queueing delay: while the
+// socket's wait stands past the target, Run sheds a growing share of
+// produce requests, with a retry-after of twice that wait, and names the
+// part in the stats; once it falls, the share falls back to none.
+func TestShedderShedsOnTheSocketsWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := session.NewShedder(session.ShedConfig{})
+		var wait atomic.Int64 // the socket's wait, as the transport would measure it
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Run(ctx, session.DelaySource{Name: "socket", Measure: func() time.Duration { return time.Duration(wait.Load()) }})
+		}()
+		shedOf := func(n int) (shed int, hint time.Duration) {
+			for range n {
+				if busy := s.Admit(10); busy != nil {
+					shed++
+					hint = busy.RetryAfter
+					continue
+				}
+				s.Release(10)
+			}
+			return shed, hint
+		}
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if shed, _ := shedOf(100); shed != 0 {
+			t.Fatalf("no wait in the socket: %d of 100 shed", shed)
+		}
+		wait.Store(int64(400 * time.Millisecond))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st := s.Stats()
+		if st.Delays["socket"] != 400*time.Millisecond || st.Delay < 400*time.Millisecond {
+			t.Fatalf("stats %+v: the socket's wait is not the delay", st)
+		}
+		if _, ok := st.Delays["scheduler"]; !ok {
+			t.Fatalf("stats %+v: no scheduler part", st)
+		}
+		if shed, hint := shedOf(100); shed != 90 || hint != 800*time.Millisecond {
+			t.Fatalf("a second of the socket's wait at 400ms: %d of 100 shed, retry after %v; want 90, 800ms", shed, hint)
+		}
+		wait.Store(0)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if shed, _ := shedOf(100); shed != 0 {
+			t.Fatalf("the socket drained: %d of 100 shed", shed)
+		}
+		cancel()
+		<-done
+	})
 }
