@@ -33,6 +33,7 @@ type Producer struct {
 
 	flushers atomic.Int32  // Flush calls waiting: send partial batches at once
 	busy     atomic.Uint64 // busy answers (Stats)
+	probing  atomic.Bool   // a probe of the node is in flight (checkProbe)
 
 	abortCtx context.Context // ends when Close gives up on what is left
 	abort    context.CancelFunc
@@ -83,10 +84,11 @@ func (b clientBackend) streamTimedOut(st requestStream) { b.c.streamTimedOut(st)
 
 // probe asks the node about topic on the client's connection, and drops
 // the answer: a request whose packets draw a restarted node's stateless
-// reset (partSender.checkProbe).
-func (b clientBackend) probe(topic string) {
+// reset (partSender.checkProbe). done is called once it has ended.
+func (b clientBackend) probe(topic string, done func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.c.cfg.requestTimeout)
 	go func() {
+		defer done()
 		defer cancel()
 		_ = b.c.call(ctx, &wire.DescribeTopicRequest{Name: topic}, &wire.DescribeTopicReply{})
 	}()

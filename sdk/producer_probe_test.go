@@ -30,7 +30,8 @@ func (n *probingNode) openStream(ctx context.Context, depth int) (requestStream,
 	return st, d, err
 }
 
-func (n *probingNode) probe(string) {
+func (n *probingNode) probe(_ string, done func()) {
+	defer done()
 	n.mu.Lock()
 	n.probes = append(n.probes, time.Since(n.start))
 	streams := n.streams
@@ -82,6 +83,63 @@ func TestProducerProbesAnOverdueReply(t *testing.T) {
 		}
 		if got := n.values(0); len(got) != 1 || got[0] != "a" {
 			t.Fatalf("log %v, want [a] once", got)
+		}
+	})
+}
+
+// heldProbeNode is a fake node that keeps every probe in flight until
+// the test lets them end, as a node past its CPU answers them late.
+type heldProbeNode struct {
+	*fakeNode
+	mu      sync.Mutex
+	probes  int
+	release chan struct{}
+}
+
+func (n *heldProbeNode) probe(_ string, done func()) {
+	n.mu.Lock()
+	n.probes++
+	n.mu.Unlock()
+	go func() {
+		<-n.release
+		done()
+	}()
+}
+
+func (n *heldProbeNode) probed() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.probes
+}
+
+// A node that answers late gets one probe at a time from a producer,
+// however many of its requests are overdue: every partition's overdue
+// reply does not add a request to a node already behind.
+func TestProducerProbesOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := &heldProbeNode{fakeNode: newFakeNode(), release: make(chan struct{})}
+		n.timeout = 30 * time.Second
+		n.fault = func(int, uint32) fault { return faultHang }
+		p, err := newProducer(context.Background(), n, slog.New(slog.DiscardHandler),
+			TopicInfo{Name: "t", Config: TopicConfig{Partitions: 4}}, []ProducerOption{WithPartitioner(ManualPartitioner())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 4)
+		for part := range int32(4) {
+			p.Produce(context.Background(), &Record{Partition: part, Value: []byte("a")}, func(_ *Record, err error) { errs <- err })
+		}
+		time.Sleep(3 * produceProbeAfter)
+		synctest.Wait()
+		if got := n.probed(); got != 1 {
+			t.Fatalf("%d probes with four overdue replies and one probe in flight, want 1", got)
+		}
+		close(n.release)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = p.Close(ctx)
+		for range 4 {
+			<-errs
 		}
 	})
 }

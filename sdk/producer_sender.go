@@ -387,15 +387,24 @@ func (s *partSender) replyDeadline(b *prodBatch) time.Time {
 // connection, where the idempotent producer's sequences dedupe them. A
 // node that is only slow answers the probe and the reply keeps its
 // timeout. The consumer probes its overdue polls the same way.
+//
+// One probe is in flight at a time, for every partition of the
+// producer: one is enough to draw the reset, and a node past its CPU,
+// answering every request seconds late, would otherwise get a probe for
+// each overdue request, adding to the load that made it late.
 func (s *partSender) checkProbe(now time.Time) {
 	b := s.oldestOnWire()
 	if b == nil || b.probed || now.Before(s.replyDeadline(b)) {
 		return
 	}
 	b.probed = true
-	if p, ok := s.p.backend.(interface{ probe(topic string) }); ok {
-		p.probe(s.p.topic)
+	p, ok := s.p.backend.(interface {
+		probe(topic string, done func())
+	})
+	if !ok || !s.p.probing.CompareAndSwap(false, true) {
+		return
 	}
+	p.probe(s.p.topic, func() { s.p.probing.Store(false) })
 }
 
 // checkRequestTimeout aborts the stream when the oldest request has waited
