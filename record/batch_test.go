@@ -232,3 +232,36 @@ func BenchmarkBatchIterate(b *testing.B) {
 		})
 	}
 }
+
+// A value appended in parts is the record with the parts joined; no parts
+// is an empty value, not a null one.
+func TestAppendParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	recs := testRecords(rng, 50)
+	recs = append(recs, Record{Timestamp: 9, Value: []byte{}})
+	var whole, parted BatchBuilder
+	for _, r := range recs {
+		whole.Append(r)
+		if r.Value == nil {
+			parted.Append(r)
+			continue
+		}
+		cut := len(r.Value) / 3
+		in := r
+		in.Value = []byte("ignored")
+		parted.AppendParts(in, [][]byte{r.Value[:cut], nil, r.Value[cut:]})
+	}
+	parted.AppendParts(Record{Timestamp: 10, Value: []byte("ignored")}, nil)
+	whole.Append(Record{Timestamp: 10, Value: []byte{}})
+	a, err := whole.Build(CompressionNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := parted.Build(CompressionNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("a batch built from parts differs from the one built whole")
+	}
+}

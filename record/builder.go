@@ -94,7 +94,18 @@ func (b *BatchBuilder) Append(r Record) {
 		b.setErr(fmt.Errorf("record: BatchBuilder: Append after AppendWithOffset"))
 		return
 	}
-	b.add(r, b.count)
+	b.add(r, b.count, nil, false)
+}
+
+// AppendParts is Append with a value made of parts, joined in the batch
+// (r.Value is ignored; the value is never null): a value assembled from
+// pieces is copied once, into the batch.
+func (b *BatchBuilder) AppendParts(r Record, valueParts [][]byte) {
+	if b.count > 0 && b.withOffsets {
+		b.setErr(fmt.Errorf("record: BatchBuilder: Append after AppendWithOffset"))
+		return
+	}
+	b.add(r, b.count, valueParts, true)
 }
 
 // AppendWithOffset adds r keeping r.Offset, which must be larger than the
@@ -111,7 +122,7 @@ func (b *BatchBuilder) AppendWithOffset(r Record) {
 		b.setErr(fmt.Errorf("record: BatchBuilder: offset %d does not follow %d", r.Offset, b.base+uint64(b.lastDelta)))
 		return
 	}
-	b.add(r, uint32(d))
+	b.add(r, uint32(d), nil, false)
 }
 
 func (b *BatchBuilder) setErr(err error) {
@@ -120,7 +131,8 @@ func (b *BatchBuilder) setErr(err error) {
 	}
 }
 
-func (b *BatchBuilder) add(r Record, delta uint32) {
+// add appends r at delta; with parted, its value is valueParts joined.
+func (b *BatchBuilder) add(r Record, delta uint32, valueParts [][]byte, parted bool) {
 	if b.count == 0 {
 		b.baseTS, b.maxTS = r.Timestamp, r.Timestamp
 	} else if r.Timestamp > b.maxTS {
@@ -129,7 +141,15 @@ func (b *BatchBuilder) add(r Record, delta uint32) {
 	// The body is written straight behind its length, so the length is
 	// worked out first.
 	tsDelta := r.Timestamp - b.baseTS
-	n := varintLen(int64(delta)) + varintLen(tsDelta) + nullableLen(r.Key) + nullableLen(r.Value) +
+	valueLen := nullableLen(r.Value)
+	partsLen := 0
+	if parted {
+		for _, p := range valueParts {
+			partsLen += len(p)
+		}
+		valueLen = varintLen(int64(partsLen)) + partsLen
+	}
+	n := varintLen(int64(delta)) + varintLen(tsDelta) + nullableLen(r.Key) + valueLen +
 		uvarintLen(uint64(len(r.Headers)))
 	for _, h := range r.Headers {
 		n += uvarintLen(uint64(len(h.Key))) + len(h.Key) + nullableLen(h.Value)
@@ -138,7 +158,14 @@ func (b *BatchBuilder) add(r Record, delta uint32) {
 	body = binary.AppendVarint(body, int64(delta))
 	body = binary.AppendVarint(body, tsDelta)
 	body = appendNullable(body, r.Key)
-	body = appendNullable(body, r.Value)
+	if parted {
+		body = binary.AppendVarint(body, int64(partsLen))
+		for _, p := range valueParts {
+			body = append(body, p...)
+		}
+	} else {
+		body = appendNullable(body, r.Value)
+	}
 	body = binary.AppendUvarint(body, uint64(len(r.Headers)))
 	for _, h := range r.Headers {
 		body = binary.AppendUvarint(body, uint64(len(h.Key)))
