@@ -19,7 +19,7 @@ import (
 // position is unchanged.
 func (h *Host) Filter(ctx context.Context, name string, params Params, v *View) (Bitmap, error) {
 	var keep Bitmap
-	err := h.call(ctx, name, KindFilter, params, v, nil, func(ans []byte) (int, error) {
+	err := h.call(ctx, name, KindFilter, params, v, nil, func(ans, _ []byte) (int, error) {
 		var err error
 		keep, err = abi.ParseBitmap(ans, v.Len())
 		if err != nil {
@@ -43,7 +43,7 @@ func (h *Host) Filter(ctx context.Context, name string, params Params, v *View) 
 // plugin. Errors are those of Filter.
 func (h *Host) Propose(ctx context.Context, name string, params Params, v *View) (Proposal, error) {
 	var prop Proposal
-	err := h.call(ctx, name, KindCommitPolicy, params, v, nil, func(ans []byte) (int, error) {
+	err := h.call(ctx, name, KindCommitPolicy, params, v, nil, func(ans, _ []byte) (int, error) {
 		var err error
 		prop, err = abi.ParseProposal(ans)
 		if err != nil {
@@ -78,8 +78,11 @@ func (h *Host) lookup(name string, kind Kind) (*plugin, error) {
 // call is the body of Filter, Propose and Transform: take an instance, run
 // the call (a transform's with its previous state), validate the answer
 // with check, which returns the records the call let out, and release or
-// discard the instance.
-func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, v *View, state []byte, check func([]byte) (int, error)) error {
+// discard the instance. A filter's or a policy's answer is a copy; a
+// transform's is read in the instance's memory (mem, the whole of it),
+// which check may read until it returns: the instance is still held, and
+// the host does not close it meanwhile.
+func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, v *View, state []byte, check func(ans, mem []byte) (int, error)) error {
 	p, err := h.lookup(name, kind)
 	if err != nil {
 		return err
@@ -102,19 +105,27 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		return err
 	}
 	start := h.cfg.Now()
-	var ans []byte
+	var ans, mem []byte
 	switch kind {
 	case KindFilter:
 		ans, err = in.run(ctx, &t, in.filter, abi.ExportFilter, v)
 	case KindCommitPolicy:
 		ans, err = in.run(ctx, &t, in.propose, abi.ExportPropose, v)
 	default:
-		ans, err = in.runTransform(ctx, &t, v, state)
+		ans, mem, err = in.runTransform(ctx, &t, v, state)
 	}
 	h.pool.end(&t, p)
 	out := 0
-	if err == nil {
-		out, err = check(ans)
+	switch {
+	case err != nil:
+	case mem == nil:
+		out, err = check(ans, nil)
+	default:
+		// Close waits for what entered before it closes instances.
+		if err = h.enter(); err == nil {
+			out, err = check(ans, mem)
+			h.leave()
+		}
 	}
 	elapsed := h.cfg.Now().Sub(start)
 	p.judge(in.cs.yields >= slowYields || errors.Is(err, ErrTimeout))

@@ -182,6 +182,13 @@ func TestTransformHostileAnswers(t *testing.T) {
 		return b
 	}
 	one := answer(nil, abi.Output{Input: 1, Key: []byte("k"), Value: []byte("v")})
+	spans := func(sp ...abi.Span) []byte {
+		var e abi.OutputEncoder
+		e.Reset()
+		e.AddSpans(0, 0, 0, nil, sp)
+		return append([]byte(nil), e.Finish(nil)...)
+	}
+	page := abi.Span{Ptr: 0, Len: 64 << 10}
 	for _, tc := range []struct {
 		name, substr string
 		ans          []byte
@@ -199,6 +206,10 @@ func TestTransformHostileAnswers(t *testing.T) {
 		{"huge header count", "headers cannot fit", le(one, 16+4, math.MaxUint32-1)},
 		{"key from the input, and its bytes too", "between the last output and the state", le(one, 16+16, math.MaxUint32-1)},
 		{"null header name", "cannot be null", le(answer(nil, abi.Output{Input: 0, Headers: []abi.OutHeader{{Key: []byte("h")}}}), 16+24, math.MaxUint32)},
+		{"value span outside memory", "outside the guest's memory", spans(page, abi.Span{Ptr: 0x7FFF0000, Len: 8})},
+		{"huge span count", "value spans cannot fit", le(spans(page), 16+24, math.MaxUint32)},
+		{"spans past the output limit", "passes 1048576 bytes", spans(page, page, page, page, page, page, page, page,
+			page, page, page, page, page, page, page, page, page)},
 		{"inputs out of order", "after an output from input 2",
 			append(answer(nil, abi.Output{Input: 2})[:16+24], answer(nil, abi.Output{Input: 1})[16:]...)},
 	} {
@@ -243,7 +254,7 @@ func TestTransformHostileAnswers(t *testing.T) {
 		t.Errorf("a state over the limit handed in: %v", err)
 	}
 	st, _ := h.Stat("echo")
-	if st.Stats.InvalidAnswers != 14 || st.Stats.Strikes != 14 {
+	if st.Stats.InvalidAnswers != 17 || st.Stats.Strikes != 17 {
 		t.Errorf("echo stats: %+v", st.Stats)
 	}
 }
@@ -301,5 +312,58 @@ func TestTransformGoGuestManyCalls(t *testing.T) {
 			t.Fatalf("call %d: %d outputs", i, len(res.Outputs))
 		}
 		v.Release()
+	}
+}
+
+// A value in spans (the map mode's input, upper-cased in place) is read
+// from the guest's memory: TransformFunc hands it over in parts, while
+// the instance is held; Transform hands it over joined, copied out.
+func TestTransformValueSpans(t *testing.T) {
+	h := newTestHost(t, Config{})
+	ctx := context.Background()
+	mustAdd(t, h, "map", KindTransform, goModule(t, mapTransformPkg))
+	recs := []testRecord{{key: "k", value: "hello, World \u00e9!"}, {key: "k2", value: strings.Repeat("abz{`", 99)}, {key: "k3", value: ""}}
+	want := func(s string) string {
+		b := []byte(s)
+		for i, c := range b {
+			if c >= 'a' && c <= 'z' {
+				b[i] = c - 32
+			}
+		}
+		return string(b)
+	}
+	v := testView(t, 0, batchOf(t, 0, recs...))
+	defer v.Release()
+	res, err := h.Transform(ctx, "map", Params{"mode": "map"}, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range res.Outputs {
+		if string(o.Value) != want(recs[i].value) || o.Value == nil || o.ValueParts != nil || string(o.Key) != recs[i].key {
+			t.Errorf("output %d: %q=%q (%d parts), want %q", i, o.Key, o.Value, len(o.ValueParts), want(recs[i].value))
+		}
+	}
+	err = h.TransformFunc(ctx, "map", Params{"mode": "map"}, v, nil, func(r TransformResult) error {
+		for i, o := range r.Outputs {
+			var joined []byte
+			for _, p := range o.ValueParts {
+				joined = append(joined, p...)
+			}
+			if string(joined) != want(recs[i].value) || o.ValueLen() != len(recs[i].value) {
+				t.Errorf("output %d in parts: %q", i, joined)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An error of use is the caller's: returned as it is, no strike.
+	errMine := errors.New("mine")
+	if err := h.TransformFunc(ctx, "map", Params{"mode": "map"}, v, nil, func(TransformResult) error { return errMine }); err != errMine {
+		t.Errorf("use's error came back as %v", err)
+	}
+	if st, _ := h.Stat("map"); st.Stats.Strikes != 0 {
+		t.Errorf("use's error struck the plugin: %+v", st.Stats)
 	}
 }

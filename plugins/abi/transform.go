@@ -34,12 +34,23 @@ import (
 //	 8   8   timestamp   unix milliseconds
 //	16   4   keyLen      int32; -1 = null key; FromInput (-2) = the
 //	                     input's key, not repeated in the answer
-//	20   4   valueLen    int32; -1 = null value; FromInput = the input's
+//	20   4   valueLen    int32; -1 = null value; FromInput = the input's;
+//	                     ValueSpans (-3) = spans of the guest's memory
 //	24       key, value, then headerCount headers, each
 //	         keyLen u32 | valueLen i32 (-1 = null) | key | value
 //
+// A value of ValueSpans is, where its bytes would be, spanCount u32
+// then spanCount spans, each ptr u32 | len u32: the value is the
+// concatenation of those spans of the guest's linear memory, which the
+// host reads once the call has returned (the guest leaves them unchanged
+// until then). Every span lies within the memory, and the answer with
+// the bytes its spans name is within the host's output limit.
+//
 // A part taken from the input (FromInput, InputHeaders) costs the guest
-// no copy: a pass-through answers 24 bytes per record.
+// no copy: a pass-through answers 24 bytes per record. A value in spans
+// costs it no copy either: a value changed in place in the input, or an
+// envelope of constant bytes around the input's value, is 8 bytes a
+// span.
 //
 // The outputs end exactly where the state begins, and the state exactly
 // where the answer ends.
@@ -48,14 +59,19 @@ const (
 	TransformAnswerSize        = 16
 	OutputEntrySize            = 24
 	outputHeaderSize           = 8
+	spanSize                   = 8
 )
 
 // Sources of an output record's parts: keyLen or valueLen FromInput is
 // the input record's key or value, headerCount InputHeaders its headers.
 const (
 	FromInput    = -2
+	ValueSpans   = -3
 	InputHeaders = math.MaxUint32
 )
+
+// Span is a span of the guest's linear memory: Len bytes at Ptr.
+type Span struct{ Ptr, Len uint32 }
 
 // Take says which parts of an output record are the input record's
 // (OutputEncoder.AddInput).
@@ -106,14 +122,45 @@ type Output struct {
 	// InputHeaders: the record's headers are those of input record
 	// Input (Headers is nil); read them from the input.
 	InputHeaders bool
+	// ValueParts, when not nil, is the value in parts to concatenate
+	// (never null; Value is nil): the spans of the guest's memory of a
+	// ValueSpans value.
+	ValueParts [][]byte
+}
+
+// ValueLen returns the length of o's value (0 when null).
+func (o *Output) ValueLen() int {
+	if o.ValueParts == nil {
+		return len(o.Value)
+	}
+	n := 0
+	for _, p := range o.ValueParts {
+		n += len(p)
+	}
+	return n
 }
 
 // TransformAnswer is a parsed transform answer. Its byte slices alias the
-// bytes it was parsed from.
+// bytes it was parsed from, the input and the guest's memory.
 type TransformAnswer struct {
 	Outputs []Output
 	State   []byte
+	hdrs    []OutHeader
+	parts   [][]byte
 }
+
+// Reset empties a, keeping its room for the next ParseTransformAnswerInto
+// and letting go of what it referred to.
+func (a *TransformAnswer) Reset() {
+	clear(a.Outputs)
+	clear(a.hdrs)
+	clear(a.parts)
+	*a = TransformAnswer{Outputs: a.Outputs[:0], hdrs: a.hdrs[:0], parts: a.parts[:0]}
+}
+
+// Room returns how many outputs, headers and value parts a holds room
+// for (a pool of answers lets go of one that grew too large).
+func (a *TransformAnswer) Room() int { return cap(a.Outputs) + cap(a.hdrs) + cap(a.parts) }
 
 // OutputEncoder writes a transform answer. The zero value is ready; Reset
 // makes it reusable without reallocating.
@@ -142,6 +189,18 @@ func (e *OutputEncoder) Add(input int, timestamp int64, key, value []byte, heade
 // takes the parts take names from it (the arguments for those parts are
 // ignored) and the others from the arguments. See Add.
 func (e *OutputEncoder) AddInput(input int, timestamp int64, take Take, key, value []byte, headers ...OutHeader) {
+	e.add(input, timestamp, take, key, value, nil, false, headers)
+}
+
+// AddSpans appends an output record coming from input record input whose
+// value is the concatenation of spans of the guest's memory (ValueSpans),
+// which the host reads when the call returns; take may name the key and
+// the headers (TakeValue is ignored). See Add.
+func (e *OutputEncoder) AddSpans(input int, timestamp int64, take Take, key []byte, spans []Span, headers ...OutHeader) {
+	e.add(input, timestamp, take&^TakeValue, key, nil, spans, true, headers)
+}
+
+func (e *OutputEncoder) add(input int, timestamp int64, take Take, key, value []byte, spans []Span, spanned bool, headers []OutHeader) {
 	if len(e.b) < TransformAnswerSize {
 		e.Reset()
 	}
@@ -159,6 +218,9 @@ func (e *OutputEncoder) AddInput(input int, timestamp int64, take Take, key, val
 	if take&TakeHeaders != 0 {
 		hc, headers = InputHeaders, nil
 	}
+	if spanned {
+		vl, value = uint32(ValueSpans&math.MaxUint32), nil
+	}
 	e.b = le.AppendUint32(e.b, uint32(input))
 	e.b = le.AppendUint32(e.b, hc)
 	e.b = le.AppendUint64(e.b, uint64(timestamp))
@@ -166,6 +228,13 @@ func (e *OutputEncoder) AddInput(input int, timestamp int64, take Take, key, val
 	e.b = le.AppendUint32(e.b, vl)
 	e.b = append(e.b, key...)
 	e.b = append(e.b, value...)
+	if spanned {
+		e.b = le.AppendUint32(e.b, uint32(len(spans)))
+		for _, sp := range spans {
+			e.b = le.AppendUint32(e.b, sp.Ptr)
+			e.b = le.AppendUint32(e.b, sp.Len)
+		}
+	}
 	for _, h := range headers {
 		e.b = le.AppendUint32(e.b, uint32(len(h.Key)))
 		e.b = le.AppendUint32(e.b, nullableLen(h.Value))
@@ -202,11 +271,32 @@ func (e *OutputEncoder) Finish(state []byte) []byte {
 // checked against the bytes that carry it before anything is allocated
 // for it: a hostile answer costs at most a slice proportional to its own
 // size (headers taken from the input are not copied: see
-// Output.InputHeaders).
+// Output.InputHeaders). An answer with a value in spans (ValueSpans) is
+// refused: only ParseTransformAnswerInto, given the guest's memory, reads
+// one.
 func ParseTransformAnswer(b []byte, in *View, maxState int) (TransformAnswer, error) {
+	var a TransformAnswer
+	if err := ParseTransformAnswerInto(&a, b, in, nil, maxState, 0); err != nil {
+		return TransformAnswer{}, err
+	}
+	return a, nil
+}
+
+// ParseTransformAnswerInto is ParseTransformAnswer into a, reusing its
+// room (see Reset), with the values in spans (ValueSpans) read from mem,
+// the guest's whole linear memory: every span must lie within it, and
+// the answer with the bytes its spans name must be at most maxBytes. The
+// result also aliases mem. On an error a holds no valid answer.
+func ParseTransformAnswerInto(a *TransformAnswer, b []byte, in *View, mem []byte, maxState, maxBytes int) error {
+	a.Reset()
 	inputs := in.Len()
-	bad := func(format string, args ...any) (TransformAnswer, error) {
-		return TransformAnswer{}, fmt.Errorf("%w: "+format, append([]any{ErrBadAnswer}, args...)...)
+	outs, hdrs, parts := a.Outputs, a.hdrs, a.parts
+	bad := func(format string, args ...any) error {
+		clear(outs)
+		clear(hdrs)
+		clear(parts)
+		*a = TransformAnswer{Outputs: outs[:0], hdrs: hdrs[:0], parts: parts[:0]}
+		return fmt.Errorf("%w: "+format, append([]any{ErrBadAnswer}, args...)...)
 	}
 	if len(b) < TransformAnswerSize {
 		return bad("transform answer of %d bytes, the header alone is %d", len(b), TransformAnswerSize)
@@ -227,10 +317,13 @@ func ParseTransformAnswer(b []byte, in *View, maxState int) (TransformAnswer, er
 	if uint64(count)*OutputEntrySize > uint64(len(body)) {
 		return bad("%d outputs cannot fit %d bytes", count, len(body))
 	}
-	outs := make([]Output, 0, count)
-	// Headers of all outputs share one slice, allocated as they are met
-	// (each takes at least outputHeaderSize bytes of the answer).
-	var hdrs []OutHeader
+	if cap(outs) < int(count) {
+		outs = make([]Output, 0, count)
+	}
+	// Headers and value parts of all outputs share one slice each,
+	// grown as they are met (each takes at least outputHeaderSize or
+	// spanSize bytes of the answer).
+	spanned := uint64(len(b)) // the answer and the bytes its spans name
 	last := 0
 	for i := uint32(0); i < count; i++ {
 		if len(body) < OutputEntrySize {
@@ -254,10 +347,44 @@ func ParseTransformAnswer(b []byte, in *View, maxState int) (TransformAnswer, er
 		} else if o.Key, body, ok = takeNullable(body, kl); !ok {
 			return bad("output %d: key of %d bytes, %d left", i, int32(kl), len(body))
 		}
-		if int32(vl) == FromInput {
+		switch {
+		case int32(vl) == FromInput:
 			o.Value = in.Record(o.Input).Value()
-		} else if o.Value, body, ok = takeNullable(body, vl); !ok {
-			return bad("output %d: value of %d bytes, %d left", i, int32(vl), len(body))
+		case int32(vl) == ValueSpans:
+			if mem == nil {
+				return bad("output %d: a value in spans of the guest's memory, which this reader does not have", i)
+			}
+			if len(body) < 4 {
+				return bad("output %d: a span count needs 4 bytes, %d left", i, len(body))
+			}
+			ns := le.Uint32(body)
+			body = body[4:]
+			if uint64(ns)*spanSize > uint64(len(body)) {
+				return bad("output %d: %d value spans cannot fit %d bytes", i, ns, len(body))
+			}
+			start := len(parts)
+			for j := uint32(0); j < ns; j++ {
+				p, n := le.Uint32(body), le.Uint32(body[4:])
+				body = body[spanSize:]
+				if uint64(p)+uint64(n) > uint64(len(mem)) {
+					return bad("output %d: value span %d is [%d, %d), outside the guest's memory of %d bytes",
+						i, j, p, uint64(p)+uint64(n), len(mem))
+				}
+				if spanned += uint64(n); spanned > uint64(max(maxBytes, 0)) {
+					return bad("output %d: the answer with the bytes its spans name passes %d bytes", i, maxBytes)
+				}
+				at, end := int(p), int(p)+int(n)
+				parts = append(parts, mem[at:end:end])
+			}
+			if ns == 0 {
+				o.Value = body[:0:0]
+			} else {
+				o.ValueParts = parts[start:len(parts):len(parts)]
+			}
+		default:
+			if o.Value, body, ok = takeNullable(body, vl); !ok {
+				return bad("output %d: value of %d bytes, %d left", i, int32(vl), len(body))
+			}
 		}
 		if nh == InputHeaders {
 			o.InputHeaders = true
@@ -297,7 +424,8 @@ func ParseTransformAnswer(b []byte, in *View, maxState int) (TransformAnswer, er
 	if stateLen == 0 {
 		state = nil
 	}
-	return TransformAnswer{Outputs: outs, State: state}, nil
+	*a = TransformAnswer{Outputs: outs, State: state, hdrs: hdrs, parts: parts}
+	return nil
 }
 
 // takeNullable takes n bytes of b (n = MaxUint32: null).

@@ -96,3 +96,54 @@ func TestTransformAnswerRoundTrip(t *testing.T) {
 		t.Error("an error result unpacked as an answer")
 	}
 }
+
+// A value in spans is read from the guest's memory, each span checked
+// against it and the whole answer against the limit; a reader without
+// the memory refuses it.
+func TestTransformAnswerSpans(t *testing.T) {
+	in4 := inputs(4)
+	mem := []byte("0123456789abcdef")
+	var e OutputEncoder
+	e.Reset()
+	e.AddSpans(1, 5, TakeKey|TakeHeaders, nil, []Span{{Ptr: 10, Len: 3}, {Ptr: 0, Len: 2}})
+	e.AddSpans(2, 6, 0, []byte("own"), nil)
+	e.Add(3, 7, nil, []byte("plain"))
+	ans := append([]byte(nil), e.Finish([]byte("s"))...)
+	var a TransformAnswer
+	if err := ParseTransformAnswerInto(&a, ans, in4, mem, 1, 1<<10); err != nil {
+		t.Fatal(err)
+	}
+	o := a.Outputs
+	if len(o) != 3 || o[0].Value != nil || len(o[0].ValueParts) != 2 || string(o[0].ValueParts[0])+string(o[0].ValueParts[1]) != "abc01" ||
+		o[0].ValueLen() != 5 || string(o[0].Key) != "k1" || !o[0].InputHeaders ||
+		o[1].ValueParts != nil || o[1].Value == nil || len(o[1].Value) != 0 || string(o[1].Key) != "own" ||
+		string(o[2].Value) != "plain" || o[2].ValueLen() != 5 || string(a.State) != "s" {
+		t.Fatalf("outputs %+v", o)
+	}
+	// The room is reused: a second parse of the same answer allocates
+	// nothing.
+	if n := testing.AllocsPerRun(10, func() { _ = ParseTransformAnswerInto(&a, ans, in4, mem, 1, 1<<10) }); n != 0 {
+		t.Errorf("%v allocations parsing into a used answer", n)
+	}
+	for n := 0; n < len(ans); n++ {
+		if err := ParseTransformAnswerInto(&a, ans[:n], in4, mem, 1, 1<<10); !errors.Is(err, ErrBadAnswer) || len(a.Outputs) != 0 {
+			t.Fatalf("answer cut to %d bytes: %v", n, err)
+		}
+	}
+	for i := range ans {
+		for _, b := range []byte{0, 0xFF, 0x7F, 0x80} {
+			bad := bytes.Clone(ans)
+			bad[i] = b
+			_ = ParseTransformAnswerInto(&a, bad, in4, mem, 1, 1<<10)
+		}
+	}
+	if err := ParseTransformAnswerInto(&a, ans, in4, mem[:12], 1, 1<<10); !errors.Is(err, ErrBadAnswer) {
+		t.Errorf("a span past the memory: %v", err)
+	}
+	if err := ParseTransformAnswerInto(&a, ans, in4, mem, 1, len(ans)+4); !errors.Is(err, ErrBadAnswer) {
+		t.Errorf("spans past the limit: %v", err)
+	}
+	if _, err := ParseTransformAnswer(ans, in4, 1); !errors.Is(err, ErrBadAnswer) {
+		t.Errorf("spans without the memory: %v", err)
+	}
+}

@@ -53,6 +53,11 @@ func (s *State) Set(b []byte) { s.next, s.set = b, true }
 type Output struct {
 	enc   abi.OutputEncoder
 	batch *Batch
+	// parts keeps the parts of EmitValueParts reachable until the host
+	// has read them (the next call); joined holds them joined in a
+	// native build.
+	parts  [][]byte
+	joined []byte
 }
 
 // Emit outputs a record coming from input record i (0 <= i < Len() of the
@@ -77,6 +82,24 @@ func (o *Output) EmitAt(i int, timestamp int64, key, value []byte, headers ...He
 func (o *Output) EmitValue(i int, value []byte) {
 	o.check(i)
 	o.enc.AddInput(i, o.batch.Record(i).Timestamp(), abi.TakeKey|abi.TakeHeaders, nil, value)
+}
+
+// EmitValueParts outputs input record i with a new value, the parts
+// joined: its timestamp, key and headers are the input's, as for
+// EmitValue. The parts are not copied into the answer: the host reads
+// them from the plugin's memory when the call returns, so they must stay
+// unchanged until then. A part may be a constant, or bytes of the input
+// (a record's value changed in place, a piece of it); a buffer reused for
+// the next record is not one (every output would get its last contents:
+// use EmitValue for that). Wrapping each value in an envelope copies
+// nothing in the plugin:
+//
+//	out.EmitValueParts(i, prefix, b.Record(i).Value(), suffix)
+//
+// In a native build (RunTransform) the parts are copied at once.
+func (o *Output) EmitValueParts(i int, parts ...[]byte) {
+	o.check(i)
+	o.emitParts(i, o.batch.Record(i).Timestamp(), parts)
 }
 
 // Pass outputs input record i unchanged: its timestamp, key, value and
@@ -109,6 +132,8 @@ func (k *kernel) runTransform(region, state []byte) ([]byte, error) {
 	k.batch.v = v
 	k.out.batch = &k.batch
 	k.out.enc.Reset()
+	clear(k.out.parts)
+	k.out.parts = k.out.parts[:0]
 	k.state = State{prev: state}
 	if err := k.transform(&k.batch, &k.state, &k.out); err != nil {
 		return nil, err

@@ -37,6 +37,9 @@ func init() {
 					copy(v, "UPPER")
 					out.Emit(i, r.Key(), v)
 					out.EmitValue(i, []byte("new"))
+				case "wrap":
+					out.EmitValueParts(i, []byte("<"), r.Value(), nil, []byte(">"))
+					out.EmitValueParts(i)
 				case "back":
 					out.Emit(i, nil, nil)
 					out.Emit(i-1, nil, nil)
@@ -89,6 +92,12 @@ func TestRunTransform(t *testing.T) {
 		Headers: []plugin.TestHeader{{Key: "h", Value: []byte("1")}}})
 	if got, want := showTest(outs), `0@0 "k"="UPPER"; 0@0 "k"="new" [h:"1"]; `; err != nil || got != want {
 		t.Errorf("in place: %s %v, want %s", got, err, want)
+	}
+	// A value in parts is joined; no parts is an empty value, not null.
+	outs, _, err = plugin.RunTransform(nil, nil, plugin.TestRecord{Key: []byte("k"), Value: []byte("wrap"),
+		Headers: []plugin.TestHeader{{Key: "h", Value: []byte("1")}}})
+	if got, want := showTest(outs), `0@0 "k"="<wrap>" [h:"1"]; 0@0 "k"="" [h:"1"]; `; err != nil || got != want || outs[1].Value == nil {
+		t.Errorf("parts: %s %v, want %s", got, err, want)
 	}
 	// The state carries to the next batch.
 	_, state, err = plugin.RunTransform(nil, state, plugin.Values("x", "y")...)

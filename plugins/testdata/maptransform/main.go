@@ -6,6 +6,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/ledgemq/ledge/sdk/plugin"
@@ -14,7 +15,6 @@ import (
 func init() {
 	plugin.RegisterTransform(func(p plugin.Params) (plugin.Transform, error) {
 		mode := p.String("mode", "pass")
-		var buf []byte
 		switch mode {
 		case "pass":
 			return func(b *plugin.Batch, _ *plugin.State, out *plugin.Output) error {
@@ -26,20 +26,39 @@ func init() {
 		case "map":
 			return func(b *plugin.Batch, _ *plugin.State, out *plugin.Output) error {
 				for i := 0; i < b.Len(); i++ {
-					r := b.Record(i)
-					buf = append(buf[:0], r.Value()...)
-					for j, c := range buf {
-						if c >= 'a' && c <= 'z' {
-							buf[j] = c - 'a' + 'A'
-						}
-					}
-					out.EmitValue(i, buf)
+					// The input is the plugin's own copy: upper-cased in
+					// place, the value is output from where it is.
+					v := b.Record(i).Value()
+					upper(v)
+					out.EmitValueParts(i, v)
 				}
 				return nil
 			}, nil
 		}
 		return nil, fmt.Errorf("mode %q: want pass or map", mode)
 	})
+}
+
+// upper upper-cases the ASCII letters of b, eight bytes a step: in each
+// byte of a word, the high bit of the sums below says whether its low
+// seven bits are at least 'a' and more than 'z'; a letter (high bit
+// clear) gets its 0x20 bit cleared. Bytes of 0x80 and up are left alone.
+func upper(b []byte) {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	j := 0
+	for ; j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		low := x &^ high
+		atLeastA := low + ones*(0x80-'a')
+		pastZ := low + ones*(0x80-'z'-1)
+		letters := (atLeastA &^ pastZ) &^ x & high
+		binary.LittleEndian.PutUint64(b[j:], x^(letters>>2))
+	}
+	for ; j < len(b); j++ {
+		if c := b[j]; c >= 'a' && c <= 'z' {
+			b[j] = c - 'a' + 'A'
+		}
+	}
 }
 
 func main() {}
