@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -25,37 +26,41 @@ type stepOutput struct {
 }
 
 // transform calls the plugin on the input [from, next) of v with state.
-// When the outputs do not fit one batch of the output topic, it calls it
-// again on the first half of the input, and so on: a step's outputs are
-// one batch, appended whole or not at all.
+// The output batch is built from the plugin's answer while the plugin
+// still holds it (no copy of the answer in between). When the outputs
+// do not fit one batch of the output topic, it calls it again on the
+// first half of the input, and so on: a step's outputs are one batch,
+// appended whole or not at all.
 func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][]byte, from, next uint64, state []byte) (stepOutput, error) {
 	for {
+		var out stepOutput
+		var useErr error // the build's, not the plugin's
 		cctx, cancel := context.WithTimeout(ctx, callWait)
-		res, err := r.plugin.Transform(cctx, r.spec.Plugin, r.params, v, state)
+		err := r.plugin.TransformFunc(cctx, r.spec.Plugin, r.params, v, state, func(res plugins.TransformResult) error {
+			out = stepOutput{next: next, inputs: v.Len(), outputs: len(res.Outputs)}
+			if len(res.State) > maxStateBytes {
+				useErr = fmt.Errorf("transform: plugin %q answered a state of %d bytes, at most %d are kept", r.spec.Plugin, len(res.State), maxStateBytes)
+				return useErr
+			}
+			out.state = bytes.Clone(res.State)
+			if len(res.Outputs) > 0 {
+				out.batch, useErr = r.build(v, res.Outputs)
+			}
+			return useErr
+		})
 		cancel()
-		if err != nil {
+		switch {
+		case useErr == nil && err == nil:
+			return out, nil
+		case useErr == nil:
 			if ctx.Err() != nil {
 				return stepOutput{}, ctx.Err() // stopped, not a failure
 			}
 			r.stats.pluginFailed()
 			return stepOutput{}, pluginError{fmt.Errorf("transform: plugin %q: %w", r.spec.Plugin, err)}
-		}
-		out := stepOutput{next: next, inputs: v.Len(), outputs: len(res.Outputs), state: res.State}
-		if len(out.state) > maxStateBytes {
-			return stepOutput{}, fmt.Errorf("transform: plugin %q answered a state of %d bytes, at most %d are kept", r.spec.Plugin, len(out.state), maxStateBytes)
-		}
-		if len(res.Outputs) == 0 {
-			return out, nil
-		}
-		batch, err := r.build(v, res.Outputs)
-		if err == nil {
-			out.batch = batch
-			return out, nil
-		}
-		if err != errTooLarge {
-			return stepOutput{}, err
-		}
-		if v.Len() <= 1 {
+		case useErr != errTooLarge:
+			return stepOutput{}, useErr
+		case v.Len() <= 1:
 			return stepOutput{}, errTooLarge
 		}
 		// Half the input: a view ending before the middle record.
@@ -74,10 +79,12 @@ func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][
 // every output in order, each with its input's headers when it takes them.
 func (r *partRunner) build(v *plugins.View, outs []plugins.Output) ([]byte, error) {
 	// The batch is built in place, in a buffer sized for the outputs:
-	// the records are copied once, from the plugin's answer into it.
+	// the records are copied once, from the plugin's answer (its memory)
+	// and the input into it.
 	size := record.BatchHeaderSize
-	for _, o := range outs {
-		size += len(o.Key) + len(o.Value) + 24
+	for i := range outs {
+		o := &outs[i]
+		size += len(o.Key) + o.ValueLen() + 24
 		for _, h := range o.Headers {
 			size += len(h.Key) + len(h.Value) + 8
 		}
@@ -92,17 +99,35 @@ func (r *partRunner) build(v *plugins.View, outs []plugins.Output) ([]byte, erro
 	b := &r.bb
 	b.ResetInPlace(make([]byte, 0, min(size, r.maxBatch)+64))
 	b.SetProducer(uint64(r.id.ID), uint32(r.id.Epoch), r.seq)
-	var hs []record.Header
-	for _, o := range outs {
+	hs := r.hdrs[:0]
+	for i := range outs {
+		o := &outs[i]
 		hs = hs[:0]
-		for _, h := range v.OutputHeaders(o) {
-			hs = append(hs, record.Header{Key: string(h.Key), Value: h.Value})
+		if o.InputHeaders {
+			in := v.Record(o.Input)
+			for j := range in.HeaderCount() {
+				k, hv := in.Header(j)
+				hs = append(hs, record.Header{Key: string(k), Value: hv})
+			}
+		} else {
+			for _, h := range o.Headers {
+				hs = append(hs, record.Header{Key: string(h.Key), Value: h.Value})
+			}
 		}
-		b.Append(record.Record{Timestamp: o.Timestamp, Key: o.Key, Value: o.Value, Headers: hs})
+		rec := record.Record{Timestamp: o.Timestamp, Key: o.Key, Value: o.Value, Headers: hs}
+		if o.ValueParts != nil {
+			b.AppendParts(rec, o.ValueParts)
+		} else {
+			b.Append(rec)
+		}
 		if b.Size() > r.maxBatch {
+			clear(hs)
+			r.hdrs = hs[:0]
 			return nil, errTooLarge
 		}
 	}
+	clear(hs)
+	r.hdrs = hs[:0]
 	batch, err := b.FinishInPlace(record.CompressionNone)
 	if err != nil {
 		return nil, fmt.Errorf("transform: output batch: %w", err)

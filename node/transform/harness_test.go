@@ -225,7 +225,16 @@ type fakePlugin struct {
 
 var errFakeTrap = fmt.Errorf("%w: %q: ledge_transform: unreachable", plugins.ErrTrap, "pass")
 
-func (f *fakePlugin) Transform(_ context.Context, name string, _ plugins.Params, v *plugins.View, state []byte) (plugins.TransformResult, error) {
+func (f *fakePlugin) TransformFunc(ctx context.Context, name string, params plugins.Params, v *plugins.View, state []byte,
+	use func(plugins.TransformResult) error) error {
+	res, err := f.transform(ctx, name, params, v, state)
+	if err != nil {
+		return err
+	}
+	return use(res)
+}
+
+func (f *fakePlugin) transform(_ context.Context, name string, _ plugins.Params, v *plugins.View, state []byte) (plugins.TransformResult, error) {
 	f.calls.Add(1)
 	var n uint64
 	if len(state) == 8 {

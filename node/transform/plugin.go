@@ -24,16 +24,17 @@ func Registry(reg PluginRegistry) RegistryPlugin { return RegistryPlugin{reg} }
 // RegistryPlugin is a Plugin over a PluginRegistry.
 type RegistryPlugin struct{ reg PluginRegistry }
 
-// Transform runs plugin name once it is loaded.
-func (p RegistryPlugin) Transform(ctx context.Context, name string, params plugins.Params, v *plugins.View, state []byte) (plugins.TransformResult, error) {
+// TransformFunc runs plugin name once it is loaded.
+func (p RegistryPlugin) TransformFunc(ctx context.Context, name string, params plugins.Params, v *plugins.View, state []byte,
+	use func(plugins.TransformResult) error) error {
 	if err := p.reg.AwaitLoaded(ctx, name, callWait); err != nil {
-		return plugins.TransformResult{}, err
+		return err
 	}
 	h := p.reg.Host()
 	if h == nil {
-		return plugins.TransformResult{}, fmt.Errorf("%w: %q: this node runs no plugins", plugins.ErrUnknownPlugin, name)
+		return fmt.Errorf("%w: %q: this node runs no plugins", plugins.ErrUnknownPlugin, name)
 	}
-	return h.Transform(ctx, name, params, v, state)
+	return h.TransformFunc(ctx, name, params, v, state, use)
 }
 
 // Check returns nil when name is a registered transform plugin.

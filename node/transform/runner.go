@@ -40,9 +40,11 @@ type Partition interface {
 }
 
 // Plugin runs transform plugins (Registry adapts the node's plugin
-// registry). Transform is plugins.Host.Transform.
+// registry). TransformFunc is plugins.Host.TransformFunc: use gets the
+// answer while the plugin holds it, and copies what outlives the call.
 type Plugin interface {
-	Transform(ctx context.Context, name string, params plugins.Params, v *plugins.View, state []byte) (plugins.TransformResult, error)
+	TransformFunc(ctx context.Context, name string, params plugins.Params, v *plugins.View, state []byte,
+		use func(plugins.TransformResult) error) error
 }
 
 // Producers hands out idempotent producer identities (*owner.Producers):
@@ -98,6 +100,7 @@ type partRunner struct {
 	// yet promoted: the next write promotes it.
 	carry *promotion
 	bb    record.BatchBuilder
+	hdrs  []record.Header // an output's headers while its batch is built
 }
 
 type promotion struct {
