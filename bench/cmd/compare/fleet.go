@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,17 +86,22 @@ type fleetRun struct {
 	// GCPerMinute and GCPauseMs are the node's collections a minute and
 	// their stop-the-world pauses added up over the measured phase (its
 	// /metrics: Ledge's only).
-	GCPerMinute  float64 `json:"node_gc_per_minute"`
-	GCPauseMs    float64 `json:"node_gc_pause_total_ms"`
-	CPUSec       float64 `json:"server_cpu_sec"`
-	CPUPer1000   float64 `json:"server_cpu_sec_per_1000_records"`
-	LoadCPUSec   float64 `json:"loadgen_cpu_sec"`
-	BaseRSSMB    float64 `json:"server_rss_before_mb"`
-	IdleRSSMB    float64 `json:"server_rss_idle_fleet_mb"`
-	PeakRSSMB    float64 `json:"server_peak_rss_mb"`
-	RSSPerConnKB float64 `json:"server_rss_per_conn_kb"`
-	Errors       int64   `json:"errors"`
-	Err          string  `json:"error,omitempty"`
+	GCPerMinute float64 `json:"node_gc_per_minute"`
+	GCPauseMs   float64 `json:"node_gc_pause_total_ms"`
+	// Busy is the busy answers the devices got over the measured phase
+	// (Ledge's "busy, retry after"; 0 where the devices do not count
+	// them), BusyPerMinute the same a minute.
+	Busy          int64   `json:"busy_answers"`
+	BusyPerMinute float64 `json:"busy_answers_per_minute"`
+	CPUSec        float64 `json:"server_cpu_sec"`
+	CPUPer1000    float64 `json:"server_cpu_sec_per_1000_records"`
+	LoadCPUSec    float64 `json:"loadgen_cpu_sec"`
+	BaseRSSMB     float64 `json:"server_rss_before_mb"`
+	IdleRSSMB     float64 `json:"server_rss_idle_fleet_mb"`
+	PeakRSSMB     float64 `json:"server_peak_rss_mb"`
+	RSSPerConnKB  float64 `json:"server_rss_per_conn_kb"`
+	Errors        int64   `json:"errors"`
+	Err           string  `json:"error,omitempty"`
 }
 
 func fleetParams(quick bool) ([]int, fleetload.Params, error) {
@@ -134,14 +140,24 @@ func (h *harness) runFleets(ctx context.Context, out string) error {
 		return err
 	}
 	var runs []fleetRun
-	systems := []server.Kind{server.Ledge, server.NATSTLS}
+	// Ledge and JetStream TLS, as --systems names them (ledge alone for
+	// a node's runs without the comparison).
+	var systems []server.Kind
+	for _, k := range []server.Kind{server.Ledge, server.NATSTLS} {
+		if slices.Contains(h.s.systems, k) {
+			systems = append(systems, k)
+		}
+	}
+	if len(systems) == 0 {
+		return fmt.Errorf("fleet: --systems names neither ledge nor nats-tls")
+	}
 	for _, n := range ns {
 		for pair := range *fleetPairs {
 			for pos := range systems {
 				if ctx.Err() != nil {
 					return context.Cause(ctx)
 				}
-				sys := systems[(pos+pair+len(runs)/2)%2]
+				sys := systems[(pos+pair+len(runs)/2)%len(systems)]
 				p.Devices = n
 				r := h.runFleet(ctx, sys, p, pair)
 				fmt.Println(fleetLine(r))
@@ -241,6 +257,9 @@ func (h *harness) runFleet(ctx context.Context, sys server.Kind, p fleetload.Par
 	if d, ok := res.DatagramsPerRecord(); ok {
 		run.DatagramsPerRec, run.RcvbufDrops = d, res.UDP.RcvbufErrors
 	}
+	if b, ok := res.BusyPerMinute(); ok {
+		run.Busy, run.BusyPerMinute = res.Busy, b
+	}
 	if res.GCKnown {
 		run.GCPerMinute = res.NodeGC.PerMinute
 		run.GCPauseMs = float64(res.NodeGC.PauseTotal) / float64(time.Millisecond)
@@ -301,10 +320,10 @@ func fleetLine(r fleetRun) string {
 	if r.Err != "" && r.Connected == 0 {
 		return fmt.Sprintf("fleet %5d %-9s FAILED: %s", r.Devices, r.System, r.Err)
 	}
-	return fmt.Sprintf("fleet %5d %-9s connected %d held %d (%.0f/s)  produce p50/p99/p99.9 %s/%s/%s  commands %d/%d p50/p99 %s/%s  CPU %.3f s/1k  datagrams %.2f/rec (%d dropped)  GC %.1f/min (%.1f ms)  RSS %.0f MB idle (%.1f KB/conn), peak %.0f  errors %d  load %.1f",
+	return fmt.Sprintf("fleet %5d %-9s connected %d held %d (%.0f/s)  produce p50/p99/p99.9 %s/%s/%s  commands %d/%d p50/p99 %s/%s  CPU %.3f s/1k  datagrams %.2f/rec (%d dropped)  busy %.0f/min  GC %.1f/min (%.1f ms)  RSS %.0f MB idle (%.1f KB/conn), peak %.0f  errors %d  load %.1f",
 		r.Devices, r.System, r.Connected, r.Held, r.SetupPerSec, us(r.P50us), us(r.P99us), us(r.P999us),
 		r.CmdDelivered, r.Commands, us(r.CmdP50us), us(r.CmdP99us), r.CPUPer1000,
-		r.DatagramsPerRec, r.RcvbufDrops, r.GCPerMinute, r.GCPauseMs, r.IdleRSSMB, r.RSSPerConnKB, r.PeakRSSMB, r.Errors, r.LoadAvg)
+		r.DatagramsPerRec, r.RcvbufDrops, r.BusyPerMinute, r.GCPerMinute, r.GCPauseMs, r.IdleRSSMB, r.RSSPerConnKB, r.PeakRSSMB, r.Errors, r.LoadAvg)
 }
 
 func us(v int64) string {

@@ -31,6 +31,7 @@ var fleetMetrics = []fleetMetric{
 	{"parked polls woken per command (Ledge's metric)", func(r fleetRun) float64 { return r.WakeupsPerCmd }, ""},
 	{"UDP datagrams sent per record (the machine's)", func(r fleetRun) float64 { return r.DatagramsPerRec }, ""},
 	{"datagrams dropped for a full receive buffer", func(r fleetRun) float64 { return float64(r.RcvbufDrops) }, ""},
+	{"busy answers a minute (the devices')", func(r fleetRun) float64 { return r.BusyPerMinute }, ""},
 	{"node collections a minute (Ledge's /metrics)", func(r fleetRun) float64 { return r.GCPerMinute }, ""},
 	{"node GC stop-the-world pauses, total (ms)", func(r fleetRun) float64 { return r.GCPauseMs }, ""},
 	{"server CPU-s per 1,000 records", func(r fleetRun) float64 { return r.CPUPer1000 }, ""},

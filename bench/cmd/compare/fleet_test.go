@@ -27,7 +27,7 @@ func TestFleetIsTakenOutOfTheWorkloadList(t *testing.T) {
 func TestFleetReportGivesRatiosWithinPairs(t *testing.T) {
 	runs := []fleetRun{
 		{System: "ledge", Devices: 20, Pair: 0, Connected: 20, P99us: 4000, CPUPer1000: 0.5,
-			DatagramsPerRec: 3.5, RcvbufDrops: 120, GCPerMinute: 1.5, GCPauseMs: 2.25},
+			DatagramsPerRec: 3.5, RcvbufDrops: 120, GCPerMinute: 1.5, GCPauseMs: 2.25, Busy: 30, BusyPerMinute: 60},
 		{System: "nats-tls", Devices: 20, Pair: 0, Connected: 20, P99us: 2000, CPUPer1000: 1,
 			DatagramsPerRec: 0.25},
 	}
@@ -39,6 +39,7 @@ func TestFleetReportGivesRatiosWithinPairs(t *testing.T) {
 		"| server CPU-s per 1,000 records | 0.5 | 1 | 0.50 |",
 		"| UDP datagrams sent per record (the machine's) | 3.5 | 0.25 | 14.00 |",
 		"| datagrams dropped for a full receive buffer | 120 | 0 | – |",
+		"| busy answers a minute (the devices') | 60 | 0 | – |",
 		"| node collections a minute (Ledge's /metrics) | 1.5 | 0 | – |",
 		"| node GC stop-the-world pauses, total (ms) | 2.25 | 0 | – |",
 	} {
