@@ -18,10 +18,11 @@
 // leave in one write), or with WriteFrame, Flush and [Request.Release].
 // [Stream.WriteFrameParts] writes a frame given in pieces, handing large
 // ones (a poll reply's stored batches) to QUIC without joining them first.
-// Frames of 256 bytes and more are read into buffers that [RecycleFrame]
-// (or the last owner of a [SharedFrame]) hands back once nothing holds
-// them: a node reads its next produce request into the memory of one whose
-// batch the engine has written, instead of allocating and zeroing it.
+// Frames of [MinPooledFrame] bytes and more are read into buffers that
+// [RecycleFrame] (or the last owner of a [SharedFrame]) hands back once
+// nothing holds them: a node reads its next produce request into the
+// memory of one whose batch the engine has written, instead of allocating
+// and zeroing it. A [Request] is reused once released.
 // [Listener.CloseToken] closes every connection of a revoked token.
 // [Listener.Peers] lists the clients' connections as a successor would
 // reset them after a crash, and [Listener.ResetPeers] sends those of a

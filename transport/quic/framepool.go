@@ -6,20 +6,24 @@ import (
 	"sync/atomic"
 )
 
-// Frames of 256 bytes and more are read into buffers that callers may
-// hand back with RecycleFrame once nothing holds them. A fresh buffer is
-// allocated, and zeroed, for every frame otherwise: for a node taking in
-// batches of 100 KiB, zeroing its request buffers cost as much CPU as
-// checksumming them twice; for one taking in a 1 KiB message at a time,
-// the fresh frames were most of what it allocated, and the garbage
-// collections they caused (several a second on a 4 MB heap) were the
-// slowest percent of its replies. Nothing is recycled unless a caller says
-// so, so a frame kept forever (a batch in the engine's tail cache) is
+// Frames of MinPooledFrame bytes and more are read into buffers that
+// callers may hand back with RecycleFrame once nothing holds them. A
+// fresh buffer is allocated, and zeroed, for every frame otherwise: for a
+// node taking in batches of 100 KiB, zeroing its request buffers cost as
+// much CPU as checksumming them twice; for one taking in a 1 KiB message
+// at a time, the fresh frames were most of what it allocated, and the
+// garbage collections they caused (several a second on a 4 MB heap) were
+// the slowest percent of its replies. Nothing is recycled unless a caller
+// says so, so a frame kept forever (a batch in the engine's tail cache) is
 // simply left to the garbage collector.
 const (
-	minPooledFrame = 256
+	// MinPooledFrame is the smallest frame FrameBuffer takes from, and
+	// RecycleFrame gives back to, the free frames: a device's poll (about
+	// 80 bytes) or a produce of a short reading is one; a frame smaller
+	// still is a few fields, cheaper to allocate than to look up.
+	MinPooledFrame = 64
 	maxPooledFrame = 8 << 20
-	frameClasses   = 24 // by floor(log2(capacity)); classes below 8 and above 23 stay empty
+	frameClasses   = 24 // by floor(log2(capacity)); classes below 6 and above 23 stay empty
 	// maxFreeFrameBytes bounds the memory of the free frames. A
 	// sync.Pool would drop them at every garbage collection, which a
 	// node taking in hundreds of MB/s runs several times a second.
@@ -42,7 +46,7 @@ type freeFrameList struct {
 // client may build the frames it sends in them (and recycle those whose
 // reply has come).
 func FrameBuffer(n int) []byte {
-	if n < minPooledFrame || n > maxPooledFrame {
+	if n < MinPooledFrame || n > maxPooledFrame {
 		return make([]byte, n)
 	}
 	// A buffer in class k has a capacity in [2^k, 2^(k+1)). Frames of n
@@ -103,7 +107,7 @@ func frameCap(n int) int {
 // collected, and so are frames recycled past the free frames' budget.
 func RecycleFrame(frame []byte) {
 	c := cap(frame)
-	if c < minPooledFrame || c > maxPooledFrame {
+	if c < MinPooledFrame || c > maxPooledFrame {
 		return
 	}
 	f := &freeFrames

@@ -37,7 +37,7 @@ func TestRecycledFramesHoldOnlyTheirOwnBytes(t *testing.T) {
 			if len(got) != len(w) || !bytes.Equal(got, w) {
 				t.Fatalf("round %d frame %d (%d bytes): read bytes differ from those sent", round, i, len(w))
 			}
-			if cap(got) < len(got) || (len(got) >= minPooledFrame && cap(got)-len(got) > len(got)/4) {
+			if cap(got) < len(got) || (len(got) >= MinPooledFrame && cap(got)-len(got) > len(got)/4) {
 				t.Fatalf("frame of %d bytes in a buffer of %d", len(got), cap(got))
 			}
 			// Scribble over it, as a later user of the buffer would.
@@ -84,7 +84,7 @@ func BenchmarkReadFrame100KiB(b *testing.B) {
 // buffer of the one before, whatever the size: sizes just below a power of
 // two included, whose buffers are rounded up past it.
 func TestSmallFramesAreReused(t *testing.T) {
-	for _, n := range []int{minPooledFrame, 1100, 2000, 4095, 32<<10 - 1, 60 << 10} {
+	for _, n := range []int{MinPooledFrame, 1100, 2000, 4095, 32<<10 - 1, 60 << 10} {
 		first := FrameBuffer(n)
 		RecycleFrame(first)
 		got := FrameBuffer(n)
