@@ -89,11 +89,11 @@ func (n *Node) acceptLoop() {
 // serveConn accepts the streams of one connection.
 func (n *Node) serveConn(c *quic.Conn) {
 	id, ok := c.Identity().Value.(authed)
-	rec := id.tok
 	if !ok {
 		_ = c.Close(quic.CodeInternal, "connection without identity")
 		return
 	}
+	rec := id.tok
 	if rec.Revoked() { // revoked between authentication and now
 		_ = c.Close(quic.CodeTokenRevoked, "token revoked")
 		return
@@ -139,7 +139,7 @@ func (s served) large() bool {
 }
 
 // smallPollReply is the largest poll reply the reading goroutine writes
-// itself: it is copied into the stream's buffer, as a produce reply is.
+// itself, copied into the stream's buffer as a produce reply is.
 const smallPollReply = 16 << 10
 
 // serveStream reads the requests of a stream in order and handles each on
@@ -249,15 +249,19 @@ func writeServed(s *quic.Stream, out served) error {
 
 // done lets go of a request whose reply is written (or dropped with a
 // broken stream): its bytes go back to the in-flight budget, its frame,
-// when shared with the engine, loses the stream's share, the stored
-// batches a poll reply referred to go back to the engine, and the request
-// itself goes back to the pool (see request). Nothing may use r after.
+// when shared with the engine, loses the stream's share (a poll's, which
+// nothing keeps, is recycled), the stored batches a poll reply referred
+// to go back to the engine, and the request itself goes back to the pool
+// (see request). Nothing may use r after.
 func (r *request) done() {
 	defer r.recycle()
 	r.read.Release()
 	r.releaseAdmission()
 	r.dropShare()
 	r.ReleasePolled()
+	if r.frame.Kind == wire.KindPoll {
+		quic.RecycleFrame(r.raw) // decoding copied what the poll keeps
+	}
 }
 
 // streamEnded logs why a stream stopped being read. The requests read
@@ -663,9 +667,10 @@ func (r *request) ShareFrame() func() {
 	return r.share.release
 }
 
-// minRecycledFrame is the smallest frame buffer transport/quic takes back
-// (RecycleFrame): a smaller frame is not shared, and the engine's batch
-// in it is left to the garbage collector as the frame would be.
+// minRecycledFrame is the smallest produce frame shared with the engine;
+// a smaller one's batch is left to the garbage collector with its frame.
+// A warm tail cache keeps a batch for good, and then a frameShare costs
+// two allocations where a small frame costs one.
 const minRecycledFrame = 256
 
 // dropShare gives up the stream's share of the frame, if the engine was
@@ -714,8 +719,7 @@ func (f *frameShare) drop() bool {
 	return true
 }
 
-// requests are the node's request structs between two lives (see
-// request).
+// requests are the node's request structs between two lives (request).
 var requests = sync.Pool{New: func() any { return new(request) }}
 
 // newRequest is a request of node n read as frame, from the pool: its
@@ -748,8 +752,7 @@ func (r *request) recycle() {
 	requests.Put(r)
 }
 
-// maxKeptReplyBytes bounds the reply buffer a pooled request keeps.
-const maxKeptReplyBytes = 16 << 10
+const maxKeptReplyBytes = 16 << 10 // the largest reply buffer a pooled request keeps
 
 // kafkaAdmission lends the QUIC listener's admission to the Kafka
 // listener, so that the connections of both count against one cap of

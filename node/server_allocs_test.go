@@ -8,6 +8,7 @@ import (
 
 	"github.com/ledgemq/ledge/internal/allocs"
 	"github.com/ledgemq/ledge/node/session"
+	"github.com/ledgemq/ledge/transport/quic"
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
@@ -145,5 +146,37 @@ func TestServeWokenPollAllocations(t *testing.T) {
 	t.Logf("per command (its produce and the woken poll): %.2f allocations, %.1f bytes", count, bytes)
 	if count > 19 || bytes > 1664 {
 		t.Errorf("a command allocates %.2f times, %.1f bytes (want at most 19 and 1664)", count, bytes)
+	}
+}
+
+// A poll's frame goes back to the transport's free frames once its reply
+// is written (decoding copied what the poll keeps): the next frame of its
+// size is read into the same memory. A device's poll is about 80 bytes.
+func TestServePollRecyclesItsFrame(t *testing.T) {
+	tn := startNode(t, nil, nil)
+	c := tn.mustDial(t, tn.admin)
+	c.createTopic("t", wire.TopicConfig{Durability: wire.DurabilityNone})
+	tok, err := tn.tokens.Authenticate(tn.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := session.New((*sessionNode)(tn.Node), tok, "")
+	enc := c.frame(&wire.PollRequest{
+		Key:        wire.PollKey{Mode: wire.KeyExact, Key: []byte("device-7")},
+		Partitions: []wire.PollPartition{{Topic: "t", Position: wire.Position{Mode: wire.PositionOffset}}},
+	})
+	if len(enc) < quic.MinPooledFrame {
+		t.Fatalf("a poll of %d bytes is below the pooled frames", len(enc))
+	}
+	f := quic.FrameBuffer(len(enc))
+	copy(f, enc)
+	r := tn.handle(context.Background(), sess, f)
+	var rep wire.PollReply
+	if err := decodeReply(r.out.frame, &rep); err != nil || rep.Partitions[0].Status != wire.StatusOK {
+		t.Fatalf("poll: %+v, %v", rep, err)
+	}
+	r.done()
+	if next := quic.FrameBuffer(len(enc)); &next[0] != &f[0] {
+		t.Fatal("the next frame of a poll's size was not read into the poll's frame")
 	}
 }
