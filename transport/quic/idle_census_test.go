@@ -96,10 +96,12 @@ func censusByOwner(c map[string]int) (quicgo, transport, app int) {
 
 // parkedServer serves like a node whose clients each park a long poll:
 // a frame "poll" is held unanswered until the server ends, any other is
-// echoed. Every connection has a goroutine accepting its streams and
-// every stream one reading it (the node's shape: node/server.go).
+// echoed (or given to answer). Every connection has a goroutine
+// accepting its streams and every stream one reading it (the node's
+// shape: node/server.go).
 type parkedServer struct {
 	ts     *testServer
+	answer handler
 	parked atomic.Int64
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -107,7 +109,12 @@ type parkedServer struct {
 }
 
 func serveParked(t testing.TB, ts *testServer) *parkedServer {
-	ps := &parkedServer{ts: ts}
+	return serveParkedWith(t, ts, echo)
+}
+
+// serveParkedWith is serveParked answering what is not a poll with h.
+func serveParkedWith(t testing.TB, ts *testServer, h handler) *parkedServer {
+	ps := &parkedServer{ts: ts, answer: h}
 	ps.ctx, ps.cancel = context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		ps.cancel()
@@ -144,7 +151,7 @@ func (ps *parkedServer) serveStream(c *Conn, s *Stream) {
 			return
 		}
 		if bodyOf(r.Frame) != "poll" {
-			echo(s, r)
+			ps.answer(s, r)
 			continue
 		}
 		ps.parked.Add(1)
