@@ -37,9 +37,10 @@ type TransformResult struct {
 // order, value spans within the plugin's memory, the state within
 // Config.MaxStateBytes, the whole answer with the bytes its spans name
 // within Config.MaxOutputBytes). The result does not alias the plugin's
-// memory nor v: it is copied out, values in parts joined (ValueParts is
-// nil); an output with InputHeaders set has the headers of
-// v.Record(Input) (View.OutputHeaders reads them). An empty view is
+// memory: it is copied out, values in parts joined (ValueParts is nil);
+// a key or value the plugin took from its input aliases v, so use the
+// outputs before releasing v, and an output with InputHeaders set has
+// the headers of v.Record(Input) (View.OutputHeaders reads them). An empty view is
 // answered without calling the plugin: no outputs, the state unchanged.
 // TransformFunc does the same without the copy.
 //
@@ -49,7 +50,7 @@ type TransformResult struct {
 func (h *Host) Transform(ctx context.Context, name string, params Params, v *View, state []byte) (TransformResult, error) {
 	var res TransformResult
 	err := h.TransformFunc(ctx, name, params, v, state, func(r TransformResult) error {
-		res = cloneResult(r)
+		res = cloneResult(v, r)
 		return nil
 	})
 	if err != nil {
@@ -105,13 +106,20 @@ func putAnswer(a *abi.TransformAnswer) {
 	}
 }
 
-// cloneResult copies r into memory of its own: keys, values (parts
-// joined), headers and state in one buffer.
-func cloneResult(r TransformResult) TransformResult {
+// cloneResult copies r, a result over v, into memory of its own: keys,
+// values (parts joined), headers and state in one buffer. A key or value
+// taken from the input keeps aliasing v.
+func cloneResult(v *View, r TransformResult) TransformResult {
 	n, nh := len(r.State), 0
 	for i := range r.Outputs {
 		o := &r.Outputs[i]
-		n += len(o.Key) + o.ValueLen()
+		in := v.Record(o.Input)
+		if !same(o.Key, in.Key()) {
+			n += len(o.Key)
+		}
+		if !same(o.Value, in.Value()) {
+			n += o.ValueLen()
+		}
 		nh += len(o.Headers)
 		for _, h := range o.Headers {
 			n += len(h.Key) + len(h.Value)
@@ -133,14 +141,20 @@ func cloneResult(r TransformResult) TransformResult {
 	}
 	for i, o := range r.Outputs {
 		c := o
-		c.Key = keep(o.Key)
-		if o.ValueParts != nil {
+		in := v.Record(o.Input)
+		if !same(o.Key, in.Key()) {
+			c.Key = keep(o.Key)
+		}
+		switch {
+		case same(o.Value, in.Value()):
+			// taken from the input: it keeps aliasing v
+		case o.ValueParts != nil:
 			at := len(buf)
 			for _, p := range o.ValueParts {
 				buf = append(buf, p...)
 			}
 			c.Value, c.ValueParts = buf[at:len(buf):len(buf)], nil
-		} else {
+		default:
 			c.Value = keep(o.Value)
 		}
 		if o.Headers != nil {
@@ -153,6 +167,12 @@ func cloneResult(r TransformResult) TransformResult {
 		outs[i] = c
 	}
 	return TransformResult{Outputs: outs, State: keep(r.State)}
+}
+
+// same reports whether a and b are the same bytes in memory: an output's
+// key or value taken from its input is the input's own slice.
+func same(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // OutputHeaders returns the headers of o, an output of a transform over v:
