@@ -25,7 +25,12 @@
 // call the flusher would have made; a one-at-a-time producer so skips
 // two goroutine hand-offs. Under DurabilityAlways it then fsyncs once for the whole
 // round (group commit; after an fsync it waits briefly for the appenders
-// it released, so that they share the next one). Under interval and none
+// it released, so that they share the next one); a round of 1 MiB or more
+// hands its fsync to the partition's syncer goroutine instead, through
+// another handle of the same file, and the flusher writes the next round
+// while it runs. An fsync acknowledges only what was written before it
+// began, so a round written during another's fsync waits for one of its
+// own, and a failed fsync fails both. Under interval and none
 // a syncer goroutine fsyncs in the background (interval: every
 // SyncInterval, and when a segment is sealed, told at the end of the
 // flusher's round; none: 30 s after a seal, or once 32 sealed segments
@@ -35,8 +40,10 @@
 // A partition's file writes, file removals and its own metadata writes
 // (reservations, checkpoints, cleanup records) are made by its flusher
 // (or under its turn, as above), and its fsyncs by the flusher or the syncer, each handing work to the
-// other and waiting: they happen in the partition's order, never two at
-// once. A caller that lets the goroutines go idle between its calls (a
+// other: they happen in the partition's order, never two at once. A write
+// may run while the syncer fsyncs (on another handle of the file), but
+// fsyncs, index files and directory fsyncs are made by one sync at a time,
+// so a seal and its directory fsync come after any fsync under way. A caller that lets the goroutines go idle between its calls (a
 // simulator under testing/synctest) sees the same file operations in the
 // same order every time.
 //

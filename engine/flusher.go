@@ -29,7 +29,9 @@ import (
 // once per stagingChunkBytes written and at the end of the round. Under
 // DurabilityAlways it then fsyncs
 // once for everything written in the round (group commit) before the
-// round's appends are acknowledged and visible. Under interval and none the
+// round's appends are acknowledged and visible; a round of
+// overlapSyncBytes or more hands that fsync to the syncer and the flusher
+// writes the next round while it runs (writeBatches). Under interval and none the
 // fsyncs are the syncer's (syncer.go), so that a write never waits for one.
 //
 // The logical end is tracked in memory and every write goes there with
@@ -54,6 +56,9 @@ type flusher struct {
 	dirSyncFailed bool
 	// failureMarked: markFailure ran.
 	failureMarked bool
+	// syncedRound: under DurabilityAlways, the last round's fsync was the
+	// flusher's own (a small round), so gather may follow it.
+	syncedRound bool
 }
 
 // maxSpareQueue is the most queue entries whose array a partition keeps
@@ -71,6 +76,14 @@ const stagingChunkBytes = 512 << 10
 // never modifies what it is given (io.WriterAt), so the slice stays the
 // one cached and served.
 const directWriteBytes = 32 << 10
+
+// overlapSyncBytes is the size from which a round under DurabilityAlways
+// hands its fsync to the syncer instead of making it itself, so that the
+// next round's writes go on while it runs (RATIONALE.md, "A big round's
+// fsync overlaps the next round's writes"). A smaller round's write takes
+// little next to its fsync: overlapping it would save little and split
+// the appenders that group commit's gather keeps together.
+const overlapSyncBytes = 1 << 20
 
 // runFlusher is the partition's flusher goroutine: one round per wake-up
 // (takeRound, writeRound, finishRound), until a round finds the partition
@@ -149,12 +162,14 @@ func (p *Partition) takeRound(spare []pending) round {
 // writeRound writes the round's batches, unless the partition has failed,
 // and returns their array for a later round's queue. Under
 // DurabilityAlways, released is how many appends the round's fsync
-// acknowledged and took how long it took (for gather).
+// acknowledged and took how long it took (for gather), when the flusher
+// made that fsync itself.
 func (p *Partition) writeRound(r *round) (released int, took time.Duration, spare []pending) {
 	if len(r.batch) > 0 && r.failed == nil {
-		syncs, t0 := p.stats.syncs.Load(), time.Now()
+		t0 := time.Now()
+		p.fl.syncedRound = false
 		r.failed = p.writeBatches(r.batch)
-		if p.cfg.Durability == DurabilityAlways && r.failed == nil && p.stats.syncs.Load() > syncs {
+		if p.cfg.Durability == DurabilityAlways && r.failed == nil && p.fl.syncedRound {
 			released, took = len(r.batch), time.Since(t0)
 		}
 	}
@@ -349,10 +364,18 @@ func (p *Partition) gather(released int, lastSync time.Duration) {
 
 // writeBatches writes batch (oldest first) to the log, rolling segments as
 // needed: one write per run of batches staged in one chunk (nextRun). It
-// returns the partition's failure, if the round caused one.
+// returns the partition's failure, if the round caused one or found one
+// (a failed fsync of the syncer's): nothing more is written then.
+//
+// Under DurabilityAlways the round's fsync follows its last write: made
+// here, or, for a round of overlapSyncBytes or more, handed to the syncer,
+// and the flusher goes on to the next round's writes while it runs. Either
+// way syncOnce acknowledges only what was written before it began, so a
+// later round's writes wait for an fsync of their own.
 func (p *Partition) writeBatches(batch []pending) error {
 	f := &p.fl
 	now := p.e.clock.now()
+	var written int    // bytes written in this call
 	var unnotified int // bytes written that waiters were not told of
 	defer func() {
 		if unnotified > 0 {
@@ -383,6 +406,7 @@ func (p *Partition) writeBatches(batch []pending) error {
 		if err != nil {
 			return p.writeFailed(seg, pos, err, batch)
 		}
+		written += len(buf)
 		if p.cfg.Durability != DurabilityAlways {
 			// Waiters learn of the round's writes about once per staging
 			// chunk's worth of bytes, and at its end.
@@ -395,8 +419,12 @@ func (p *Partition) writeBatches(batch []pending) error {
 		}
 		batch = batch[len(run):]
 		if p.cfg.Durability == DurabilityAlways && len(batch) == 0 {
-			if err := p.syncOnce(f.wf); err != nil {
+			if written >= overlapSyncBytes && p.dur.kick != nil {
+				p.kickSyncer() // the next round is written while it fsyncs
+			} else if err := p.syncOnce(f.wf); err != nil {
 				return err
+			} else {
+				f.syncedRound = true
 			}
 		}
 	}
@@ -406,9 +434,14 @@ func (p *Partition) writeBatches(batch []pending) error {
 // segmentFor returns the segment that q is written to: the active one,
 // unless there is none yet, or q does not fit in it, or it is older than
 // the topic's segment age, or it lies below the start (a purge): then a
-// new one, rolled at q's base.
+// new one, rolled at q's base. A failed partition writes nothing more: it
+// returns the failure.
 func (p *Partition) segmentFor(q *pending, now int64) (*segment, error) {
 	p.mu.Lock()
+	if err := p.failed; err != nil {
+		p.mu.Unlock()
+		return nil, err
+	}
 	var seg *segment
 	if n := len(p.segs); n > 0 {
 		seg = p.segs[n-1]

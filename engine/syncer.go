@@ -16,11 +16,14 @@ import (
 // the handle given, or its read handle — fdatasync covers the file, not the
 // descriptor), writes the index files of newly sealed segments, fsyncs the
 // directory when entries changed, and only then advances the durable end,
-// the checkpoint and the durable producer state. Under DurabilityAlways
-// the flusher calls it after each round of writes; under interval and none
-// the syncer goroutine does, on its timer, when a segment is sealed (under
-// none, deferred: below), and on request (purge, close), so a write never
-// waits for an fsync.
+// the checkpoint and the durable producer state. What it makes durable, and
+// so acknowledges, is what was written before it took its work: a write
+// made while it runs waits for the next one. Under DurabilityAlways the
+// flusher calls it after each round of writes, or, after a round of
+// overlapSyncBytes or more, hands it to the syncer goroutine and writes the
+// next round meanwhile; under interval and none the syncer goroutine calls
+// it, on its timer, when a segment is sealed (under none, deferred: below),
+// and on request (purge, close), so a write never waits for an fsync.
 //
 // A failed fsync is never retried: the partition fails, and what was not
 // durable is not acknowledged (always) or is lost at a crash (the recovery
@@ -227,7 +230,8 @@ func (p *Partition) syncNow() error {
 	}
 }
 
-// kickSyncer tells the syncer a segment was sealed.
+// kickSyncer tells the syncer a segment was sealed (interval, none) or
+// that a round awaits its fsync (always).
 func (p *Partition) kickSyncer() {
 	if p.dur.kick == nil {
 		return
@@ -240,9 +244,6 @@ func (p *Partition) kickSyncer() {
 
 func (p *Partition) startSyncer() {
 	d := &p.dur
-	if p.cfg.Durability == DurabilityAlways {
-		return
-	}
 	d.kick = make(chan struct{}, 1)
 	d.reqs = make(chan chan error)
 	d.stop = make(chan struct{})
@@ -295,8 +296,9 @@ func (p *Partition) sealedAwaitingSync() int {
 }
 
 // runSyncer fsyncs in the background: on request, when a segment is
-// sealed (under none, deferred as above), and under interval every
-// SyncInterval while data is unsynced.
+// sealed (under none, deferred as above), under interval every
+// SyncInterval while data is unsynced, and under always when the flusher
+// hands it a big round's fsync (at once).
 func (p *Partition) runSyncer() {
 	d := &p.dur
 	defer close(d.stopped)
