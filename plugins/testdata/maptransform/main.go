@@ -39,26 +39,38 @@ func init() {
 	})
 }
 
-// upper upper-cases the ASCII letters of b, eight bytes a step: in each
-// byte of a word, the high bit of the sums below says whether its low
-// seven bits are at least 'a' and more than 'z'; a letter (high bit
-// clear) gets its 0x20 bit cleared. Bytes of 0x80 and up are left alone.
+// upper upper-cases the ASCII letters of b, eight bytes a word, four
+// words a step: in each byte of a word, the high bit of the sums below
+// says whether its low seven bits are at least 'a' and more than 'z'; a
+// letter (high bit clear) gets its 0x20 bit cleared. Bytes of 0x80 and
+// up are left alone.
 func upper(b []byte) {
-	const ones, high = 0x0101010101010101, 0x8080808080808080
-	j := 0
-	for ; j+8 <= len(b); j += 8 {
-		x := binary.LittleEndian.Uint64(b[j:])
-		low := x &^ high
-		atLeastA := low + ones*(0x80-'a')
-		pastZ := low + ones*(0x80-'z'-1)
-		letters := (atLeastA &^ pastZ) &^ x & high
-		binary.LittleEndian.PutUint64(b[j:], x^(letters>>2))
+	for len(b) >= 32 {
+		w := b[:32:32]
+		binary.LittleEndian.PutUint64(w[0:], upperWord(binary.LittleEndian.Uint64(w[0:])))
+		binary.LittleEndian.PutUint64(w[8:], upperWord(binary.LittleEndian.Uint64(w[8:])))
+		binary.LittleEndian.PutUint64(w[16:], upperWord(binary.LittleEndian.Uint64(w[16:])))
+		binary.LittleEndian.PutUint64(w[24:], upperWord(binary.LittleEndian.Uint64(w[24:])))
+		b = b[32:]
 	}
-	for ; j < len(b); j++ {
-		if c := b[j]; c >= 'a' && c <= 'z' {
+	for len(b) >= 8 {
+		binary.LittleEndian.PutUint64(b, upperWord(binary.LittleEndian.Uint64(b)))
+		b = b[8:]
+	}
+	for j, c := range b {
+		if c >= 'a' && c <= 'z' {
 			b[j] = c - 'a' + 'A'
 		}
 	}
+}
+
+func upperWord(x uint64) uint64 {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	low := x &^ high
+	atLeastA := low + ones*(0x80-'a')
+	pastZ := low + ones*(0x80-'z'-1)
+	letters := (atLeastA &^ pastZ) &^ x & high
+	return x ^ letters>>2
 }
 
 func main() {}
