@@ -38,6 +38,14 @@ type Listener struct {
 
 	closeOnce sync.Once
 	stats     counters
+
+	// connsGen counts the changes of conns; Peers lists again after one.
+	connsGen    atomic.Uint64
+	peersMu     sync.Mutex // guards what Peers listed last:
+	peers       []Peer
+	peersListed bool
+	peersGen    uint64
+	peersAt     time.Time
 }
 
 type counters struct {
@@ -222,6 +230,7 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 		return
 	}
 	l.conns[c] = struct{}{}
+	l.connsGen.Add(1)
 	l.stats.connsOpen.Add(1)
 	l.mu.Unlock()
 	context.AfterFunc(qc.Context(), c.gone)
@@ -355,6 +364,7 @@ func (l *Listener) forget(c *Conn) {
 	l.mu.Lock()
 	if _, ok := l.conns[c]; ok {
 		delete(l.conns, c)
+		l.connsGen.Add(1)
 		l.stats.connsOpen.Add(-1)
 	}
 	if set := l.byToken[c.id.TokenID]; set != nil {

@@ -191,3 +191,31 @@ func TestPeerTableForgetsWhatWentQuiet(t *testing.T) {
 		t.Fatalf("listed %v, want only 5: 1 was silent for longer than the idle timeout", got)
 	}
 }
+
+// Peers lists again only when something it shows could have changed: a
+// connection ID or address noted anew, not a known client seen again
+// (every packet of a busy fleet), and a connection that came or went.
+func TestPeerTableChangesWithNewIDsOnly(t *testing.T) {
+	now := time.Unix(1000, 0)
+	pt := newPeerTable(16, func() time.Time { return now })
+	a := netip.MustParseAddrPort("10.0.0.1:4000")
+	datagram := func(id byte, from netip.AddrPort) ipv4.Message {
+		d := make([]byte, 60)
+		d[0], d[1] = 0x41, id
+		return ipv4.Message{Buffers: [][]byte{d}, N: len(d), Addr: net.UDPAddrFromAddrPort(from)}
+	}
+	live := map[netip.AddrPort]bool{a: true}
+	pt.observe([]ipv4.Message{datagram(1, a)})
+	if !pt.hasChanged() {
+		t.Fatal("a new connection ID is no change")
+	}
+	pt.snapshot(time.Minute, live)
+	pt.observe([]ipv4.Message{datagram(1, a), datagram(1, a)})
+	if pt.hasChanged() {
+		t.Fatal("a known connection ID seen again is a change")
+	}
+	pt.observe([]ipv4.Message{datagram(1, netip.MustParseAddrPort("10.0.0.1:4001"))})
+	if !pt.hasChanged() {
+		t.Fatal("a known connection ID at a new address is no change")
+	}
+}
