@@ -115,6 +115,7 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		ans, mem, err = in.runTransform(ctx, &t, v, state)
 	}
 	h.pool.end(&t, p)
+	elapsed := h.cfg.Now().Sub(start) // the plugin's, not check's
 	out := 0
 	switch {
 	case err != nil:
@@ -127,7 +128,6 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 			h.leave()
 		}
 	}
-	elapsed := h.cfg.Now().Sub(start)
 	p.judge(in.cs.yields >= slowYields || errors.Is(err, ErrTimeout))
 	if err != nil {
 		// A plugin's own error report leaves the instance sound; anything
