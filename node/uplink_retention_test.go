@@ -23,9 +23,11 @@ import (
 
 // uplinkNode is a node on the storage engine with one topic forwarded to a
 // kfake cluster. The node's uplinks run with an injected backoff: a
-// forwarder that failed reports it on backedOff and waits for resume, so
-// the test knows when Kafka's absence was noticed and decides when the
-// forwarder tries again.
+// forwarder that failed while Kafka is away reports it on backedOff and
+// waits for resume, so the test knows when Kafka's absence was noticed and
+// decides when the forwarder tries again. A step that failed while Kafka
+// is reachable ran out of its step deadline on a loaded machine: it is
+// retried at once, as the backoff would, without the test's say.
 type uplinkNode struct {
 	t      *testing.T
 	tn     *testNode
@@ -111,6 +113,9 @@ func newUplinkNode(t *testing.T, cfg wire.TopicConfig, overflow uplink.Overflow)
 	n.uplinks = uplink.NewManager(uplink.ManagerConfig{NodeID: "edge-1", Meta: n.meta, Partitions: partitions, Template: uplink.Config{
 		Now: u.clock, Logger: n.log, KafkaOpts: uplinktest.FastKafka(), StepTimeout: 250 * time.Millisecond, PollWait: time.Millisecond,
 		Wait: func(ctx context.Context, _ time.Duration) error {
+			if !u.down.Load() {
+				return ctx.Err()
+			}
 			select {
 			case u.backedOff <- struct{}{}:
 			case <-ctx.Done():

@@ -2,6 +2,8 @@ package uplink
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
 	"testing"
 
@@ -73,6 +75,41 @@ func TestUplinkDropOldestCountsDropped(t *testing.T) {
 	}
 	if !bytes.Contains(logs.Bytes(), []byte("drop-oldest")) {
 		t.Fatalf("the log does not name the policy: %s", logs.Bytes())
+	}
+	got, _ := w.readCommitted()
+	uplinktest.CheckValues(t, got[0], w.keep(0, [2]int{0, 30}, [2]int{40, 55}))
+}
+
+// TestUplinkDropCountedOnceAfterAFailedStep: a step that counted the
+// records retention deleted unforwarded, then failed before its
+// transaction committed, leaves the position in Kafka where it was; the
+// forwarder reconnects, reads it back and finds the same records gone:
+// they are counted, and logged, once.
+//
+// covers: G42
+func TestUplinkDropCountedOnceAfterAFailedStep(t *testing.T) {
+	w := newUplinkWorld(t, 1)
+	var logs syncbuf.Buffer
+	f := w.forwarder(0, func(c *Config) {
+		c.Overflow = DropOldest
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	w.produce(0, 30)
+	w.drain(f, 0, 0)
+	w.produce(0, 20)         // 30..49
+	w.logs[0].RetainFrom(40) // retention overtakes the uplink
+	w.produce(0, 5)          // 50..54
+	f.cfg.beforeCommit = func() error { return errKilled }
+	if _, err := f.Step(context.Background()); !errors.Is(err, errKilled) {
+		t.Fatalf("step: %v, want the injected failure", err)
+	}
+	f.cfg.beforeCommit = nil
+	w.drain(f, 0, 0)
+	if s := f.Status(); s.Dropped != 10 || s.Forwarded != 45 {
+		t.Fatalf("status %+v, want 10 dropped and 45 forwarded", s)
+	}
+	if n := bytes.Count(logs.Bytes(), []byte("gone before they were forwarded")); n != 1 {
+		t.Fatalf("the drop is logged %d times, want once: %s", n, logs.Bytes())
 	}
 	got, _ := w.readCommitted()
 	uplinktest.CheckValues(t, got[0], w.keep(0, [2]int{0, 30}, [2]int{40, 55}))

@@ -37,6 +37,12 @@ type Forwarder struct {
 
 	recs []*kgo.Record // reused between steps
 
+	// droppedTo is the end of the offsets counted as dropped so far
+	// (offsets are never reused, whatever the history). A step that
+	// fails after counting a drop reconnects and reads the older position
+	// back from Kafka: the records below droppedTo are not counted again.
+	droppedTo uint64
+
 	// fenced is set once Kafka fenced this forwarder: it never connects
 	// again (connecting would fence the newer forwarder in turn).
 	fenced error
@@ -427,20 +433,34 @@ func (f *Forwarder) reconcile(st owner.PartitionState) {
 	f.posMu.Unlock()
 	switch {
 	case pos < st.LogStart:
-		n := st.LogStart - pos
+		n := f.newlyDropped(pos, st.LogStart)
+		f.stats.update(func(s *Status) { s.Dropped += n; s.Position = st.LogStart })
+		if n == 0 {
+			break
+		}
 		why := "retention deleted them (overflow drop-oldest)"
 		if h != st.History {
 			why = "the partition was purged"
 		} else if f.cfg.Overflow == Block {
 			why = "retention deleted them although the uplink's overflow policy is block"
 		}
-		f.stats.update(func(s *Status) { s.Dropped += n; s.Position = st.LogStart })
 		f.cfg.Logger.Warn("uplink: records gone before they were forwarded: "+why,
-			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", pos, "to", st.LogStart, "dropped", n)
+			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", st.LogStart-n, "to", st.LogStart, "dropped", n)
 	case pos > st.HighWatermark:
 		f.stats.update(func(s *Status) { s.Position = st.HighWatermark })
 		f.cfg.Logger.Warn("uplink: the partition lost records that were already forwarded (lossy recovery); "+
 			"forwarding resumes at the new high watermark",
 			"topic", f.cfg.Topic, "partition", f.cfg.Partition, "position", pos, "high_watermark", st.HighWatermark)
 	}
+}
+
+// newlyDropped returns how many of the offsets [from, to), gone before
+// they were forwarded, were not counted as dropped yet, and counts them.
+func (f *Forwarder) newlyDropped(from, to uint64) uint64 {
+	from = max(from, f.droppedTo)
+	if to <= from {
+		return 0
+	}
+	f.droppedTo = to
+	return to - from
 }

@@ -286,10 +286,13 @@ func (f *Forwarder) resolvePosition(st owner.PartitionState, pos uint64, h fence
 }
 
 // noteDropped counts and logs the records [from, to) as gone before they
-// were forwarded.
+// were forwarded, those counted already excepted.
 func (f *Forwarder) noteDropped(from, to uint64, why string) {
-	n := to - from
+	n := f.newlyDropped(from, to)
+	if n == 0 {
+		return
+	}
 	f.stats.update(func(s *Status) { s.Dropped += n })
 	f.cfg.Logger.Warn("uplink: records gone before they were forwarded: "+why,
-		"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", from, "to", to, "dropped", n)
+		"topic", f.cfg.Topic, "partition", f.cfg.Partition, "from", to-n, "to", to, "dropped", n)
 }
