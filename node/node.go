@@ -366,10 +366,13 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	n.work.Go(n.acceptLoop)
-	// The shedder also sees the wait ahead of the node's goroutines: in
-	// the listener's UDP socket (docs/OPERATIONS.md, "Overload").
-	socket := session.DelaySource{Name: "socket", Measure: n.ln.ReceiveQueueDelay}
-	n.loops.Go(func() { n.shed.Run(n.drain, socket) })
+	// The shedder may also see the wait ahead of the node's goroutines,
+	// in the listener's UDP socket (docs/OPERATIONS.md, "Overload").
+	var waits []session.DelaySource
+	if cfg.Shed.SocketWait {
+		waits = append(waits, session.DelaySource{Name: "socket", Measure: n.ln.ReceiveQueueDelay})
+	}
+	n.loops.Go(func() { n.shed.Run(n.drain, waits...) })
 	n.plugins.StartLoading(n.drain) // serving meanwhile: node/pluginreg
 	if cfg.RetentionInterval > 0 {
 		n.loops.Go(n.retentionLoop)

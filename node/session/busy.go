@@ -93,6 +93,13 @@ type ShedConfig struct {
 	// the shed share grows, and how often Run measures it (twice an
 	// interval). Default 100 ms.
 	Interval time.Duration
+	// SocketWait makes the node shed on the UDP socket's wait too (a
+	// DelaySource the node hands Run; Linux only). Default off: on a
+	// fleet past the node's CPU, on a machine shared with other work,
+	// shedding on it answered nine produce requests in ten busy, each
+	// retry was shed as often, and the records acknowledged fell 8 to 12
+	// times (bench/README.md, "The fleet past the CPU").
+	SocketWait bool
 	// RetryAfter is the least retry-after a busy answer hints; an answer
 	// shed on delay hints twice the delay measured, up to 10 s. Default
 	// 500 ms.
