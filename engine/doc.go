@@ -193,7 +193,8 @@
 // RATIONALE.md holds the decisions a reader would question — offsets
 // reserved ahead by the append rate, numbering after a crash by durability, the appender's copy into staging chunks, the inline
 // write of a lone append, group commit's wait for the appenders it
-// released, the syncer's deferred fsyncs, an append that allocates
+// released, a big round's fsync overlapping the next round's writes (and
+// why the segment is not preallocated), the syncer's deferred fsyncs, an append that allocates
 // nothing, the tail cache's warmth, read-ahead, retention by a jump-free
 // clock — each with the measurement that settled it.
 //
