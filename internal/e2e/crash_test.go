@@ -35,7 +35,11 @@ func TestMain(m *testing.M) {
 		runNodeProcess(addr, os.Getenv(nodeDir))
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if ledgeBinary.dir != "" {
+		os.RemoveAll(ledgeBinary.dir)
+	}
+	os.Exit(code)
 }
 
 // runNodeProcess serves a node until the process is killed.

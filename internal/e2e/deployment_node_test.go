@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,16 +22,39 @@ import (
 
 // buildLedge builds the ledge binary, as operators run it, with the
 // ledgetest tag: its test disk (LEDGE_TEST_DISK, cmd/ledge/testdisk.go)
-// is there, and nothing else changes.
+// is there, and nothing else changes. It builds once per test process:
+// every test runs the same binary, which TestMain removes at the end.
 func buildLedge(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ledge")
-	cmd := exec.Command("go", "build", "-tags", "ledgetest", "-o", bin, "github.com/ledgemq/ledge/cmd/ledge")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	ledgeBinary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ledge-e2e-")
+		if err != nil {
+			ledgeBinary.err = err
+			return
+		}
+		ledgeBinary.dir = dir
+		bin := filepath.Join(dir, "ledge")
+		cmd := exec.Command("go", "build", "-tags", "ledgetest", "-o", bin, "github.com/ledgemq/ledge/cmd/ledge")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			ledgeBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		ledgeBinary.path = bin
+	})
+	if ledgeBinary.err != nil {
+		t.Fatal(ledgeBinary.err)
 	}
-	return bin
+	return ledgeBinary.path
+}
+
+// ledgeBinary is the binary buildLedge built, shared by the tests of one
+// process.
+var ledgeBinary struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	path string
+	err  error
 }
 
 // servedLedge is `ledge serve` on fixed addresses and a data directory,
