@@ -85,8 +85,6 @@ func TestUplinkDropOldestCountsDropped(t *testing.T) {
 // transaction committed, leaves the position in Kafka where it was; the
 // forwarder reconnects, reads it back and finds the same records gone:
 // they are counted, and logged, once.
-//
-// covers: G42
 func TestUplinkDropCountedOnceAfterAFailedStep(t *testing.T) {
 	w := newUplinkWorld(t, 1)
 	var logs syncbuf.Buffer
