@@ -10,7 +10,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -98,36 +97,10 @@ func TestFleetFloor(t *testing.T) {
 	if cpus := os.Getenv("LEDGE_FLOOR_DEVICE_CPUS"); cpus != "" {
 		args = append([]string{"taskset", "-c", cpus}, args...)
 	}
-	child := exec.Command(args[0], args[1:]...)
-	child.Env = append(os.Environ(), "LEDGE_FLOOR_DEVICES_ADDR="+addr, "LEDGE_FLOOR_DEVICES_CA="+ca,
-		"LEDGE_FLOOR_DEVICES_N="+strconv.Itoa(n), "LEDGE_FLOOR_DEVICES_BYTES="+strconv.Itoa(size), "GOMAXPROCS=")
-	stdin, err := child.StdinPipe() // the devices hang up when it closes
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
 	start := time.Now()
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = child.Wait() }()
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "devices ready") || strings.HasPrefix(line, "devices failed") {
-				ready <- line
-			}
-		}
-		close(ready)
-	}()
-	if line := <-ready; !strings.HasPrefix(line, "devices ready") {
-		t.Fatalf("the devices' process: %q", line)
-	}
+	hangUp := startDevices(t, args, "LEDGE_FLOOR_DEVICES_ADDR="+addr, "LEDGE_FLOOR_DEVICES_CA="+ca,
+		"LEDGE_FLOOR_DEVICES_N="+strconv.Itoa(n), "LEDGE_FLOOR_DEVICES_BYTES="+strconv.Itoa(size), "GOMAXPROCS=")
+	defer hangUp()
 	setUp := time.Since(start)
 	time.Sleep(5 * time.Second) // past the set-up's retransmissions and collections
 	cpu0, ex0, udp0 := processCPU(t), exchanges.Load(), udpCounters(t)

@@ -95,36 +95,10 @@ func TestIdleFootprint(t *testing.T) {
 	if err := os.WriteFile(ca, ts.eph.CA.CertPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	child := exec.Command(os.Args[0], "-test.run=^TestIdleFootprintDevices$", "-test.v")
-	child.Env = append(os.Environ(),
-		"LEDGE_IDLE_DEVICES_ADDR="+addr, "LEDGE_IDLE_DEVICES_CA="+ca, "LEDGE_IDLE_DEVICES="+strconv.Itoa(n))
-	stdin, err := child.StdinPipe() // the devices hang up when it closes
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
 	start := time.Now()
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = child.Wait() }()
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "devices ready") || strings.HasPrefix(line, "devices failed") {
-				ready <- line
-			}
-		}
-		close(ready)
-	}()
-	if line := <-ready; !strings.HasPrefix(line, "devices ready") {
-		t.Fatalf("the devices' process: %q", line)
-	}
+	hangUp := startDevices(t, []string{os.Args[0], "-test.run=^TestIdleFootprintDevices$", "-test.v"},
+		"LEDGE_IDLE_DEVICES_ADDR="+addr, "LEDGE_IDLE_DEVICES_CA="+ca, "LEDGE_IDLE_DEVICES="+strconv.Itoa(n))
+	defer hangUp()
 	for !settled() {
 		if time.Since(start) > 10*time.Minute {
 			t.Fatalf("the %d devices did not settle", n)
@@ -298,4 +272,43 @@ func cmpOr(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// startDevices runs args (this test binary, re-run as the devices'
+// process) with env added, and returns once it printed "devices ready";
+// it fails t if the process printed "devices failed" or ended first.
+// hangUp closes the process's standard input, on which the devices hang
+// up, and waits for it to end.
+func startDevices(t *testing.T, args []string, env ...string) (hangUp func()) {
+	t.Helper()
+	child := exec.Command(args[0], args[1:]...)
+	child.Env = append(os.Environ(), env...)
+	stdin, err := child.StdinPipe() // the devices hang up when it closes
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hangUp = func() { _ = stdin.Close(); _ = child.Wait() }
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "devices ready") || strings.HasPrefix(line, "devices failed") {
+				ready <- line
+			}
+		}
+		close(ready)
+	}()
+	if line := <-ready; !strings.HasPrefix(line, "devices ready") {
+		hangUp()
+		t.Fatalf("the devices' process: %q", line)
+	}
+	return hangUp
 }
