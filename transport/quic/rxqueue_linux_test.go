@@ -6,7 +6,6 @@ import (
 	"net"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,13 +13,8 @@ import (
 // stampOOB is the control message the kernel attaches to a datagram
 // with its arrival time, in nanoseconds since 1970.
 func stampOOB(ns int64) []byte {
-	b := make([]byte, unix.CmsgSpace(16))
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
-	h.Level, h.Type = unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS
-	h.SetLen(unix.CmsgLen(16))
-	binary.NativeEndian.PutUint64(b[unix.CmsgLen(0):], uint64(ns/1e9))
-	binary.NativeEndian.PutUint64(b[unix.CmsgLen(0)+8:], uint64(ns%1e9))
-	return b
+	ts := binary.NativeEndian.AppendUint64(nil, uint64(ns/1e9))
+	return controlMessage(unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS, binary.NativeEndian.AppendUint64(ts, uint64(ns%1e9)))
 }
 
 // The arrival stamp is taken out of a datagram's control messages,

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,11 +18,17 @@ import (
 // groOOB is the control message the kernel attaches to a coalesced run
 // of datagrams of seg bytes each.
 func groOOB(seg int) []byte {
-	b := make([]byte, unix.CmsgSpace(4))
+	return controlMessage(unix.IPPROTO_UDP, unix.UDP_GRO, binary.NativeEndian.AppendUint32(nil, uint32(seg)))
+}
+
+// controlMessage is one control message of level and typ carrying data,
+// as the kernel lays it out.
+func controlMessage(level, typ int32, data []byte) []byte {
+	b := make([]byte, unix.CmsgSpace(len(data)))
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
-	h.Level, h.Type = unix.IPPROTO_UDP, unix.UDP_GRO
-	h.SetLen(unix.CmsgLen(4))
-	*(*int32)(unsafe.Pointer(&b[unix.CmsgLen(0)])) = int32(seg)
+	h.Level, h.Type = level, typ
+	h.SetLen(unix.CmsgLen(len(data)))
+	copy(b[unix.CmsgLen(0):], data)
 	return b
 }
 
