@@ -5,12 +5,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/ledgemq/ledge/engine"
 	"github.com/ledgemq/ledge/fence"
 	"github.com/ledgemq/ledge/node/group"
 	"github.com/ledgemq/ledge/node/owner"
@@ -20,12 +23,16 @@ import (
 	"github.com/ledgemq/ledge/transport/wire"
 )
 
-// world is a node's worth of transform machinery over in-memory logs: a
-// metadata store, the producer registry, a group coordinator, topics of
-// owners, and a transform manager.
+// world is a node's worth of transform machinery over in-memory logs (or,
+// from newEngineWorld, the storage engine's): a metadata store, the
+// producer registry, a group coordinator, topics of owners, and a
+// transform manager.
 type world struct {
 	t      testing.TB
-	meta   *ownertest.Meta
+	meta   owner.Metadata
+	mem    *ownertest.Meta // meta, when the logs are in memory
+	eng    *engine.Engine  // the storage engine, when the logs are its
+	dura   engine.Durability
 	prods  *owner.Producers
 	groups *group.Groups
 	plugin *fakePlugin
@@ -41,12 +48,30 @@ type world struct {
 type testTopic struct {
 	id     fence.TopicID
 	owners []*owner.Owner
-	logs   []*ownertest.Log
+	logs   []owner.PartitionLog
 }
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	w := &world{t: t, meta: ownertest.NewMeta(), plugin: &fakePlugin{}, topics: map[string]*testTopic{}}
+	mem := ownertest.NewMeta()
+	return openWorld(t, &world{t: t, meta: mem, mem: mem})
+}
+
+// newEngineWorld is a world whose topics and metadata are the storage
+// engine's, in dir on the real file system, as a node opens them; its
+// topics have durability d.
+func newEngineWorld(t testing.TB, dir string, d engine.Durability) *world {
+	t.Helper()
+	e, err := engine.Open(engine.Options{FS: vfs.Default, Dir: dir, ReservedBytes: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return openWorld(t, &world{t: t, meta: owner.NewEngineMetadata(e), eng: e, dura: d})
+}
+
+func openWorld(t testing.TB, w *world) *world {
+	w.plugin, w.topics = &fakePlugin{}, map[string]*testTopic{}
 	var err error
 	if w.prods, err = owner.OpenProducers(w.meta); err != nil {
 		t.Fatal(err)
@@ -113,9 +138,27 @@ func (w *world) topicOf(name string) (Topic, error) {
 func (w *world) createTopic(name string, n int) *testTopic {
 	w.t.Helper()
 	tt := &testTopic{}
-	tt.id[0], tt.id[1] = byte(len(w.topics)+1), 0x7f
-	for i := range n {
-		l := ownertest.NewLog(w.meta, fmt.Sprintf("%s/%d", name, i))
+	var logs []owner.PartitionLog
+	if w.eng != nil {
+		et, err := w.eng.CreateTopic(name, engine.TopicConfig{Partitions: n, Durability: w.dura})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		tt.id = et.ID()
+		for i := range n {
+			p, err := et.Partition(i)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			logs = append(logs, owner.NewEngineLog(p))
+		}
+	} else {
+		tt.id[0], tt.id[1] = byte(len(w.topics)+1), 0x7f
+		for i := range n {
+			logs = append(logs, ownertest.NewLog(w.mem, fmt.Sprintf("%s/%d", name, i)))
+		}
+	}
+	for i, l := range logs {
 		o, err := owner.NewOwner(owner.OwnerConfig{Topic: tt.id, Partition: uint32(i), Log: l, Meta: w.meta,
 			Producers: w.prods, Members: w.groups})
 		if err != nil {
