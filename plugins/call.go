@@ -13,10 +13,12 @@ import (
 // bits). An empty view is answered without calling the plugin.
 //
 // Errors: ErrUnknownPlugin, ErrWrongKind, ErrQuarantined, ErrBadParams,
-// ErrInputTooLarge, ErrMemoryBudget (or the context's error while waiting
-// for an instance), and from the plugin ErrTimeout, ErrTrap,
-// ErrInvalidAnswer and ErrPluginFailed. The poll fails; the consumer's
-// position is unchanged.
+// ErrInputTooLarge, ErrMemoryBudget, ErrBusy (the context ended while the
+// call waited for a worker or an instance), the context's error (it ended
+// while the plugin ran, before the call's own deadline: the call was
+// abandoned, and that is not held against the plugin), and from the
+// plugin ErrTimeout, ErrTrap, ErrInvalidAnswer and ErrPluginFailed. The
+// poll fails; the consumer's position is unchanged.
 func (h *Host) Filter(ctx context.Context, name string, params Params, v *View) (Bitmap, error) {
 	var keep Bitmap
 	err := h.call(ctx, name, KindFilter, params, v, nil, func(ans, _ []byte) (int, error) {
@@ -115,6 +117,12 @@ func (h *Host) call(ctx context.Context, name string, kind Kind, params Params, 
 		ans, mem, err = in.runTransform(ctx, &t, v, state)
 	}
 	h.pool.end(&t, p)
+	if errors.Is(err, ErrBusy) {
+		// The call never got a worker: no plugin code ran, and the
+		// instance is as it was.
+		h.release(in, false)
+		return err
+	}
 	elapsed := h.cfg.Now().Sub(start) // the plugin's, not check's
 	out := 0
 	switch {

@@ -17,14 +17,18 @@ type callState struct {
 	ctx      context.Context // the caller's context: its cancellation aborts the call
 	now      func() time.Time
 	deadline time.Time
-	start    time.Time // host time at the start of the call (the guest's wall clock base)
-	monoAt   int64     // the instance's virtual monotonic clock at the start
-	view     *View     // the records of a filter or propose call; nil otherwise
-	guestErr string    // set by the host's error function
-	work     int64     // host-function work since the last deadline check
-	logBytes int       // bytes logged during this call
-	yields   int
-	closing  <-chan struct{} // closed when the host closes
+	// callerFirst: the caller's own deadline (ctx's) comes before the
+	// call's, so a call found past both was abandoned by its caller; else
+	// the call's deadline passed first, and such a call timed out.
+	callerFirst bool
+	start       time.Time // host time at the start of the call (the guest's wall clock base)
+	monoAt      int64     // the instance's virtual monotonic clock at the start
+	view        *View     // the records of a filter or propose call; nil otherwise
+	guestErr    string    // set by the host's error function
+	work        int64     // host-function work since the last deadline check
+	logBytes    int       // bytes logged during this call
+	yields      int
+	closing     <-chan struct{} // closed when the host closes
 }
 
 type callStateKey struct{}
@@ -53,7 +57,10 @@ func stateOf(ctx context.Context) *callState {
 
 // checkDeadline aborts the call when the caller gave up or the deadline
 // passed. It unwinds the guest with a panic, which wazero turns into the
-// call's error.
+// call's error. A check can come late (a loaded machine did not run the
+// guest's thread for a while) and find both deadlines past: the one that
+// passed first is the reason, so that a plugin past its own deadline is
+// judged for it, and one whose caller gave up earlier is not.
 func (cs *callState) checkDeadline() {
 	cs.work = 0
 	select {
@@ -61,10 +68,11 @@ func (cs *callState) checkDeadline() {
 		panic(errAbortClosed)
 	default:
 	}
-	if err := cs.ctx.Err(); err != nil {
+	past := !cs.now().Before(cs.deadline)
+	if err := cs.ctx.Err(); err != nil && !(past && !cs.callerFirst && errors.Is(err, context.DeadlineExceeded)) {
 		panic(fmt.Errorf("%w: %w", errAbortCanceled, err))
 	}
-	if !cs.now().Before(cs.deadline) {
+	if past {
 		panic(errAbortTimeout)
 	}
 }

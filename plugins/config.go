@@ -14,9 +14,15 @@ type Config struct {
 	// half a second). Empty: compile in memory only.
 	CacheDir string
 
-	// CallTimeout bounds one filter, propose or transform call. Default 100ms. A call
-	// past it is cut off within one metering slice (RATIONALE.md), fails
-	// with ErrTimeout and counts a strike.
+	// CallTimeout bounds one filter, propose or transform call, from when
+	// the call gets one of the workers (MaxConcurrentCalls): its wait for
+	// a worker or an instance is bounded by the caller's context alone,
+	// and a call whose context ends meanwhile fails with ErrBusy, not
+	// held against the plugin. Default DefaultCallTimeout. A call past it
+	// is cut off within one metering slice (RATIONALE.md), fails with
+	// ErrTimeout and counts a strike. The deadline is on the host's clock
+	// (Now), so time the call's thread spends descheduled on a loaded
+	// machine counts too: raise it where honest calls miss it.
 	CallTimeout time.Duration
 	// StartTimeout bounds starting an instance (the guest's own
 	// initialization and its init call with parameters). Default 1s.
@@ -95,7 +101,7 @@ func (c Config) withDefaults() Config {
 			*v = d
 		}
 	}
-	def(&c.CallTimeout, 100*time.Millisecond)
+	def(&c.CallTimeout, DefaultCallTimeout)
 	def(&c.StartTimeout, time.Second)
 	def(&c.CompileTimeout, 30*time.Second)
 	if c.CompileWorkers < 2 {
@@ -151,3 +157,6 @@ func (c Config) withDefaults() Config {
 }
 
 const pageSize = 65536
+
+// DefaultCallTimeout is the default of Config.CallTimeout.
+const DefaultCallTimeout = 100 * time.Millisecond

@@ -59,6 +59,13 @@ var (
 	// call and the call then failed. The instance was discarded and a
 	// strike counted. Not retryable with the same input.
 	ErrMemoryLimit = errors.New("plugins: plugin memory limit exceeded")
+	// ErrBusy: the call's context ended while it waited for one of the
+	// host's workers (Config.MaxConcurrentCalls) or for an instance of its
+	// plugin (Config.MaxInstances): none of its plugin code ran. No strike,
+	// and not a failure of the plugin. Retryable: workers and instances
+	// come back as the calls ahead of it end. The error also matches the
+	// context's error.
+	ErrBusy = errors.New("plugins: plugin busy")
 	// ErrClosed: the host is closed. Not retryable.
 	ErrClosed = errors.New("plugins: host closed")
 )

@@ -148,18 +148,20 @@ func (in *instance) begin(ctx context.Context, t *turn, timeout time.Duration, v
 	_ = in.gm.takeRefusal()
 	// The deadline is on the host's clock; the caller's own deadline, on
 	// the wall clock, ends the call through ctx like a cancellation (not
-	// held against the plugin).
+	// held against the plugin) if it comes first.
 	now := in.h.cfg.Now()
 	deadline := now.Add(timeout)
+	callerDeadline, ok := ctx.Deadline()
 	in.cs = callState{
-		inst:     in,
-		ctx:      ctx,
-		now:      in.h.cfg.Now,
-		deadline: deadline,
-		start:    now,
-		monoAt:   in.mono,
-		view:     v,
-		closing:  in.h.lifetime.Done(),
+		inst:        in,
+		ctx:         ctx,
+		now:         in.h.cfg.Now,
+		deadline:    deadline,
+		callerFirst: ok && time.Until(callerDeadline) < timeout,
+		start:       now,
+		monoAt:      in.mono,
+		view:        v,
+		closing:     in.h.lifetime.Done(),
 	}
 	in.log.begin()
 	return nil
@@ -201,7 +203,8 @@ func (in *instance) classify(err error, fn string) error {
 	case errors.Is(err, errAbortClosed):
 		return fmt.Errorf("%w: %q: %s abandoned", ErrClosed, in.p.name, fn)
 	case errors.Is(err, errAbortCanceled):
-		return fmt.Errorf("plugins: %q: %s abandoned: %w", in.p.name, fn, context.Cause(cs.ctx))
+		return fmt.Errorf("plugins: %q: %s abandoned by its caller, not held against the plugin (its own deadline is %v): %w",
+			in.p.name, fn, cs.deadline.Sub(cs.start), context.Cause(cs.ctx))
 	}
 	if refused := in.gm.takeRefusal(); refused != nil {
 		// The guest failed after memory.grow failed: that is the cause.

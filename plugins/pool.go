@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -77,7 +78,7 @@ func (h *Host) acquire(ctx context.Context, t *turn, p *plugin, kind Kind, param
 				return nil, fmt.Errorf("%w: %q needs %d KiB, %d of %d KiB in use: %w",
 					ErrMemoryBudget, p.name, p.estBytes>>10, h.usedBytes()>>10, h.cfg.MemoryBudget>>10, ctx.Err())
 			}
-			return nil, fmt.Errorf("plugins: %q: all %d instances busy: %w", p.name, h.cfg.MaxInstances, ctx.Err())
+			return nil, fmt.Errorf("%w: %q: all %d instances in use: %w", ErrBusy, p.name, h.cfg.MaxInstances, context.Cause(ctx))
 		}
 	}
 }
@@ -179,8 +180,10 @@ func (h *Host) newInstanceLocked(ctx context.Context, t *turn, p *plugin) (*inst
 		h.unrefModuleLocked(m)
 		h.signalLocked()
 		h.mu.Unlock()
-		h.strike(p, err)
-		p.stats.failure(err)
+		if !errors.Is(err, ErrBusy) { // no guest code ran
+			h.strike(p, err)
+			p.stats.failure(err)
+		}
 		return nil, err
 	}
 	p.stats.instantiations.Add(1)
@@ -193,6 +196,10 @@ func (h *Host) bindOrDiscard(ctx context.Context, t *turn, in *instance, kind Ki
 		return in, nil
 	}
 	if err := in.bind(ctx, t, kind, params); err != nil {
+		if errors.Is(err, ErrBusy) { // init never ran: the instance is as it was
+			h.release(in, false)
+			return nil, err
+		}
 		h.release(in, true)
 		h.strike(in.p, err)
 		in.p.stats.failure(err)

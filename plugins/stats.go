@@ -13,7 +13,8 @@ type Stats struct {
 	// (calls on empty views are answered by the host and not counted).
 	Calls uint64
 	// Failures counts calls and instance start-ups that failed, for any
-	// reason.
+	// reason but a busy host: a call that never got a worker or an
+	// instance (ErrBusy) never reached the plugin.
 	Failures uint64
 	// RecordsIn counts the records of the views given to the plugin;
 	// RecordsOut the records its filters kept, or the records its

@@ -54,8 +54,8 @@ func newWorkerPool(n int) *workerPool {
 	return wp
 }
 
-// take waits for a worker for an entry of p, until ctx ends or closing
-// is closed (ErrClosed).
+// take waits for a worker for an entry of p, until ctx ends (ErrBusy)
+// or closing is closed (ErrClosed).
 func (wp *workerPool) take(ctx context.Context, p *plugin, closing <-chan struct{}) (*worker, error) {
 	wp.mu.Lock()
 	if wp.stopped {
@@ -84,7 +84,7 @@ func (wp *workerPool) take(ctx context.Context, p *plugin, closing <-chan struct
 	case <-closing:
 		err = ErrClosed
 	case <-ctx.Done():
-		err = fmt.Errorf("plugins: %q: waiting for one of the %d plugin workers: %w", p.name, wp.size, context.Cause(ctx))
+		err = fmt.Errorf("%w: %q: waiting for one of the %d plugin workers: %w", ErrBusy, p.name, wp.size, context.Cause(ctx))
 	}
 	wp.mu.Lock()
 	if i := slices.Index(wp.waiting, wt); i >= 0 {
