@@ -17,9 +17,10 @@ import (
 // The plugin steps of a poll: a filter run on each partition's read
 // result, and a commit policy run on what a poll delivered.
 
-// ErrBusy is a filter call that found every instance of its plugin
-// busy for as long as the poll could wait (the memory budget's own
-// refusal is plugins.ErrMemoryBudget); ErrLoading a poll naming a
+// ErrBusy is a filter call that found every worker of the plugin host,
+// or every instance of its plugin, busy for as long as the poll could
+// wait (plugins.ErrBusy; the memory budget's own refusal is
+// plugins.ErrMemoryBudget); ErrLoading a poll naming a
 // plugin the node was still loading when the poll's wait ended. Both are
 // momentary: the client may poll again.
 var (
@@ -74,22 +75,20 @@ func (reg *Registry) FilterOf(ctx context.Context, f wire.Filter, maxWait time.D
 	}
 	callTimeout := reg.cfg.CallTimeout
 	if callTimeout <= 0 {
-		callTimeout = defaultPluginCallTimeout
+		callTimeout = plugins.DefaultCallTimeout
 	}
 	return &Filter{host: reg.host.Load(), name: f.Name, params: params,
 		wait: max(maxWait, minFilterWait+callTimeout)}, nil
 }
 
 // minFilterWait is how long a filter call of a poll that cannot wait
-// (max wait 0) may wait for an instance of its plugin, on top of the
-// call's deadline; defaultPluginCallTimeout is the host's default
-// deadline (plugins.Config.CallTimeout).
+// (max wait 0) may wait for a worker and an instance of its plugin, on
+// top of the call's deadline (plugins.Config.CallTimeout).
 // policyLoadWait is how long a commit policy's run waits for the plugin
 // to load after a start.
 const (
-	policyLoadWait           = 10 * time.Second
-	minFilterWait            = time.Second
-	defaultPluginCallTimeout = 100 * time.Millisecond
+	policyLoadWait = 10 * time.Second
+	minFilterWait  = time.Second
 )
 
 // filter runs the plugin on v, or fails as it did earlier in the poll.
@@ -114,8 +113,10 @@ func (f *Filter) filter(ctx context.Context, v *plugins.View) (plugins.Bitmap, e
 		}
 		f.mu.Unlock()
 	case !IsPluginError(err) && ctx.Err() == nil && fctx.Err() != nil:
-		// Waiting for an instance of the plugin ran out of time.
-		err = fmt.Errorf("%w: filter %q could not run within %v (every instance busy): %w", ErrBusy, f.name, f.wait, err)
+		// The call's wait ran out before the plugin could answer: it
+		// waited for a worker or an instance (plugins.ErrBusy), or the
+		// host abandoned it before its deadline. Not the plugin's doing.
+		err = fmt.Errorf("%w: filter %q could not run within %v: %w", ErrBusy, f.name, f.wait, err)
 	}
 	return plugins.Bitmap{}, err
 }
