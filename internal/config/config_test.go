@@ -15,6 +15,7 @@ import (
 
 	"github.com/ledgemq/ledge/node"
 	"github.com/ledgemq/ledge/node/ops"
+	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 )
 
@@ -338,5 +339,45 @@ func TestBytesAndDurations(t *testing.T) {
 		if got := formatDuration(d); got != want {
 			t.Errorf("formatDuration(%v) = %q; want %q", d, got, want)
 		}
+	}
+}
+
+// plugins.call_timeout is the plugin host's call deadline: by default the
+// host's own, and whatever a flag, the environment or the file says is
+// what the node hands its plugin host, and what --print-config prints.
+func TestPluginCallTimeoutReachesTheHost(t *testing.T) {
+	c, err := load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Node().Plugins.CallTimeout; got != plugins.DefaultCallTimeout {
+		t.Errorf("default plugin call timeout %v, want the host's %v", got, plugins.DefaultCallTimeout)
+	}
+	for _, src := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"flag", []string{"--plugins-call-timeout", "2s"}, nil},
+		{"environment", nil, map[string]string{"LEDGE_PLUGINS_CALL_TIMEOUT": "2s"}},
+		{"file", []string{"--config", writeFile(t, "plugins:\n  call_timeout: 2s\n")}, nil},
+	} {
+		c, err := load(t, src.args, src.env)
+		if err != nil {
+			t.Fatalf("%s: %v", src.name, err)
+		}
+		if got := c.Node().Plugins.CallTimeout; got != 2*time.Second {
+			t.Errorf("%s: the node's plugin host gets a call timeout of %v, want 2s", src.name, got)
+		}
+		var b bytes.Buffer
+		if err := c.Print(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "  call_timeout: 2s  # ") {
+			t.Errorf("%s: --print-config does not show the setting:\n%s", src.name, b.String())
+		}
+	}
+	if _, err := load(t, []string{"--plugins-call-timeout", "1m"}, nil); err == nil || !strings.Contains(err.Error(), "plugins.call_timeout") {
+		t.Errorf("a call timeout past 10s: %v, want it refused, naming the key", err)
 	}
 }

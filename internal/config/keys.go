@@ -12,6 +12,7 @@ import (
 	"github.com/ledgemq/ledge/node/kafka"
 	"github.com/ledgemq/ledge/node/ops"
 	"github.com/ledgemq/ledge/node/session"
+	"github.com/ledgemq/ledge/plugins"
 	"github.com/ledgemq/ledge/transport/quic"
 )
 
@@ -100,6 +101,9 @@ type Overload struct {
 type Plugins struct {
 	MemoryBudget int64
 	Workers      int // 0: one less than the CPUs, at least 1
+	// CallTimeout is the deadline of one plugin call (a filter, a commit
+	// policy's proposal, a transform's batch), from when it gets a worker.
+	CallTimeout time.Duration
 }
 
 // QUIC tunes the QUIC listener.
@@ -230,6 +234,7 @@ func Keys() []Key {
 
 		bytesKey("plugins.memory_budget", 512<<20, 1<<20, 1<<40, "memory of all plugin instances together, growth during calls included; a call that cannot grow within it fails (docs/PLUGINS.md)", func(c *Config) *int64 { return &c.Plugins.MemoryBudget }),
 		intKey("plugins.workers", 0, 0, 4096, "plugin code running at once, over all plugins; more calls queue (0: one less than the CPUs, at least 1)", func(c *Config) *int { return &c.Plugins.Workers }),
+		durationKey("plugins.call_timeout", plugins.DefaultCallTimeout, 10*time.Millisecond, 10*time.Second, false, "deadline of one plugin call (a filter, a commit policy, a transform's batch), counted from when the call gets a worker, not while it queues; a call past it is cut off and counts a strike against the plugin: raise it for plugins that are heavy on purpose, or on a machine so loaded that honest calls miss it (docs/PLUGINS.md, Limits and failures)", func(c *Config) *time.Duration { return &c.Plugins.CallTimeout }),
 
 		intKey("quic.max_conns", 0, 0, 65536, "authenticated connections served at once; more are refused (0: one per 128KiB of a quarter of the node's memory, from 256 to 65536; docs/OPERATIONS.md, Sizing)", func(c *Config) *int { return &c.QUIC.MaxConns }),
 		intKey("quic.max_unauthenticated", quic.DefaultMaxUnauthenticated, 1, 65536, "connections handshaking or waiting to authenticate; one more evicts the oldest of them", func(c *Config) *int { return &c.QUIC.MaxUnauthenticated }),
