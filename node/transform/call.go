@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ledgemq/ledge/node/owner"
@@ -30,7 +31,9 @@ type stepOutput struct {
 // still holds it (no copy of the answer in between). When the outputs
 // do not fit one batch of the output topic, it calls it again on the
 // first half of the input, and so on: a step's outputs are one batch,
-// appended whole or not at all.
+// appended whole or not at all. A call the plugin did not get to answer
+// within callWait through no fault of its own (starved) is made again,
+// counted in neither failure count; the status says why while it lasts.
 func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][]byte, from, next uint64, state []byte) (stepOutput, error) {
 	for {
 		var out stepOutput
@@ -48,6 +51,7 @@ func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][
 			}
 			return useErr
 		})
+		waitedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
 		cancel()
 		switch {
 		case useErr == nil && err == nil:
@@ -55,6 +59,11 @@ func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][
 		case useErr == nil:
 			if ctx.Err() != nil {
 				return stepOutput{}, ctx.Err() // stopped, not a failure
+			}
+			if starved(err, waitedOut) {
+				// The wait paced it: the same call again, at once.
+				r.stats.starved(fmt.Errorf("transform: plugin %q: %w", r.spec.Plugin, err))
+				continue
 			}
 			r.stats.pluginFailed()
 			return stepOutput{}, pluginError{fmt.Errorf("transform: plugin %q: %w", r.spec.Plugin, err)}
@@ -73,6 +82,18 @@ func (r *partRunner) transform(ctx context.Context, v *plugins.View, batches [][
 		defer nv.Release()
 		v, next = nv, half
 	}
+}
+
+// starved reports whether a call's error says that the plugin did not
+// get to answer within the call's wait (callWait), through no fault of
+// its own: no worker or instance of the plugin host came free
+// (plugins.ErrBusy: every worker ran other calls), nor the memory to
+// start one (plugins.ErrMemoryBudget, its wait over), or the wait ran out
+// while the plugin ran, before the call's own deadline (the host says
+// it abandoned the call). Neither counts against the plugin; a plugin
+// that runs past its deadline fails with plugins.ErrTimeout instead.
+func starved(err error, waitedOut bool) bool {
+	return errors.Is(err, plugins.ErrBusy) || waitedOut && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, plugins.ErrTimeout)
 }
 
 // build makes the output batch of a step: the producer's next sequence,

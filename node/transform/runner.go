@@ -60,7 +60,10 @@ const (
 	pollBytes = 1 << 20
 	// idleWait is how long an idle runner's poll waits for records.
 	idleWait = 5 * time.Second
-	// callWait bounds a plugin call, its wait for an instance included.
+	// callWait bounds a plugin call, its wait for a worker and an
+	// instance included. It is well above the longest call deadline
+	// (plugins.call_timeout, at most 10s), so that a plugin running past
+	// its deadline is judged for it rather than abandoned.
 	callWait = 30 * time.Second
 )
 

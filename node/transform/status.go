@@ -27,11 +27,15 @@ type PartitionStatus struct {
 	// deadline, a memory limit, an invalid answer); Errors every failure
 	// of the partition's runner, the plugin's included. Each failure
 	// leaves the input where it was: the batch is processed again after
-	// a backoff.
+	// a backoff. A call that never got one of the plugin host's workers
+	// (plugins.workers) before its wait ran out, all of them running
+	// other calls, is no failure: it counts in neither, and is made
+	// again at once.
 	PluginFailures, Errors uint64
 	// LastError is the latest failure, as the plugin host or the owner
-	// said it, and LastErrorAt when it happened; both are cleared by
-	// the next committed step.
+	// said it (or a call made again because the plugin was busy), and
+	// LastErrorAt when it happened; both are cleared by the next
+	// committed step.
 	LastError   string
 	LastErrorAt time.Time
 }
@@ -84,6 +88,14 @@ func (s *partStats) promoted(inputs, outputs int) {
 func (s *partStats) pluginFailed() {
 	s.mu.Lock()
 	s.st.PluginFailures++
+	s.mu.Unlock()
+}
+
+// starved notes a call made again because the plugin host was busy:
+// the reason shows, and no failure is counted.
+func (s *partStats) starved(err error) {
+	s.mu.Lock()
+	s.st.LastError, s.st.LastErrorAt = err.Error(), s.now()
 	s.mu.Unlock()
 }
 
