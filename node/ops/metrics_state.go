@@ -28,7 +28,7 @@ type stateDescs struct {
 	committed, lag                                       *prometheus.Desc
 	topics, partitions                                   *prometheus.Desc
 	connsOpen, connsAccepted, connsRefused, authFailures *prometheus.Desc
-	connsUnauth, connsEvicted, retries                   *prometheus.Desc
+	connsUnauth, connsEvicted, retries, handshakeWait    *prometheus.Desc
 	streamsOpen, streamsAccepted                         *prometheus.Desc
 	inFlight, inflightBytes, inflightBudget, bpWaits     *prometheus.Desc
 	framesTooLarge, protocolErrors, receivedBytes        *prometheus.Desc
@@ -64,10 +64,11 @@ func newStateDescs() stateDescs {
 		partitions:           nodeDesc("ledge_partitions", "Partitions served."),
 		connsOpen:            nodeDesc("ledge_connections_open", "QUIC connections open."),
 		connsAccepted:        nodeDesc("ledge_connections_accepted_total", "QUIC connections that completed the handshake."),
-		connsRefused:         prometheus.NewDesc("ledge_connections_refused_total", "QUIC connections refused, by reason: limit (quic.max_conns), token_limit (quic.max_conns_per_token), source_rate (quic.source_handshake_rate), shutdown.", []string{"reason"}, nil),
+		connsRefused:         prometheus.NewDesc("ledge_connections_refused_total", "QUIC connections refused, by reason: limit (quic.max_conns), token_limit (quic.max_conns_per_token), source_rate (quic.source_handshake_rate), handshakes (the node behind with its handshakes), shutdown.", []string{"reason"}, nil),
 		connsUnauth:          nodeDesc("ledge_connections_unauthenticated", "QUIC connections handshaking or waiting to authenticate (bounded by quic.max_unauthenticated)."),
 		connsEvicted:         nodeDesc("ledge_connections_evicted_total", "Unauthenticated connections closed to make room for newer ones (quic.max_unauthenticated)."),
 		retries:              nodeDesc("ledge_connections_address_validations_total", "Connection attempts asked to prove their address with a QUIC Retry (under load)."),
+		handshakeWait:        nodeDesc("ledge_connections_handshake_wait_seconds", "The least time the handshakes the node took up over the last 100 ms had waited for it, from their first packet; past the handshake wait target new connections are refused (reason handshakes)."),
 		authFailures:         nodeDesc("ledge_auth_failures_total", "Connections closed because authentication failed or timed out."),
 		streamsOpen:          nodeDesc("ledge_streams_open", "QUIC streams open."),
 		streamsAccepted:      nodeDesc("ledge_streams_accepted_total", "QUIC streams accepted."),
@@ -108,7 +109,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		d.hw, d.start, d.epoch, d.records, d.skipped, d.size, d.failed, d.appends, d.appendedBytes, d.deliveredBytes,
 		d.partSyncFailures, d.noSpace, d.keyPollsParked, d.keyPollWakeups,
 		d.committed, d.lag, d.topics, d.partitions, d.connsOpen, d.connsAccepted, d.connsRefused, d.authFailures,
-		d.connsUnauth, d.connsEvicted, d.retries, d.streamsOpen, d.streamsAccepted, d.inFlight, d.inflightBytes, d.inflightBudget, d.bpWaits,
+		d.connsUnauth, d.connsEvicted, d.retries, d.handshakeWait, d.streamsOpen, d.streamsAccepted, d.inFlight, d.inflightBytes, d.inflightBudget, d.bpWaits,
 		d.framesTooLarge, d.protocolErrors, d.receivedBytes, d.parked, d.parkedLimit, d.diskFree, d.diskTotal, d.ready,
 		d.diskFull, d.diskReserved, d.metaBackgroundErrors,
 		d.pluginCalls, d.pluginFailures, d.pluginTimeouts, d.pluginTraps, d.pluginStrikes, d.pluginQuarantined,
@@ -172,10 +173,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.connsRefused, float64(tr.RefusedLimit), "limit")
 		counter(d.connsRefused, float64(tr.RefusedToken), "token_limit")
 		counter(d.connsRefused, float64(tr.RefusedSource), "source_rate")
+		counter(d.connsRefused, float64(tr.RefusedHandshakes), "handshakes")
 		counter(d.connsRefused, float64(tr.RefusedShutdown), "shutdown")
 		gauge(d.connsUnauth, float64(tr.Unauthenticated))
 		counter(d.connsEvicted, float64(tr.Evicted))
 		counter(d.retries, float64(tr.RetriesDemanded))
+		gauge(d.handshakeWait, tr.HandshakeWait.Seconds())
 		counter(d.authFailures, float64(tr.AuthFailures))
 		gauge(d.streamsOpen, float64(tr.StreamsOpen))
 		counter(d.streamsAccepted, float64(tr.StreamsAccepted))

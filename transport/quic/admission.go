@@ -36,6 +36,18 @@ import (
 //     below half) new connections must prove their address with a QUIC
 //     Retry first, so that spoofed addresses cannot take places or drain
 //     another address's bucket.
+//   - A node behind with its handshakes refuses new ones (before any TLS
+//     work, and without a Retry first) rather than taking on more than it
+//     can finish: while every handshake it took up over the last
+//     handshakeWindow had waited longer than HandshakeWaitTarget for it,
+//     from its connection's arrival until the node began the TLS work on
+//     its ClientHello. A crowd dialing at once (a fleet after a restart)
+//     then drains at the rate the node does handshakes, the rest coming
+//     back after a pause, instead of every handshake slowing down
+//     together until clients give up on them and the node's work is
+//     wasted. The least wait of a window is what a queue kept
+//     throughout it: one slow client (a ClientHello sent in two packets
+//     far apart) cannot raise it, nor a burst that drained within it.
 
 // Reasons for refusing or closing a connection at admission.
 var (
@@ -43,6 +55,7 @@ var (
 	errTokenLimit  = errors.New("quic: connection limit of the token reached")
 	errSourceRate  = errors.New("quic: too many handshakes from this address")
 	errEvicted     = errors.New("quic: evicted: too many connections waiting to authenticate")
+	errHandshakes  = errors.New("quic: handshakes waiting too long for the node")
 	errRefusingNew = ErrServerClosed
 )
 
@@ -55,12 +68,17 @@ type admissionLimits struct {
 	sourceBurst        float64
 	maxSources         int
 	windowBudget       uint64 // receive window growth over all connections
+	// handshakeWait: past it, handshakes taken up in a whole window,
+	// new connections are refused; 0: no bound.
+	handshakeWait time.Duration
 }
 
 // admissionStats counts what admission refused and evicted.
 type admissionStats struct {
 	refusedLimit, refusedTokenLimit, refusedSourceRate, refusedShutdown uint64
+	refusedHandshakes                                                   uint64
 	evicted, retries                                                    uint64
+	handshakeWait                                                       time.Duration // the standing wait (handshakeQueue)
 	unauthenticated, authenticated                                      int
 	sources                                                             int
 	windowGrown, windowDenials                                          uint64
@@ -79,6 +97,7 @@ type admission struct {
 	perToken map[string]int
 	sources  sourceTable
 	stats    admissionStats
+	hs       handshakeQueue
 
 	windowBudget, windowGrown uint64 // receive window growth: allowed, granted
 	windowDenials             uint64
@@ -102,6 +121,9 @@ type ticket struct {
 	evict   context.CancelCauseFunc
 
 	grown uint64 // receive window growth granted beyond the initial window
+
+	admitted time.Time // when the connection arrived
+	started  bool      // the node took up its handshake (handshakeStarted)
 
 	// shared: the place of another listener's connection (Admission), kept
 	// out of this listener's counters.
@@ -161,8 +183,11 @@ func (a *admission) admitAs(addr net.Addr, shared bool) (*ticket, error) {
 	case a.authed >= a.lim.maxAuthenticated:
 		stats.refusedLimit++
 		return nil, errConnLimit
+	case !shared && a.behindLocked(now):
+		stats.refusedHandshakes++
+		return nil, errHandshakes
 	}
-	t := &ticket{shared: shared}
+	t := &ticket{shared: shared, admitted: now}
 	if a.lim.sourceRate > 0 && !shared {
 		b := a.sources.get(sourceKey(addr), now, a.lim.sourceBurst)
 		if !b.take(now, a.lim.sourceRate, a.lim.sourceBurst) {
@@ -289,6 +314,11 @@ func (a *admission) demandRetry(addr net.Addr) bool {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.behindLocked(now) {
+		// admit refuses it anyway, before any state is kept: a Retry
+		// would cost the client a round trip for nothing.
+		return false
+	}
 	retry := a.refusing || 2*a.pending.Len() >= a.lim.maxUnauthenticated
 	if !retry && a.lim.sourceRate > 0 {
 		if b := a.sources.peek(sourceKey(addr)); b != nil {
@@ -299,6 +329,43 @@ func (a *admission) demandRetry(addr net.Addr) bool {
 		a.stats.retries++
 	}
 	return retry
+}
+
+// handshakeStarted notes that the node takes up t's handshake: its
+// ClientHello is complete, and the TLS work begins. It returns an error
+// when that work would be wasted: the connection lost its place while its
+// handshake waited (evicted; it is closed as soon as its handshake is
+// done), or waited so long that the handshake could not finish within
+// late, its share of the handshake timeout. The listener then fails the
+// handshake before its key exchange and signature.
+func (a *admission) handshakeStarted(t *ticket, late time.Duration) error {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t.started || t.shared {
+		return nil
+	}
+	t.started = true
+	wait := now.Sub(t.admitted)
+	a.hs.observe(now, wait)
+	switch {
+	case t.elem == nil && !t.authed:
+		return errEvicted
+	case late > 0 && wait > late:
+		a.stats.refusedHandshakes++
+		return errHandshakes
+	}
+	return nil
+}
+
+// behindLocked reports whether the node's handshakes wait past the
+// target: new connections are refused then.
+func (a *admission) behindLocked(now time.Time) bool {
+	if a.lim.handshakeWait <= 0 {
+		return false
+	}
+	a.hs.roll(now)
+	return a.hs.standing > a.lim.handshakeWait
 }
 
 // refuseNew makes every later admit fail (shutdown).
@@ -316,7 +383,47 @@ func (a *admission) snapshot() admissionStats {
 	s.authenticated = a.authed - a.sharedAuthed
 	s.sources = a.sources.len()
 	s.windowGrown, s.windowDenials = a.windowGrown, a.windowDenials
+	a.hs.roll(a.now())
+	s.handshakeWait = a.hs.standing
 	return s
+}
+
+// handshakeWindow is the window over which handshakeQueue takes the
+// least wait.
+const handshakeWindow = 100 * time.Millisecond
+
+// handshakeQueue measures how long handshakes wait for the node, from
+// their connection's arrival until it takes them up, as CoDel measures a
+// queue: the least wait of a window is the queue that stood throughout
+// it.
+type handshakeQueue struct {
+	start    time.Time     // of the current window
+	least    time.Duration // the least wait observed in it
+	n        int           // waits observed in it
+	standing time.Duration // the least wait of the last window; 0 when it had none
+}
+
+func (q *handshakeQueue) observe(now time.Time, wait time.Duration) {
+	q.roll(now)
+	if q.n == 0 || wait < q.least {
+		q.least = wait
+	}
+	q.n++
+}
+
+// roll ends the current window once it is over. A window in which the
+// node took up no handshake says there is no queue: a node refusing
+// every connection while none waits would otherwise refuse for ever.
+func (q *handshakeQueue) roll(now time.Time) {
+	age := now.Sub(q.start)
+	if age < handshakeWindow {
+		return
+	}
+	q.standing = 0
+	if q.n > 0 && age < 2*handshakeWindow {
+		q.standing = q.least
+	}
+	q.start, q.least, q.n = now, 0, 0
 }
 
 // bucket is a token bucket of handshakes.

@@ -24,7 +24,8 @@ type ClientConn struct {
 // Dial connects to a node at addr (host:port) over QUIC with TLS 1.3 and
 // ALPN [ALPN], enforced on a copy of tlsConf (see [ClientTLSConfig]). An
 // error matching ErrConnectionRefused means the node is at its connection
-// limit or shutting down: retry later.
+// limit, behind with its handshakes, or shutting down: retry later, after
+// a pause (the SDK waits a growing, jittered one).
 //
 // A node that does not answer (it is down, or restarting) gets a fresh
 // attempt every 250 ms beside those under way, at most four at once: an
@@ -32,7 +33,10 @@ type ClientConn struct {
 // attempt begun while the node was down would reach it seconds after it
 // came back, while a fresh one reaches it at once. The first attempt to
 // connect wins; the attempts under way go on, so a slow path still
-// connects.
+// connects. Once the node has answered anything on an attempt's socket
+// (a Retry, its handshake; on a shared [Transport], anything at all), no
+// fresh attempt starts: the node is up, and behind, and another
+// handshake would only add to what it has to do.
 func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfig) (*ClientConn, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -54,15 +58,37 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfi
 	}
 	results := make(chan result, maxDialAttempts)
 	running := 0
+	// The sockets of the attempts, and the datagrams each had received
+	// when its attempt began.
+	type attemptSocket struct {
+		sock *yieldingConn
+		from uint64
+	}
+	var sockets []attemptSocket
 	attempt := func() {
 		running++
+		sock, own, err := dialSocket(cfg)
+		if err == nil {
+			sockets = append(sockets, attemptSocket{sock, sock.received.Load()})
+		}
 		go func() {
-			c, err := dialOnce(ctx, raddr, tlsConf, cfg)
+			var c *ClientConn
+			if err == nil {
+				c, err = dialOnce(ctx, sock, own, raddr, tlsConf, cfg)
+			}
 			if err != nil {
 				err = fmt.Errorf("quic: dial %s: %w", addr, err)
 			}
 			results <- result{c, err}
 		}()
+	}
+	answered := func() bool {
+		for _, a := range sockets {
+			if a.sock.received.Load() != a.from {
+				return true
+			}
+		}
+		return false
 	}
 	// settle closes what the attempts still under way connect.
 	settle := func() {
@@ -97,35 +123,39 @@ func Dial(ctx context.Context, addr string, tlsConf *tls.Config, cfg ClientConfi
 				attempt()
 			}
 		case <-tick.C:
-			if running < maxDialAttempts && ctx.Err() == nil {
+			if running < maxDialAttempts && ctx.Err() == nil && !answered() {
 				attempt()
 			}
 		}
 	}
 }
 
-// Dial's attempts: how often a new one starts while none has connected,
-// and how many may be under way at once.
+// Dial's attempts: how often a new one starts while none has connected
+// and the node has not answered, and how many may be under way at once.
 const (
 	dialAttemptEvery = 250 * time.Millisecond
 	maxDialAttempts  = 4
 )
 
-// dialOnce is one attempt of Dial, on the shared socket of
-// cfg.Transport, or on a socket of its own.
-func dialOnce(ctx context.Context, raddr *net.UDPAddr, tlsConf *tls.Config, cfg ClientConfig) (*ClientConn, error) {
+// dialSocket is the socket of one attempt of Dial: cfg.Transport's
+// shared one, or a socket of the attempt's own (own), read through
+// yieldingConn as quic.DialAddr's would be read by quic-go.
+func dialSocket(cfg ClientConfig) (sock *yieldingConn, own bool, err error) {
 	if t := cfg.Transport; t != nil {
-		qc, err := t.qt.Dial(ctx, raddr, tlsConf, cfg.quicConfig())
+		return t.sock, false, nil
+	}
+	sock, err = listenUDP(&net.UDPAddr{IP: net.IPv4zero})
+	return sock, true, err
+}
+
+// dialOnce is one attempt of Dial, on sock (see dialSocket).
+func dialOnce(ctx context.Context, sock *yieldingConn, own bool, raddr *net.UDPAddr, tlsConf *tls.Config, cfg ClientConfig) (*ClientConn, error) {
+	if !own {
+		qc, err := cfg.Transport.qt.Dial(ctx, raddr, tlsConf, cfg.quicConfig())
 		if err != nil {
 			return nil, mapError(err)
 		}
 		return &ClientConn{qc: qc, cfg: cfg}, nil
-	}
-	// A socket of the connection's own, as quic.DialAddr would make, read
-	// through yieldingConn.
-	sock, err := listenUDP(&net.UDPAddr{IP: net.IPv4zero})
-	if err != nil {
-		return nil, err
 	}
 	qc, err := quicgo.Dial(ctx, sock, raddr, tlsConf, cfg.quicConfig())
 	if err != nil {

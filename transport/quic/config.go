@@ -31,6 +31,7 @@ const (
 	DefaultInflightBudget                       = 64 << 20
 	DefaultMaxIdleTimeout                       = 60 * time.Second
 	DefaultHandshakeTimeout                     = 10 * time.Second
+	DefaultHandshakeWaitTarget                  = 250 * time.Millisecond
 	DefaultAuthTimeout                          = 5 * time.Second
 	DefaultClientInitialStreamWindow            = 2 << 20
 	DefaultClientMaxStreamWindow                = 16 << 20
@@ -117,6 +118,16 @@ type Config struct {
 	// Defaults 50 per second and 100; a negative rate disables the limit.
 	SourceHandshakeRate  float64
 	SourceHandshakeBurst int
+	// HandshakeWaitTarget bounds how long new connections wait for the
+	// node to take up their handshake (from the first packet to the TLS
+	// work on the ClientHello). While every handshake the node took up
+	// over the last 100 ms had waited longer, new connections are refused
+	// with CONNECTION_REFUSED before any TLS work (the client's
+	// ErrConnectionRefused: retry after a pause), so that a crowd of
+	// clients dialing at once is served at the rate the node does
+	// handshakes instead of each handshake slowing down until its client
+	// gives up on it. Default 250 ms; negative disables the bound.
+	HandshakeWaitTarget time.Duration
 	// MaxFrameSize bounds one request frame, header included. A larger one
 	// resets its stream with [CodeFrameTooLarge]; other streams go on.
 	// Default 8 MiB.
@@ -174,6 +185,7 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.InflightBudget, DefaultInflightBudget)
 	setDefault(&c.MaxIdleTimeout, DefaultMaxIdleTimeout)
 	setDefault(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	setDefault(&c.HandshakeWaitTarget, DefaultHandshakeWaitTarget)
 	setDefault(&c.AuthTimeout, DefaultAuthTimeout)
 	if c.Framing.FrameLen == nil {
 		c.Framing = WireFraming()
@@ -209,6 +221,7 @@ func (c Config) admissionLimits() admissionLimits {
 		sourceBurst:        float64(c.SourceHandshakeBurst),
 		maxSources:         sourceTableSize,
 		windowBudget:       c.ReceiveWindowBudget,
+		handshakeWait:      max(c.HandshakeWaitTarget, 0),
 	}
 }
 

@@ -76,7 +76,11 @@
 //     handshaking or authenticating ones, the oldest evicted when one more
 //     arrives; a handshake token bucket per source address (50/s, burst
 //     100) that a connection's token returns to once it authenticates;
-//     QUIC Retry under load. See admission.go for why each, and
+//     QUIC Retry under load; HandshakeWaitTarget 250 ms, past which
+//     (the handshakes the node took up over 100 ms all having waited
+//     longer for it) new connections are refused before any TLS work,
+//     so that a crowd dialing at once is served at the node's handshake
+//     rate. See admission.go for why each, and
 //     docs/OPERATIONS.md for what a connection costs. A node's Kafka
 //     listener takes its connections' places from the same caps
 //     (Listener.Admission, admission_shared.go), the source buckets

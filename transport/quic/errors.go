@@ -77,8 +77,9 @@ var (
 	ErrProtocol = errors.New("quic: protocol error")
 	// ErrConnectionRefused: the server refused the connection: before the
 	// handshake (at its connection limit, too many handshakes from the
-	// address, or shutting down), or after authentication with
-	// [CodeConnectionLimit]. Retry later.
+	// address, its handshakes waiting too long, or shutting down), during
+	// it (evicted to make room for newer ones), or after authentication
+	// with [CodeConnectionLimit]. Retry later, after a pause.
 	ErrConnectionRefused = errors.New("quic: connection refused")
 	// ErrNotProcessed: the stream ended before a request was answered, and
 	// the server's replies are in request order, so the request was never
@@ -210,11 +211,22 @@ func mapError(err error) error {
 		return &StreamResetError{StreamID: int64(se.StreamID), Code: Code(se.ErrorCode), Remote: se.Remote}
 	}
 	var te *quicgo.TransportError
-	if errors.As(err, &te) && te.ErrorCode == quicgo.ConnectionRefused {
+	if errors.As(err, &te) && (te.ErrorCode == quicgo.ConnectionRefused ||
+		te.Remote && (te.ErrorCode == quicgo.ApplicationErrorErrorCode || te.ErrorCode == tlsInternalError)) {
+		// The second: the node closed the connection with a code of ours
+		// before the handshake was done, which QUIC does not let it say
+		// in the clear. A listener does that only to shed the connection
+		// (evicted to make room, shutting down, at its limit). The third:
+		// its TLS failed on its side, which a listener does on purpose to
+		// a handshake that would be wasted (Listener.notedTakeUp). Retry.
 		return fmt.Errorf("%w: %w", ErrConnectionRefused, err)
 	}
 	return err
 }
+
+// tlsInternalError is QUIC's CRYPTO_ERROR carrying TLS's internal_error
+// alert (RFC 9001, 4.8).
+const tlsInternalError = quicgo.TransportErrorCode(0x100 + 80)
 
 func truncateReason(s string) string {
 	if len(s) > maxCloseReasonLen {

@@ -64,6 +64,12 @@ type Stats struct {
 	RefusedToken    uint64 // closed at MaxConnsPerToken
 	RefusedSource   uint64 // refused: the source address's handshake bucket was empty
 	RefusedShutdown uint64 // refused while shutting down
+	// RefusedHandshakes: refused because the node's handshakes waited
+	// past Config.HandshakeWaitTarget for it.
+	RefusedHandshakes uint64
+	// HandshakeWait is the least time the handshakes the node took up in
+	// the last 100 ms had waited for it; 0 when it took up none.
+	HandshakeWait   time.Duration
 	Evicted         uint64 // unauthenticated connections closed to make room for newer ones
 	RetriesDemanded uint64 // connection attempts asked to prove their address (QUIC Retry)
 	AuthFailures    uint64 // connections closed because authentication failed or timed out
@@ -87,9 +93,6 @@ type Stats struct {
 
 type ticketKey struct{}
 
-// Listen listens for QUIC connections on the UDP address addr (host:port;
-// port 0 picks one). tlsConf must provide the server certificate
-// (Certificates or GetCertificate); Listen enforces TLS 1.3 and the ALPN
 // serverConnIDLen is the length of the connection IDs a listener issues,
 // which its clients put in every packet they send it. quic-go sends a
 // stateless reset only in answer to a packet longer than 42 bytes; with
@@ -101,8 +104,16 @@ type ticketKey struct{}
 // least 12 (its header) + 16 (AEAD tag) = 48.
 const serverConnIDLen = 16
 
+// Listen listens for QUIC connections on the UDP address addr (host:port;
+// port 0 picks one). tlsConf must provide the server certificate
+// (Certificates or GetCertificate); Listen enforces TLS 1.3 and the ALPN
 // protocol [ALPN] on a copy of it.
 func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
+	return listen(addr, tlsConf, cfg, time.Now)
+}
+
+// listen is Listen, with the admission's clock.
+func listen(addr string, tlsConf *tls.Config, cfg Config, now func() time.Time) (*Listener, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -124,7 +135,7 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 		cfg:       cfg,
 		sock:      sock,
 		budget:    newBudget(cfg.InflightBudget),
-		adm:       newAdmission(cfg.admissionLimits(), time.Now),
+		adm:       newAdmission(cfg.admissionLimits(), now),
 		ctx:       ctx,
 		cancel:    cancel,
 		accepted:  make(chan *Conn),
@@ -133,6 +144,7 @@ func Listen(addr string, tlsConf *tls.Config, cfg Config) (*Listener, error) {
 		byToken:   make(map[string]map[*Conn]struct{}),
 		connsGone: make(chan struct{}),
 	}
+	l.notedTakeUp(tlsConf)
 	l.tr = &quicgo.Transport{
 		Conn:                l.sock,
 		ConnectionIDLength:  serverConnIDLen,
@@ -193,6 +205,30 @@ func (l *Listener) admit(ctx context.Context, info *quicgo.ClientInfo) (context.
 	}
 	context.AfterFunc(ctx, func() { l.adm.release(t) })
 	return context.WithValue(ctx, ticketKey{}, t), nil
+}
+
+// notedTakeUp makes conf (the listener's copy) tell the admission when
+// the node takes up a handshake: crypto/tls asks GetConfigForClient once a
+// ClientHello is complete, before its key exchange and signature, and
+// the hello's context is the connection's (admit's). A handshake whose
+// connection was evicted while it waited, or that waited past half the
+// handshake timeout, is failed there, before that work: the client sees
+// an internal error of the node's TLS, which it takes as a refusal
+// (ErrConnectionRefused).
+func (l *Listener) notedTakeUp(conf *tls.Config) {
+	next := conf.GetConfigForClient
+	late := l.cfg.HandshakeTimeout / 2
+	conf.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if t, _ := hello.Context().Value(ticketKey{}).(*ticket); t != nil {
+			if err := l.adm.handshakeStarted(t, late); err != nil {
+				return nil, err
+			}
+		}
+		if next != nil {
+			return next(hello)
+		}
+		return nil, nil
+	}
 }
 
 func ticketOf(qc *quicgo.Conn) *ticket {
@@ -487,31 +523,33 @@ func (l *Listener) Close() error {
 func (l *Listener) Stats() Stats {
 	a := l.adm.snapshot()
 	return Stats{
-		ConnsOpen:        l.stats.connsOpen.Load(),
-		ConnsAccepted:    l.stats.connsAccepted.Load(),
-		ConnsRefused:     a.refusedLimit + a.refusedTokenLimit + a.refusedSourceRate + a.refusedShutdown,
-		RefusedLimit:     a.refusedLimit,
-		RefusedToken:     a.refusedTokenLimit,
-		RefusedSource:    a.refusedSourceRate,
-		RefusedShutdown:  a.refusedShutdown,
-		Evicted:          a.evicted,
-		RetriesDemanded:  a.retries,
-		Unauthenticated:  a.unauthenticated,
-		Authenticated:    a.authenticated,
-		Sources:          a.sources,
-		AuthFailures:     l.stats.authFailures.Load(),
-		StreamsOpen:      l.stats.streamsOpen.Load(),
-		StreamsAccepted:  l.stats.streamsAccepted.Load(),
-		FramesRead:       l.stats.framesRead.Load(),
-		BytesRead:        l.stats.bytesRead.Load(),
-		FramesTooLarge:   l.stats.framesTooLarge.Load(),
-		ProtocolErrors:   l.stats.protocolErrors.Load(),
-		RequestsInFlight: l.stats.requestsInFlight.Load(),
-		BudgetCapacity:   l.budget.capacity,
-		BudgetInUse:      l.budget.inUse(),
-		BudgetWaits:      l.budget.waits.Load(),
-		BudgetWaiting:    l.budget.waiting.Load(),
-		WindowReserved:   a.windowGrown,
-		WindowDenials:    a.windowDenials,
+		ConnsOpen:         l.stats.connsOpen.Load(),
+		ConnsAccepted:     l.stats.connsAccepted.Load(),
+		ConnsRefused:      a.refusedLimit + a.refusedTokenLimit + a.refusedSourceRate + a.refusedShutdown + a.refusedHandshakes,
+		RefusedHandshakes: a.refusedHandshakes,
+		HandshakeWait:     a.handshakeWait,
+		RefusedLimit:      a.refusedLimit,
+		RefusedToken:      a.refusedTokenLimit,
+		RefusedSource:     a.refusedSourceRate,
+		RefusedShutdown:   a.refusedShutdown,
+		Evicted:           a.evicted,
+		RetriesDemanded:   a.retries,
+		Unauthenticated:   a.unauthenticated,
+		Authenticated:     a.authenticated,
+		Sources:           a.sources,
+		AuthFailures:      l.stats.authFailures.Load(),
+		StreamsOpen:       l.stats.streamsOpen.Load(),
+		StreamsAccepted:   l.stats.streamsAccepted.Load(),
+		FramesRead:        l.stats.framesRead.Load(),
+		BytesRead:         l.stats.bytesRead.Load(),
+		FramesTooLarge:    l.stats.framesTooLarge.Load(),
+		ProtocolErrors:    l.stats.protocolErrors.Load(),
+		RequestsInFlight:  l.stats.requestsInFlight.Load(),
+		BudgetCapacity:    l.budget.capacity,
+		BudgetInUse:       l.budget.inUse(),
+		BudgetWaits:       l.budget.waits.Load(),
+		BudgetWaiting:     l.budget.waiting.Load(),
+		WindowReserved:    a.windowGrown,
+		WindowDenials:     a.windowDenials,
 	}
 }

@@ -34,8 +34,11 @@ type yieldingConn struct {
 	batch   batchReader
 	gro     *groReader    // nil without UDP_GRO
 	batches atomic.Uint64 // batch reads, for tests: quic-go uses ReadBatch only because it is there
-	peers   *peerTable    // a listener's: who sent to which connection ID (peers.go); nil on a client
-	stamps  rxStamps      // the kernel's arrival stamps, turned on by a listener's first queueDelay (rxqueue.go)
+	// received counts the datagrams read: a client's Dial tells a node
+	// that answers (slowly) from one that is silent by it.
+	received atomic.Uint64
+	peers    *peerTable // a listener's: who sent to which connection ID (peers.go); nil on a client
+	stamps   rxStamps   // the kernel's arrival stamps, turned on by a listener's first queueDelay (rxqueue.go)
 }
 
 // ListenUDP opens a UDP socket that quic-go reads as a node or a client of
@@ -84,9 +87,7 @@ func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	if c.gro == nil {
 		runtime.Gosched()
 		n, err := c.batch.ReadBatch(ms, flags)
-		if c.peers != nil && n > 0 {
-			c.peers.observe(ms[:n])
-		}
+		c.readSome(ms, n)
 		return n, err
 	}
 	// Datagrams already read out of the socket are handed over in
@@ -100,10 +101,19 @@ func (c *yieldingConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	}
 	n, err := c.gro.read(c.batch, ms, flags)
 	c.gro.sinceYield += n
-	if c.peers != nil && n > 0 {
+	c.readSome(ms, n)
+	return n, err
+}
+
+// readSome notes the n datagrams just read into ms.
+func (c *yieldingConn) readSome(ms []ipv4.Message, n int) {
+	if n <= 0 {
+		return
+	}
+	c.received.Add(uint64(n))
+	if c.peers != nil {
 		c.peers.observe(ms[:n])
 	}
-	return n, err
 }
 
 // groReader reads a socket with UDP_GRO into buffers of its own, large
