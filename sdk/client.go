@@ -30,6 +30,7 @@ type Client struct {
 	token string
 
 	dialing chan struct{} // a one-slot lock around dials that respects contexts
+	redial  redial        // pauses between refused dials (redial.go)
 	ids     atomic.Uint32
 	// plainAuth: the node refused Authenticate's flags (it is older than
 	// them), so the client authenticates without them.
@@ -76,7 +77,13 @@ type controlStream struct {
 // When no node answers, the error is a *DialError matching
 // ErrNodeUnreachable, saying which address was dialed and where it came
 // from. A host that answers that nothing listens on the port fails
-// Dial at once rather than after the dial timeout.
+// Dial at once rather than after the dial timeout. A node that refuses
+// the connection for now (at its connection limit, behind with its
+// handshakes, shutting down) is dialed again after a pause that grows
+// while it keeps refusing (100–200 ms, doubling up to 2.5–5 s, at
+// random within each), within the dial timeout; Dial then fails with an
+// error matching quic.ErrConnectionRefused (or ErrServerClosed).
+// Reconnections pause the same way.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	cfg := defaultClientConfig()
 	for _, o := range opts {
@@ -211,12 +218,56 @@ func (c *Client) liveSession() (*session, error) {
 	return nil, nil
 }
 
-// dial connects and authenticates on the first stream, which becomes the
-// session's control stream, held once for the caller of dial. It announces
-// that it reads a busy reply's retry-after; a node older than that
-// announcement closes the connection as malformed, and dial connects
-// again without it.
-func (c *Client) dial(ctx context.Context) (*session, error) {
+// dial connects and authenticates within the dial timeout. A dial the
+// node refuses for now is tried again after a growing, jittered pause
+// (redial.go) while the timeout allows; the pause left over when it does
+// not is waited by the next dial.
+func (c *Client) dial(parent context.Context) (*session, error) {
+	ctx, cancel := context.WithTimeout(parent, c.cfg.dialTimeout)
+	defer cancel()
+	var refusal error
+	for {
+		if d := c.redial.pause(time.Now()); d > 0 {
+			dl, ok := ctx.Deadline()
+			outlasts := ok && time.Until(dl) < d
+			switch {
+			case outlasts && refusal != nil:
+				return nil, refusal
+			case outlasts:
+				// A dial timeout shorter than the pause: try now rather
+				// than fail without asking.
+			case !sleepCtx(ctx, d):
+				if refusal != nil {
+					return nil, refusal
+				}
+				return nil, context.Cause(ctx)
+			}
+		}
+		s, err := c.dialOnce(ctx)
+		switch {
+		case err == nil:
+			c.redial.connected()
+			return s, nil
+		case ctx.Err() != nil && parent.Err() == nil:
+			// Timed out: the node may be behind with its handshakes
+			// rather than down; the next dial pauses first.
+			c.redial.refuse(time.Now())
+			return nil, err
+		case !refusedForNow(err):
+			return nil, err
+		}
+		refusal = err
+		d := c.redial.refuse(time.Now())
+		c.cfg.logger.Debug("the node refused the connection for now; dialing again after a pause", "addr", c.addr, "pause", d, "err", err)
+	}
+}
+
+// dialOnce connects and authenticates on the first stream, which becomes
+// the session's control stream, held once for the caller of dial. It
+// announces that it reads a busy reply's retry-after; a node older than
+// that announcement closes the connection as malformed, and dialOnce
+// connects again without it.
+func (c *Client) dialOnce(ctx context.Context) (*session, error) {
 	if c.plainAuth.Load() {
 		return c.dialAs(ctx, 0)
 	}
@@ -229,8 +280,6 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 }
 
 func (c *Client) dialAs(ctx context.Context, flags wire.AuthFlags) (*session, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
-	defer cancel()
 	conn, err := quic.Dial(ctx, c.addr, c.tls, quic.ClientConfig{Transport: c.cfg.transport})
 	if err != nil {
 		return nil, transportError("dial", err)

@@ -53,7 +53,7 @@ func unreachable(err error) bool {
 	var invalid x509.CertificateInvalidError
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrNoCredentials), errors.Is(err, ErrClosed),
-		errors.As(err, &se), errors.As(err, &unknownCA), errors.As(err, &verify),
+		refusedForNow(err), errors.As(err, &se), errors.As(err, &unknownCA), errors.As(err, &verify),
 		errors.As(err, &hostname), errors.As(err, &invalid):
 		return false
 	}

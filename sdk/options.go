@@ -117,7 +117,8 @@ func WithDataDir(dir string) Option {
 }
 
 // WithDialTimeout bounds connecting, the TLS handshake and
-// authentication, at Dial and at every reconnection.
+// authentication, at Dial and at every reconnection, the pauses between
+// the attempts a refusing node is given included (see Dial).
 //
 // Default 10 s. Zero or negative keeps the default. The context given to
 // Dial may end it sooner.
