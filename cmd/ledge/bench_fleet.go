@@ -84,6 +84,15 @@ type fleetGC struct {
 	PauseTotalMs float64 `json:"pause_total_ms"`
 }
 
+// fleetSetup is what setting the fleet up cost the node.
+type fleetSetup struct {
+	CPUSec      float64 `json:"cpu_sec"`
+	Handshakes  uint64  `json:"handshakes_completed"`
+	Refused     uint64  `json:"refused"`
+	Evicted     uint64  `json:"evicted"`
+	Validations uint64  `json:"address_validations"`
+}
+
 // fleetReport is what ledge bench fleet prints.
 type fleetReport struct {
 	Target        string  `json:"target"`
@@ -127,6 +136,11 @@ type fleetReport struct {
 	// LoadCPUPer1000 is this process's CPU (the devices alone) per 1,000
 	// records over the measured phase, against a node elsewhere.
 	LoadCPUPer1000 float64 `json:"loadgen_cpu_sec_per_1000_records,omitempty"`
+	// SetupNode is what the set-up cost the node, from its /metrics
+	// (--node-http): its CPU, the handshakes it completed (beyond one a
+	// device: dials made again), and the connections it refused, evicted
+	// and asked to prove their address.
+	SetupNode *fleetSetup `json:"setup_node,omitempty"`
 }
 
 func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleetFlags) error {
@@ -149,6 +163,7 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 	if ff.nodeHTTP != "" && sys.Wakeups == nil {
 		sys.Wakeups = fleetload.MetricsWakeups(ff.nodeHTTP)
 		sys.GC = fleetload.MetricsGC(ff.nodeHTTP)
+		sys.Setup = fleetload.MetricsSetup(ff.nodeHTTP)
 	}
 	sys.DevicesPerSocket = ff.perSocket
 	if ff.perSocket <= 0 {
@@ -192,6 +207,11 @@ func runBenchFleet(cmd *cobra.Command, cf *clientFlags, f *benchFlags, ff *fleet
 		ProduceP999us: res.Produce.Percentile(99.9).Microseconds(), Commands: res.CmdSent, CmdDelivered: res.CmdDelivered,
 		CommandP50us: res.Command.Percentile(50).Microseconds(), CommandP99us: res.Command.Percentile(99).Microseconds(),
 		Errors: res.Errors, FirstError: res.FirstErr}
+	if res.SetupKnown {
+		n := res.SetupNode
+		r.SetupNode = &fleetSetup{CPUSec: n.CPUSeconds, Handshakes: n.Accepted, Refused: n.Refused,
+			Evicted: n.Evicted, Validations: n.Validations}
+	}
 	if w, ok := res.WakeupsPerCommand(); ok {
 		r.WakeupsPerCommand = w
 	}
@@ -296,6 +316,10 @@ func printFleet(w io.Writer, r fleetReport, asJSON bool) {
 	us := func(v int64) string { return (time.Duration(v) * time.Microsecond).String() }
 	fmt.Fprintf(w, "fleet against %s\n", r.Target)
 	fmt.Fprintf(w, "devices:   %d connected of %d, %d held; set up in %.1fs (%.0f/s)\n", r.Connected, r.Devices, r.Held, r.SetupSec, r.SetupPerSec)
+	if n := r.SetupNode; n != nil {
+		fmt.Fprintf(w, "set-up:    the node's CPU %.1fs; %d handshakes completed, %d connections refused, %d evicted, %d asked to prove their address\n",
+			n.CPUSec, n.Handshakes, n.Refused, n.Evicted, n.Validations)
+	}
 	fmt.Fprintf(w, "produce:   %d of %d records acknowledged; from the scheduled send: p50 %s, p99 %s, p99.9 %s\n",
 		r.Records, r.Sent, us(r.ProduceP50us), us(r.ProduceP99us), us(r.ProduceP999us))
 	fmt.Fprintf(w, "commands:  %d of %d delivered; write to poll return: p50 %s, p99 %s\n", r.CmdDelivered, r.Commands, us(r.CommandP50us), us(r.CommandP99us))

@@ -16,6 +16,7 @@ func (r *run) connect(ctx context.Context, sys System) []Device {
 	devs := make([]Device, r.p.Devices)
 	next := make(chan int)
 	var wg sync.WaitGroup
+	s0, known := nodeSetup(ctx, sys)
 	t0 := time.Now()
 	for range r.p.Dialers {
 		wg.Add(1)
@@ -37,12 +38,25 @@ func (r *run) connect(ctx context.Context, sys System) []Device {
 	close(next)
 	wg.Wait()
 	r.res.Setup = time.Since(t0)
+	if s1, ok := nodeSetup(ctx, sys); ok && known {
+		r.res.SetupNode, r.res.SetupKnown = s1.Sub(s0), true
+	}
 	for _, d := range devs {
 		if d != nil {
 			r.res.Connected++
 		}
 	}
 	return devs
+}
+
+// nodeSetup reads sys's node's set-up counters, if it says.
+func nodeSetup(ctx context.Context, sys System) (SetupStats, bool) {
+	sc, ok := sys.(SetupCounter)
+	if !ok {
+		return SetupStats{}, false
+	}
+	s, ok, err := sc.NodeSetup(ctx)
+	return s, ok && err == nil
 }
 
 func closeAll(devs []Device) {

@@ -141,6 +141,11 @@ type Result struct {
 	Setup     time.Duration // from the first dial until every device was connected (or failed)
 	Elapsed   time.Duration // the measured phase
 
+	// SetupNode is what the set-up cost the node, where the System is a
+	// SetupCounter that could say (SetupKnown).
+	SetupNode  SetupStats
+	SetupKnown bool
+
 	Sent    int64 // records scheduled in the measured phase
 	Records int64 // of them, acknowledged
 	Produce *Latencies

@@ -52,6 +52,10 @@ type Ledge struct {
 	// node's /metrics, ProcessGC for a node in this process); the fleet
 	// then reports them over the measured phase.
 	GC func(ctx context.Context) (GCStats, error)
+	// Setup, when set, reads the node's set-up counters (MetricsSetup
+	// from a node's /metrics); the fleet then reports what its set-up
+	// cost the node.
+	Setup func(ctx context.Context) (SetupStats, error)
 
 	p       Params
 	tokens  []string
@@ -163,6 +167,15 @@ func (l *Ledge) NodeGC(ctx context.Context) (GCStats, bool, error) {
 		return GCStats{}, false, nil
 	}
 	s, err := l.GC(ctx)
+	return s, err == nil, err
+}
+
+// NodeSetup implements SetupCounter with Setup.
+func (l *Ledge) NodeSetup(ctx context.Context) (SetupStats, bool, error) {
+	if l.Setup == nil {
+		return SetupStats{}, false, nil
+	}
+	s, err := l.Setup(ctx)
 	return s, err == nil, err
 }
 
