@@ -46,6 +46,7 @@ func TestPipelineDevicesToKafkaThroughKills(t *testing.T) {
 	wasm := buildPlugin(t, mapTransformPkg)
 	begun := time.Now()
 	node := newServedLedge(t, bin, filepath.Join(t.TempDir(), "ledge-data"))
+	node.env = append(node.env, honestPluginDeadline) // the kills are tested, not the deadline
 	node.start()
 	defer node.checkNoPanic()
 	ctx := context.Background()

@@ -16,6 +16,15 @@ import (
 
 const mapTransformPkg = "../../plugins/testdata/maptransform"
 
+// honestPluginDeadline is the plugin call deadline of a served node whose
+// test is not about deadlines: long enough that a loaded machine never
+// cuts off an honest call (the default is 100 ms).
+const honestPluginDeadline = "LEDGE_PLUGINS_CALL_TIMEOUT=10s"
+
+// honestCallTimeout is honestPluginDeadline for a node started in the
+// test's process.
+const honestCallTimeout = 10 * time.Second
+
 // TestTransformSurvivesTwoKills: 20,000 records of 1 KiB go through a
 // pass-through transform plugin from one durability "always" topic to
 // another while the ledge binary is SIGKILLed twice: every input record is
@@ -35,6 +44,10 @@ func TestTransformSurvivesTwoKills(t *testing.T) {
 	wasm := buildPlugin(t, mapTransformPkg)
 	begun := time.Now()
 	node := newServedLedge(t, bin, filepath.Join(t.TempDir(), "ledge-data"))
+	// What is tested is the kills, not the plugin's deadline: on a loaded
+	// machine an honest call can miss 100 ms, and three misses would
+	// quarantine the plugin.
+	node.env = append(node.env, honestPluginDeadline)
 	node.start()
 	defer node.checkNoPanic()
 	ctx := context.Background()

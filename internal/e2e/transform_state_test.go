@@ -21,7 +21,7 @@ const perMinutePkg = "../../sdk/plugin/examples/perminute"
 func TestTransformStateSurvivesRestarts(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	open := func() (*node.Node, *sdk.Client) {
-		n := pluginNode(t, func(cfg *node.Config) { cfg.DataDir = dir })
+		n := pluginNode(t, func(cfg *node.Config) { cfg.DataDir, cfg.Plugins.CallTimeout = dir, honestCallTimeout })
 		return n, dial(t, n)
 	}
 	minute := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
