@@ -99,9 +99,10 @@ func starved(err error, waitedOut bool) bool {
 // build makes the output batch of a step: the producer's next sequence,
 // every output in order, each with its input's headers when it takes them.
 func (r *partRunner) build(v *plugins.View, outs []plugins.Output) ([]byte, error) {
-	// The batch is built in place, in a buffer sized for the outputs:
-	// the records are copied once, from the plugin's answer (its memory)
-	// and the input into it.
+	// The batch is built in place, in a buffer sized for the outputs
+	// (the last batch's memory when the output gave it back): the
+	// records are copied once, from the plugin's answer (its memory) and
+	// the input into it.
 	size := record.BatchHeaderSize
 	for i := range outs {
 		o := &outs[i]
@@ -118,7 +119,7 @@ func (r *partRunner) build(v *plugins.View, outs []plugins.Output) ([]byte, erro
 		}
 	}
 	b := &r.bb
-	b.ResetInPlace(make([]byte, 0, min(size, r.maxBatch)+64))
+	b.ResetInPlace(r.batchBuffer(min(size, r.maxBatch) + 64))
 	b.SetProducer(uint64(r.id.ID), uint32(r.id.Epoch), r.seq)
 	hs := r.hdrs[:0]
 	for i := range outs {

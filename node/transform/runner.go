@@ -33,6 +33,14 @@ type Output interface {
 	ProducerState(id fence.ProducerID) (fence.ProducerState, bool, owner.Durable)
 }
 
+// ownedOutput is an Output that hands a batch's memory back once its log
+// lets go of it: *owner.Owner is one (Owner.OrderProduceOwned; its
+// Produce is OrderProduce and the wait for durability). The runner builds
+// a later step's batch in that memory.
+type ownedOutput interface {
+	OrderProduceOwned(ctx context.Context, batch []byte, release func()) (owner.ProduceResult, owner.Durable, error)
+}
+
 // Partition is a partition of a topic, as input or as output.
 type Partition interface {
 	Input
@@ -104,6 +112,10 @@ type partRunner struct {
 	carry *promotion
 	bb    record.BatchBuilder
 	hdrs  []record.Header // an output's headers while its batch is built
+	// spare is the memory of the last appended batch once the output
+	// log let go of it (an ownedOutput's release): the next step's batch
+	// is built in it. An idle runner lets it go.
+	spare chan []byte
 }
 
 type promotion struct {
@@ -233,6 +245,7 @@ func (r *partRunner) step(ctx context.Context) error {
 	defer res.Release()
 	r.stats.setHigh(res.State.HighWatermark)
 	if res.Token.Next <= from {
+		r.dropSpare()
 		if r.carry == nil {
 			return nil
 		}
@@ -267,12 +280,58 @@ func (r *partRunner) step(ctx context.Context) error {
 	if err := r.commit(ctx, res.Token, from, changes, nil); err != nil {
 		return err
 	}
-	if _, err := r.out.Produce(ctx, out.batch); err != nil {
+	if err := r.append(ctx, out.batch); err != nil {
 		return fmt.Errorf("transform: append to %s: %w", r.spec.To, err)
 	}
 	r.seq = (p.LastSeq + 1) & (1<<31 - 1)
 	r.carry = &promotion{p: p, state: out.state}
 	return nil
+}
+
+// append appends a step's batch to the output partition and waits until
+// it is durable per the output topic's policy. An ownedOutput hands the
+// batch's memory back to the runner once it is written.
+func (r *partRunner) append(ctx context.Context, batch []byte) error {
+	oo, ok := r.out.(ownedOutput)
+	if !ok {
+		_, err := r.out.Produce(ctx, batch)
+		return err
+	}
+	if r.spare == nil {
+		r.spare = make(chan []byte, 1)
+	}
+	spare := r.spare
+	_, d, err := oo.OrderProduceOwned(ctx, batch, func() {
+		select {
+		case spare <- batch[:0]:
+		default:
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return d.Wait(ctx)
+}
+
+// batchBuffer returns an empty buffer of at least n bytes: the spare, or
+// new memory.
+func (r *partRunner) batchBuffer(n int) []byte {
+	select {
+	case b := <-r.spare:
+		if cap(b) >= n {
+			return b
+		}
+	default:
+	}
+	return make([]byte, 0, n)
+}
+
+// dropSpare lets the spare go, if any.
+func (r *partRunner) dropSpare() {
+	select {
+	case <-r.spare:
+	default:
+	}
 }
 
 // promoteChanges are the state changes that promote the carried step:
