@@ -9,7 +9,8 @@
 // It builds both servers, runs each as its own process on a fresh data
 // directory on a loopback port, pins them and itself to separate CPUs
 // where it can, measures the ceilings (raw QUIC stream, sequential
-// write, 64 KiB write + fdatasync) in the same run, and with --wan
+// write, 64 KiB write + fdatasync, the one-at-a-time round trip over a
+// raw QUIC stream and over TLS on TCP) in the same run, and with --wan
 // repeats a few workloads over a link with 50 ms of round trip and 1 %
 // loss. See bench/README.md for how to read the results.
 package main

@@ -164,6 +164,9 @@ func (h *harness) runLoopback(ctx context.Context, rep *report.Report, ws []work
 			fmt.Printf("[pair %d/%d] ceilings: quic %s msgs/s (%.0f MB/s; placed: %.0f MB/s in, %.0f out; quic-go's own socket %.0f in, %.0f out), seq write %.0f MB/s, 64 KiB write+fdatasync %s/s (%.1f MB/s)\n",
 				pair+1, h.s.pairs, fmtNum(c.QUICMsgsPerSec), c.QUICBytesPerSec/1e6, c.PlacedQUICInBytesPerSec/1e6, c.PlacedQUICOutBytesPerSec/1e6,
 				c.PlacedQUICOwnInBytesPerSec/1e6, c.PlacedQUICOwnOutBytesPerSec/1e6, c.SeqWriteBPS/1e6, fmtNum(c.FsyncOpsPerSec), c.FsyncBytesPerSec/1e6)
+			q, t := c.PlacedQUICRoundTrip, c.PlacedTLSRoundTrip
+			fmt.Printf("[pair %d/%d] ceilings: one-at-a-time round trip p50/p99/p99.9 µs: raw quic %d/%d/%d, TLS/TCP %d/%d/%d\n",
+				pair+1, h.s.pairs, q.P50us, q.P99us, q.P999us, t.P50us, t.P99us, t.P999us)
 		}
 		for ci, cs := range cells {
 			h.runPair(ctx, lo, cs, byID[cs.net+"|"+cs.id()], pair, ci)
@@ -229,8 +232,12 @@ func (h *harness) runPair(ctx context.Context, ns netSpec, cs cellSpec, cell *re
 
 func (h *harness) measureCeilings(ctx context.Context) (ceiling.Set, error) {
 	s, err := h.wholeMachineCeilings(ctx)
-	if err != nil || !h.layout.Pinned {
+	if err != nil {
 		return s, err
+	}
+	h.roundTrips(ctx, &s)
+	if !h.layout.Pinned {
+		return s, nil
 	}
 	// The raw QUIC stream again, placed as a comparison's server and load
 	// generator are: each end held to the CPUs (and the GOMAXPROCS) the
@@ -244,13 +251,13 @@ func (h *harness) measureCeilings(ctx context.Context) (ceiling.Set, error) {
 			in, out, which = &s.PlacedQUICOwnInBytesPerSec, &s.PlacedQUICOwnOutBytesPerSec, " (quic-go's own socket)"
 		}
 		spec := server.RawSpec{Proto: "quic", Host: "127.0.0.1", CPUs: h.layout.Server, Procs: h.layout.ServerProcs(), OwnSocket: own}
-		if *in, err = h.placedQUIC(ctx, spec, func(ctx context.Context, addr string) (float64, error) {
+		if *in, err = placed(ctx, h, spec, func(ctx context.Context, addr string) (float64, error) {
 			return ceiling.QUICTo(ctx, addr, h.s.ceilQUIC, own)
 		}); err != nil {
 			fmt.Printf("ceilings: placed raw quic%s, towards the server: %v\n", which, err)
 		}
 		spec.Source = h.s.ceilQUIC
-		if *out, err = h.placedQUIC(ctx, spec, func(ctx context.Context, addr string) (float64, error) {
+		if *out, err = placed(ctx, h, spec, func(ctx context.Context, addr string) (float64, error) {
 			return ceiling.QUICFrom(ctx, addr, own)
 		}); err != nil {
 			fmt.Printf("ceilings: placed raw quic%s, from the server: %v\n", which, err)
@@ -271,14 +278,42 @@ func (h *harness) wholeMachineCeilings(ctx context.Context) (ceiling.Set, error)
 	return ceiling.Measure(ctx, ceiling.Options{Dir: h.workDir, QUICFor: h.s.ceilQUIC, SeqBytes: h.s.ceilSeq, FsyncFor: h.s.ceilFsync, ChunkSize: 1 << 20})
 }
 
-// placedQUIC runs measure against a rawsink started as spec says.
-func (h *harness) placedQUIC(ctx context.Context, spec server.RawSpec, measure func(ctx context.Context, addr string) (float64, error)) (float64, error) {
+// roundTrips measures the one-at-a-time round trips, a raw quic-go
+// stream's and TLS on TCP's, placed as a sync-1k cell's server and load
+// generator are (wherever that is when nothing is pinned), each for a
+// run's warm-up and measured time so that its percentiles rest on as
+// many round trips as the cell's. A failure leaves one at zero (reported
+// as not measured) and keeps the others.
+func (h *harness) roundTrips(ctx context.Context, s *ceiling.Set) {
+	warmup, measured := h.s.roundTripTimes()
+	for _, rt := range []struct {
+		proto string // of cmd/rawsink and ceiling.RoundTrips
+		into  *ceiling.RoundTrip
+	}{{"quic", &s.PlacedQUICRoundTrip}, {"tls", &s.PlacedTLSRoundTrip}} {
+		spec := server.RawSpec{Proto: rt.proto, Host: "127.0.0.1", Procs: h.layout.ServerProcs()}
+		if h.layout.Pinned {
+			spec.CPUs = h.layout.Server
+		}
+		var err error
+		if *rt.into, err = placed(ctx, h, spec, func(ctx context.Context, addr string) (ceiling.RoundTrip, error) {
+			return ceiling.RoundTrips(ctx, rt.proto, addr, warmup, measured)
+		}); err != nil {
+			fmt.Printf("ceilings: one-at-a-time round trip over %s: %v\n", rt.proto, err)
+		}
+	}
+}
+
+// placed runs measure against a rawsink started as spec says, within
+// the longest of the ceilings' times and a minute.
+func placed[T any](ctx context.Context, h *harness, spec server.RawSpec, measure func(ctx context.Context, addr string) (T, error)) (T, error) {
+	var zero T
 	addr, stop, err := server.StartRaw(ctx, h.bins, spec)
 	if err != nil {
-		return 0, err
+		return zero, err
 	}
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, h.s.ceilQUIC+time.Minute)
+	warmup, measured := h.s.roundTripTimes()
+	ctx, cancel := context.WithTimeout(ctx, max(h.s.ceilQUIC, warmup+measured)+time.Minute)
 	defer cancel()
 	return measure(ctx, addr)
 }

@@ -212,6 +212,14 @@ type settings struct {
 	wanTCPCC    string // TCP congestion control over the WAN link ("" the system's)
 }
 
+// roundTripTimes are the unrecorded warm-up and the measured time of
+// each one-at-a-time round-trip ceiling: a run's, so that its
+// percentiles rest on about as many round trips as a sync-1k run's (and
+// a quick run stays quick).
+func (s settings) roundTripTimes() (warmup, measured time.Duration) {
+	return s.warmup, s.duration
+}
+
 func defaultSettings(quick bool) settings {
 	s := settings{
 		quick:       quick,

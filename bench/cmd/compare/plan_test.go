@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ledgemq/ledge/bench/internal/server"
 )
@@ -127,5 +128,30 @@ func TestOrderRotates(t *testing.T) {
 	}
 	if !slices.Equal(firsts, sys) {
 		t.Fatalf("first systems %v, want %v", firsts, sys)
+	}
+}
+
+// TestRoundTripCeilingsLastARun: each one-at-a-time round-trip ceiling
+// warms up and measures as long as a sync-1k run does, so that its
+// percentiles rest on about as many round trips; in a quick run that
+// keeps the two of them to about a second.
+func TestRoundTripCeilingsLastARun(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		s := defaultSettings(quick)
+		warmup, measured := s.roundTripTimes()
+		if warmup != s.warmup || measured != s.duration {
+			t.Errorf("quick %v: round trips %v + %v, a run %v + %v", quick, warmup, measured, s.warmup, s.duration)
+		}
+		if quick && 2*(warmup+measured) > 2*time.Second {
+			t.Errorf("quick: the round trips take %v", 2*(warmup+measured))
+		}
+	}
+	o := options{duration: 20 * time.Second, wls: "sync-1k", tiers: "T0", systems: "ledge,nats-tls"}
+	s, _, _, err := o.settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, measured := s.roundTripTimes(); measured != 20*time.Second {
+		t.Errorf("--duration 20s: round trips measured for %v", measured)
 	}
 }

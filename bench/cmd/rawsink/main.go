@@ -17,23 +17,20 @@ import (
 	"github.com/ledgemq/ledge/transport/quic/certs"
 )
 
-// ALPN is the protocol both ends of the raw QUIC ceiling speak.
-const ALPN = "ledge-bench-raw"
-
 func main() {
-	proto := flag.String("proto", "tcp", "tcp or quic")
+	proto := flag.String("proto", "tcp", "tcp, tls (TLS 1.3 over TCP) or quic")
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	source := flag.Duration("source", 0, "QUIC only: send 1 KiB messages on each stream for this long instead of reading")
 	ownSocket := flag.Bool("own-socket", false, "QUIC only: let quic-go open its own socket rather than the one a Ledge node reads through")
 	flag.Parse()
 	var err error
 	switch *proto {
-	case "tcp":
-		err = serveTCP(*listen)
+	case "tcp", "tls":
+		err = serveTCP(*listen, *proto == "tls")
 	case "quic":
 		err = serveQUIC(*listen, *source, *ownSocket)
 	default:
-		err = fmt.Errorf("--proto: %q is neither tcp nor quic", *proto)
+		err = fmt.Errorf("--proto: %q is none of tcp, tls and quic", *proto)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rawsink:", err)
@@ -41,10 +38,18 @@ func main() {
 	}
 }
 
-func serveTCP(addr string) error {
+// serveTCP serves raw TCP, or TLS 1.3 over TCP with withTLS.
+func serveTCP(addr string, withTLS bool) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if withTLS {
+		conf, err := serverTLS(addr)
+		if err != nil {
+			return err
+		}
+		ln = tls.NewListener(ln, conf)
 	}
 	fmt.Printf("rawsink listening on %s\n", ln.Addr())
 	for {
@@ -53,10 +58,35 @@ func serveTCP(addr string) error {
 			return err
 		}
 		go func() {
+			defer c.Close()
+			if tc, ok := c.(*tls.Conn); ok {
+				if err := tc.Handshake(); err != nil {
+					return
+				}
+				if tc.ConnectionState().NegotiatedProtocol == ceiling.RoundTripALPN {
+					_ = ceiling.Answer(tc)
+					return
+				}
+			}
 			_, _ = io.CopyBuffer(io.Discard, c, make([]byte, readBuf))
-			c.Close()
 		}()
 	}
+}
+
+// serverTLS is a TLS 1.3 configuration with a throwaway certificate for
+// the host of addr, speaking the raw stream's protocol and the round
+// trip's.
+func serverTLS(addr string) (*tls.Config, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	eph, err := certs.NewEphemeral(host)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{eph.Server},
+		NextProtos: []string{ceiling.ALPN, ceiling.RoundTripALPN}}, nil
 }
 
 // readBuf is what the sink reads at a time: the stream buffer of
@@ -64,11 +94,7 @@ func serveTCP(addr string) error {
 const readBuf = 64 << 10
 
 func serveQUIC(addr string, source time.Duration, ownSocket bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	eph, err := certs.NewEphemeral(host)
+	tlsConf, err := serverTLS(addr)
 	if err != nil {
 		return err
 	}
@@ -79,7 +105,6 @@ func serveQUIC(addr string, source time.Duration, ownSocket bool) error {
 		InitialConnectionReceiveWindow: lquic.DefaultServerInitialConnectionWindow,
 		MaxConnectionReceiveWindow:     lquic.DefaultServerMaxConnectionWindow,
 	}
-	tlsConf := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{eph.Server}, NextProtos: []string{ALPN}}
 	var ln *quicgo.Listener
 	if ownSocket {
 		ln, err = quicgo.ListenAddr(addr, tlsConf, cfg)
@@ -109,7 +134,13 @@ func serveQUIC(addr string, source time.Duration, ownSocket bool) error {
 			if err != nil {
 				return
 			}
-			if source > 0 {
+			switch {
+			case c.ConnectionState().TLS.NegotiatedProtocol == ceiling.RoundTripALPN:
+				if ceiling.Answer(s) == nil {
+					_ = s.Close()
+				}
+				return
+			case source > 0:
 				send(s, source)
 				return
 			}

@@ -35,6 +35,13 @@ type Set struct {
 	// reads through): for reference, not a ceiling of Ledge.
 	PlacedQUICOwnInBytesPerSec  float64 `json:"placed_quic_own_socket_in_bytes_per_sec,omitempty"`
 	PlacedQUICOwnOutBytesPerSec float64 `json:"placed_quic_own_socket_out_bytes_per_sec,omitempty"`
+	// One-at-a-time round trips (RoundTrips) placed as the servers are:
+	// the far end a rawsink on the servers' CPUs with their GOMAXPROCS,
+	// this end where the load generator runs. Over a raw quic-go stream
+	// (Ledge's transport, the ceiling of its sync-1k latency) and, for
+	// reference, over TLS 1.3 on TCP (JetStream TLS's transport).
+	PlacedQUICRoundTrip RoundTrip `json:"placed_quic_round_trip,omitzero"`
+	PlacedTLSRoundTrip  RoundTrip `json:"placed_tls_tcp_round_trip,omitzero"`
 }
 
 // Options bound the measurements.

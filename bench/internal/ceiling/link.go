@@ -15,8 +15,9 @@ import (
 	lquic "github.com/ledgemq/ledge/transport/quic"
 )
 
-// rawALPN matches cmd/rawsink.
-const rawALPN = "ledge-bench-raw"
+// ALPN is the protocol of the raw QUIC streams cmd/rawsink discards or
+// sends (RoundTripALPN asks it for the round trip instead).
+const ALPN = "ledge-bench-raw"
 
 // Stream measures one raw stream to a rawsink at addr: 1 KiB writes for
 // d, then the time until the sink has read everything (it closes its side
@@ -38,7 +39,7 @@ func Stream(ctx context.Context, proto, addr string, d time.Duration, control fu
 		w = closeWriter{tc}
 		wait = func() error { _, err := io.Copy(io.Discard, tc); return err }
 	case "quic":
-		c, s, err := dialRaw(ctx, addr, false)
+		c, s, err := dialRaw(ctx, addr, false, ALPN)
 		if err != nil {
 			return 0, err
 		}
@@ -79,17 +80,17 @@ type closeWriter struct{ *net.TCPConn }
 func (c closeWriter) Close() error { return c.CloseWrite() }
 
 // dialRaw dials a rawsink's QUIC listener with a Ledge client's windows
-// and socket (quic-go's own with ownSocket) and no certificate check (the
-// sink's is throwaway), and opens a stream. The socket is closed with the
-// connection.
-func dialRaw(ctx context.Context, addr string, ownSocket bool) (*quicgo.Conn, *quicgo.Stream, error) {
+// and socket (quic-go's own with ownSocket), protocol alpn and no
+// certificate check (the sink's is throwaway), and opens a stream. The
+// socket is closed with the connection.
+func dialRaw(ctx context.Context, addr string, ownSocket bool, alpn string) (*quicgo.Conn, *quicgo.Stream, error) {
 	cfg := &quicgo.Config{
 		InitialStreamReceiveWindow:     lquic.DefaultClientInitialStreamWindow,
 		MaxStreamReceiveWindow:         lquic.DefaultClientMaxStreamWindow,
 		InitialConnectionReceiveWindow: lquic.DefaultClientInitialConnectionWindow,
 		MaxConnectionReceiveWindow:     lquic.DefaultClientMaxConnectionWindow,
 	}
-	tlsConf := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{rawALPN}, MinVersion: tls.VersionTLS13}
+	tlsConf := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}, MinVersion: tls.VersionTLS13}
 	if ownSocket {
 		c, err := quicgo.DialAddr(ctx, addr, tlsConf, cfg)
 		if err != nil {
@@ -128,7 +129,7 @@ func openRaw(ctx context.Context, c *quicgo.Conn) (*quicgo.Conn, *quicgo.Stream,
 // for d, as transport/quic's in-process ceiling writes them, timed until
 // the sink has read them all.
 func QUICTo(ctx context.Context, addr string, d time.Duration, ownSocket bool) (bytesPerSec float64, err error) {
-	c, s, err := dialRaw(ctx, addr, ownSocket)
+	c, s, err := dialRaw(ctx, addr, ownSocket, ALPN)
 	if err != nil {
 		return 0, err
 	}
@@ -151,7 +152,7 @@ func QUICTo(ctx context.Context, addr string, d time.Duration, ownSocket bool) (
 // (the direction of a replay): it asks for the stream and reads it to
 // its end in 64 KiB reads.
 func QUICFrom(ctx context.Context, addr string, ownSocket bool) (bytesPerSec float64, err error) {
-	c, s, err := dialRaw(ctx, addr, ownSocket)
+	c, s, err := dialRaw(ctx, addr, ownSocket, ALPN)
 	if err != nil {
 		return 0, err
 	}

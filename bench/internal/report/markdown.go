@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ledgemq/ledge/bench/internal/ceiling"
 )
 
 // systemTitle is how a system is named in tables and charts.
@@ -334,6 +336,23 @@ func (r *Report) ceilingsAndTargets(w io.Writer) {
 			all(func(i int) string { return fmt.Sprintf("%.1f", r.Ceilings[i].PlacedQUICOwnInBytesPerSec/1e6) }))
 		p("| for reference, not a ceiling: the same through quic-go's own sockets, from the server | %.1f MB/s | %s |\n", c.PlacedQUICOwnOutBytesPerSec/1e6,
 			all(func(i int) string { return fmt.Sprintf("%.1f", r.Ceilings[i].PlacedQUICOwnOutBytesPerSec/1e6) }))
+	}
+	for _, rt := range []struct {
+		what string
+		get  func(ceiling.Set) ceiling.RoundTrip
+	}{
+		{"one-at-a-time round trip, raw quic-go stream placed as the servers: 1 KiB there, 32 B back", func(c ceiling.Set) ceiling.RoundTrip { return c.PlacedQUICRoundTrip }},
+		{"the same over TLS 1.3 on TCP (JetStream TLS's transport), for reference", func(c ceiling.Set) ceiling.RoundTrip { return c.PlacedTLSRoundTrip }},
+	} {
+		if m := rt.get(c); m.N > 0 {
+			p("| %s | p50 %s µs, p99 %s µs, p99.9 %s µs | %s (p50/p99/p99.9) |\n", rt.what, num(float64(m.P50us)), num(float64(m.P99us)), num(float64(m.P999us)), all(func(i int) string {
+				x := rt.get(r.Ceilings[i])
+				if x.N == 0 {
+					return "—"
+				}
+				return num(float64(x.P50us)) + "/" + num(float64(x.P99us)) + "/" + num(float64(x.P999us))
+			}))
+		}
 	}
 	p("| sequential write (page cache) | %.0f MB/s | %s |\n", c.SeqWriteBPS/1e6, all(func(i int) string { return fmt.Sprintf("%.0f", r.Ceilings[i].SeqWriteBPS/1e6) }))
 	p("| sequential write + final fdatasync | %.0f MB/s | %s |\n", c.SeqWriteSyncBPS/1e6, all(func(i int) string { return fmt.Sprintf("%.0f", r.Ceilings[i].SeqWriteSyncBPS/1e6) }))

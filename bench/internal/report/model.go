@@ -288,7 +288,25 @@ func (r *Report) MedianCeiling() {
 
 		PlacedQUICOwnInBytesPerSec:  m(func(c ceiling.Set) float64 { return c.PlacedQUICOwnInBytesPerSec }),
 		PlacedQUICOwnOutBytesPerSec: m(func(c ceiling.Set) float64 { return c.PlacedQUICOwnOutBytesPerSec }),
+
+		PlacedQUICRoundTrip: r.medianRoundTrip(func(c ceiling.Set) ceiling.RoundTrip { return c.PlacedQUICRoundTrip }),
+		PlacedTLSRoundTrip:  r.medianRoundTrip(func(c ceiling.Set) ceiling.RoundTrip { return c.PlacedTLSRoundTrip }),
 	}
+}
+
+// medianRoundTrip is the per-percentile median of the round trips of
+// Ceilings that were measured (zero where none was).
+func (r *Report) medianRoundTrip(get func(ceiling.Set) ceiling.RoundTrip) ceiling.RoundTrip {
+	var n, p50, p99, p999 []float64
+	for _, c := range r.Ceilings {
+		if rt := get(c); rt.N > 0 {
+			n, p50, p99, p999 = append(n, float64(rt.N)), append(p50, float64(rt.P50us)), append(p99, float64(rt.P99us)), append(p999, float64(rt.P999us))
+		}
+	}
+	if len(n) == 0 {
+		return ceiling.RoundTrip{}
+	}
+	return ceiling.RoundTrip{N: int64(Median(n)), P50us: int64(Median(p50)), P99us: int64(Median(p99)), P999us: int64(Median(p999))}
 }
 
 // Find returns the cell with id on net, or nil.
