@@ -250,8 +250,12 @@ func (c *Client) dial(parent context.Context) (*session, error) {
 			return s, nil
 		case ctx.Err() != nil && parent.Err() == nil:
 			// Timed out: the node may be behind with its handshakes
-			// rather than down; the next dial pauses first.
+			// rather than down; the next dial pauses first. A node that
+			// refused this dial before answered: say so.
 			c.redial.refuse(time.Now())
+			if refusal != nil {
+				return nil, fmt.Errorf("%w (then: %w)", refusal, err)
+			}
 			return nil, err
 		case !refusedForNow(err):
 			return nil, err
