@@ -17,7 +17,7 @@ import (
 
 var (
 	throughputRecords = flag.Int("throughput.records", 0,
-		"records of 1 KiB in TestTransformThroughputThroughTheBinary (0 skips the test; 100000 for the figures of docs/PIPELINES.md)")
+		"records of 1 KiB in TestTransformThroughputThroughTheBinary (0 skips the test; 200000, with -throughput.rounds 5, for the figures of docs/PIPELINES.md)")
 	throughputRounds = flag.Int("throughput.rounds", 3, "alternated rounds of TestTransformThroughputThroughTheBinary")
 )
 
@@ -33,7 +33,7 @@ var (
 // process's CPU per record (utime and stime of /proc/PID/stat) and each
 // transform's ratio to the filter, per round and as medians.
 //
-//	go test ./internal/e2e -run TestTransformThroughputThroughTheBinary -v -throughput.records 100000
+//	go test ./internal/e2e -run TestTransformThroughputThroughTheBinary -v -throughput.records 200000 -throughput.rounds 5
 func TestTransformThroughputThroughTheBinary(t *testing.T) {
 	total := *throughputRecords
 	if total <= 0 {
