@@ -381,3 +381,27 @@ func TestPluginCallTimeoutReachesTheHost(t *testing.T) {
 		t.Errorf("a call timeout past 10s: %v, want it refused, naming the key", err)
 	}
 }
+
+// quic.handshake_wait_target is the listener's bound on how long new
+// connections wait for their handshake to be taken up: by default the
+// transport's own, a value as given, and 0 the transport's "off" (a
+// negative bound), never a zero the transport would read as "default".
+func TestHandshakeWaitTargetReachesTheListener(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want time.Duration
+	}{
+		{"default", nil, quic.DefaultHandshakeWaitTarget},
+		{"given", []string{"--quic-handshake-wait-target", "2s"}, 2 * time.Second},
+		{"off", []string{"--quic-handshake-wait-target", "0"}, -1},
+	} {
+		c, err := load(t, tc.args, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := c.Node().Transport.HandshakeWaitTarget; got != tc.want {
+			t.Errorf("%s: the listener gets a handshake wait target of %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -121,6 +121,7 @@ type QUIC struct {
 	IdleTimeout          time.Duration
 	KeepAlive            time.Duration
 	HandshakeTimeout     time.Duration
+	HandshakeWaitTarget  time.Duration
 	AuthTimeout          time.Duration
 }
 
@@ -249,6 +250,7 @@ func Keys() []Key {
 		durationKey("quic.idle_timeout", quic.DefaultMaxIdleTimeout, time.Second, time.Hour, false, "a connection without a packet for this long is closed", func(c *Config) *time.Duration { return &c.QUIC.IdleTimeout }),
 		durationKey("quic.keep_alive", 0, time.Second, time.Hour, true, "how often the node sends keep-alives on quiet connections; 0 leaves it to clients", func(c *Config) *time.Duration { return &c.QUIC.KeepAlive }),
 		durationKey("quic.handshake_timeout", quic.DefaultHandshakeTimeout, time.Second, 5*time.Minute, false, "bound on the QUIC and TLS handshake", func(c *Config) *time.Duration { return &c.QUIC.HandshakeTimeout }),
+		durationKey("quic.handshake_wait_target", quic.DefaultHandshakeWaitTarget, time.Millisecond, time.Minute, true, "while every handshake the node took up over 100 ms had waited longer than this for it, new connections are refused before any TLS work, to be dialled again after a pause; 0 turns the refusals off", func(c *Config) *time.Duration { return &c.QUIC.HandshakeWaitTarget }),
 		durationKey("quic.auth_timeout", quic.DefaultAuthTimeout, time.Second, 5*time.Minute, false, "bound on the wait for a connection's authentication request", func(c *Config) *time.Duration { return &c.QUIC.AuthTimeout }),
 	}
 }

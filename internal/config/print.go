@@ -116,6 +116,10 @@ func (c *Config) Node() node.Config {
 	if sourceRate == 0 {
 		sourceRate = -1 // the transport's "off"
 	}
+	handshakeWait := c.QUIC.HandshakeWaitTarget
+	if handshakeWait == 0 {
+		handshakeWait = -1 // the transport's "off"
+	}
 	retention := c.RetentionInterval
 	if retention == 0 {
 		retention = -1 // the node's "off"
@@ -149,6 +153,7 @@ func (c *Config) Node() node.Config {
 			MaxIdleTimeout:       c.QUIC.IdleTimeout,
 			KeepAlivePeriod:      c.QUIC.KeepAlive,
 			HandshakeTimeout:     c.QUIC.HandshakeTimeout,
+			HandshakeWaitTarget:  handshakeWait,
 			AuthTimeout:          c.QUIC.AuthTimeout,
 		},
 	}
