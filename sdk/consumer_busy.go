@@ -42,17 +42,10 @@ func (b *busyPolls) note(err error, maxWait time.Duration) {
 // wait holds the next poll until the node's retry-after has passed.
 func (b *busyPolls) wait(ctx context.Context) error {
 	d := time.Until(b.notBefore)
-	if d <= 0 {
+	if d <= 0 || sleepCtx(ctx, d) {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return context.Cause(ctx)
 }
 
 // ConsumerStats counts what a consumer met.
